@@ -1,0 +1,39 @@
+# The README's commands. `make run` starts the service; `make test` runs every check CI runs.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+PORT   ?= 8787
+PYTEST_ARGS ?=
+
+.PHONY: install run test lint typecheck unit bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[dev,aws]"
+	rm -f $(VENV)/.installed-*
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: install  ## the service on the embedded backend, data in ./.agentmem
+	$(BIN)/agentmem serve --port $(PORT)
+
+lint: install
+	$(BIN)/ruff check .
+
+typecheck: install
+	$(BIN)/mypy
+
+test: install lint typecheck  ## everything CI checks
+	$(BIN)/pytest -n 2 --dist loadfile -q $(PYTEST_ARGS)
+
+unit: install
+	$(BIN)/pytest -q tests/unit
+
+bench: install
+	$(BIN)/python bench/entries.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""Adapters: the embedded backend (SQLite, files) and the AWS backend."""

@@ -1,0 +1,103 @@
+"""One SQLite database file shared by threads and processes.
+
+Each thread gets its own connection (WAL lets readers run beside the writer).
+Writes run in ``BEGIN IMMEDIATE`` transactions, which take the database's write
+lock up front: a version check and the write it guards happen under one lock,
+so two processes sharing a data directory cannot lose an update.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from .migrations import MIGRATIONS
+
+BUSY_TIMEOUT_MS = 30_000
+
+
+class Database:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._local = threading.local()
+        self._setup_lock = threading.Lock()
+        self._migrated = False
+
+    def connection(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+            conn.row_factory = sqlite3.Row
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            self._local.conn = conn
+            self._migrate(conn)
+        return conn
+
+    def setup(self) -> None:
+        """Open the database and run the migrations it has not seen yet (idempotent, process-safe)."""
+        self.connection()
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        with self._setup_lock:
+            if self._migrated:
+                return
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                done = conn.execute("PRAGMA user_version").fetchone()[0]
+                for number, script in enumerate(MIGRATIONS[done:], start=done + 1):
+                    for statement in _statements(script):
+                        conn.execute(statement)
+                    conn.execute(f"PRAGMA user_version = {number}")
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            self._migrated = True
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction holding the database's write lock from its start."""
+        conn = self.connection()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    @contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        """A consistent snapshot for several reads."""
+        conn = self.connection()
+        conn.execute("BEGIN")
+        try:
+            yield conn
+        finally:
+            conn.execute("COMMIT")
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+
+def _statements(script: str) -> Iterator[str]:
+    # executescript() would commit our transaction; run statement by statement instead
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            if buffer.strip():
+                yield buffer
+            buffer = ""
+    if buffer.strip():
+        yield buffer

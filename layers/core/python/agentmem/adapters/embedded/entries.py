@@ -1,0 +1,300 @@
+"""Entries on SQLite: versions are checked inside the write transaction."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import sqlite3
+from collections.abc import Sequence
+from typing import Any, cast
+
+from ...domain.errors import InvalidError, LayerFullError, NotFoundError, VersionConflictError
+from ...domain.models import Entry, EntryDraft, HistoryItem, Layer, Page
+from ...domain.rules import DEFAULT_CATEGORY, DEFAULT_IMPORTANCE
+from ...ports.entries import EntryStore
+from .database import Database
+
+_LIVE = "(expires_at IS NULL OR expires_at > ?)"
+_LIVE_E = "(e.expires_at IS NULL OR e.expires_at > ?)"
+_META_COLUMNS = (
+    "name, description, category, importance, visibility, version, updated_by, created_at, updated_at, "
+    "expires_at, conversation, content_hash, memory, layer_user"
+)
+
+
+def content_hash(content: str) -> str:
+    return "sha256:" + hashlib.sha256(content.encode("utf-8")).hexdigest()
+
+
+def _scope_token(layer: Layer) -> str:
+    # one FTS token per layer, so a search only walks its own layers' postings
+    raw = f"{layer.account_id}\x1f{layer.memory}\x1f{layer.user_key}".encode()
+    return "l" + hashlib.blake2b(raw, digest_size=10).hexdigest()
+
+
+def _row_to_entry(row: sqlite3.Row, *, with_content: bool) -> Entry:
+    layer_user = row["layer_user"]
+    return Entry(
+        name=row["name"],
+        description=row["description"],
+        content=row["content"] if with_content else None,
+        category=row["category"],
+        importance=row["importance"],
+        visibility=row["visibility"],
+        version=row["version"],
+        updated_by=row["updated_by"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        expires_at=row["expires_at"],
+        conversation=row["conversation"],
+        content_hash=row["content_hash"],
+        memory=row["memory"],
+        user_id=layer_user or None,
+    )
+
+
+def _encode_cursor(updated_at: str, name: str) -> str:
+    return base64.urlsafe_b64encode(json.dumps([updated_at, name]).encode()).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> tuple[str, str]:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        updated_at, name = json.loads(base64.urlsafe_b64decode(padded.encode()))
+        return str(updated_at), str(name)
+    except (ValueError, TypeError):
+        raise InvalidError("cursor is not one this service gave out", field="cursor") from None
+
+
+class SqliteEntryStore(EntryStore):
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    # -- writes -----------------------------------------------------------------------------------------
+    def save(
+        self,
+        layer: Layer,
+        draft: EntryDraft,
+        *,
+        expected_version: int | None,
+        now: str,
+        keep_history_until: str,
+        layer_limit: int,
+    ) -> tuple[Entry, bool]:
+        key = (layer.account_id, layer.memory, layer.user_key, draft.name)
+        with self.db.write() as conn:
+            row = conn.execute(
+                "SELECT rowid, * FROM entries WHERE account_id=? AND memory=? AND layer_user=? AND name=?", key
+            ).fetchone()
+            if row is not None and row["expires_at"] is not None and row["expires_at"] <= now:
+                self._remove_row(conn, row["rowid"])
+                row = None
+            current = row["version"] if row is not None else 0
+            if expected_version is not None and expected_version != current:
+                raise VersionConflictError(
+                    _conflict_message(draft.name, current, expected_version), current_version=current
+                )
+            if row is None:
+                if draft.description is None:
+                    raise InvalidError("description is required when the entry is new", field="description")
+                if draft.conversation is None:
+                    count = conn.execute(
+                        f"SELECT count(*) FROM entries WHERE account_id=? AND memory=? AND layer_user=? "
+                        f"AND conversation IS NULL AND {_LIVE}",
+                        (*key[:3], now),
+                    ).fetchone()[0]
+                    if count >= layer_limit:
+                        raise LayerFullError(
+                            f"this layer already holds {count} entries, the most it may; "
+                            "delete one or use another layer",
+                            limit=layer_limit,
+                        )
+            digest = content_hash(draft.content)
+            values: dict[str, Any] = {
+                "account_id": layer.account_id,
+                "memory": layer.memory,
+                "layer_user": layer.user_key,
+                "name": draft.name,
+                "description": draft.description if draft.description is not None else row["description"],
+                "category": draft.category or (row["category"] if row is not None else DEFAULT_CATEGORY),
+                "importance": draft.importance
+                if draft.importance is not None
+                else (row["importance"] if row is not None else DEFAULT_IMPORTANCE),
+                "visibility": draft.visibility,
+                "version": current + 1,
+                "updated_by": draft.updated_by,
+                "created_at": row["created_at"] if row is not None else now,
+                "updated_at": now,
+                "expires_at": draft.expires_at,
+                "conversation": draft.conversation if draft.conversation is not None
+                else (row["conversation"] if row is not None else None),
+                "content_hash": digest,
+                "content": draft.content,
+            }
+            columns = ", ".join(values)
+            marks = ", ".join(f":{c}" for c in values)
+            if row is None:
+                cursor = conn.execute(f"INSERT INTO entries ({columns}) VALUES ({marks})", values)
+                rowid = cast(int, cursor.lastrowid)
+            else:
+                rowid = row["rowid"]
+                assignments = ", ".join(f"{c}=:{c}" for c in values)
+                conn.execute(f"UPDATE entries SET {assignments} WHERE rowid=:rowid", {**values, "rowid": rowid})
+                conn.execute("DELETE FROM entries_fts WHERE rowid=?", (rowid,))
+            if values["conversation"] is None:
+                conn.execute(
+                    "INSERT INTO entries_fts (rowid, scope, name, description, content) VALUES (?, ?, ?, ?, ?)",
+                    (rowid, _scope_token(layer), draft.name, values["description"], draft.content),
+                )
+            self._append_history(
+                conn, layer, draft.name, current + 1, "create" if row is None else "update", digest,
+                draft.updated_by, now, values["description"], draft.content, keep_history_until,
+            )
+            stored = conn.execute(f"SELECT {_META_COLUMNS} FROM entries WHERE rowid=?", (rowid,)).fetchone()
+        return _row_to_entry(stored, with_content=False), row is None
+
+    def delete(
+        self,
+        layer: Layer,
+        name: str,
+        *,
+        expected_version: int | None,
+        now: str,
+        keep_history_until: str,
+        updated_by: str,
+    ) -> Entry:
+        key = (layer.account_id, layer.memory, layer.user_key, name)
+        with self.db.write() as conn:
+            row = conn.execute(
+                "SELECT rowid, * FROM entries WHERE account_id=? AND memory=? AND layer_user=? AND name=?", key
+            ).fetchone()
+            if row is not None and row["expires_at"] is not None and row["expires_at"] <= now:
+                self._remove_row(conn, row["rowid"])
+                row = None
+            if row is None:
+                raise NotFoundError(f"no entry named {name!r} in this layer")
+            if expected_version is not None and expected_version != row["version"]:
+                raise VersionConflictError(
+                    _conflict_message(name, row["version"], expected_version), current_version=row["version"]
+                )
+            self._remove_row(conn, row["rowid"])
+            self._append_history(
+                conn, layer, name, row["version"] + 1, "delete", row["content_hash"], updated_by, now,
+                row["description"], row["content"], keep_history_until,
+            )
+        return _row_to_entry(row, with_content=False)
+
+    @staticmethod
+    def _remove_row(conn: sqlite3.Connection, rowid: int) -> None:
+        conn.execute("DELETE FROM entries WHERE rowid=?", (rowid,))
+        conn.execute("DELETE FROM entries_fts WHERE rowid=?", (rowid,))
+
+    @staticmethod
+    def _append_history(
+        conn: sqlite3.Connection, layer: Layer, name: str, version: int, operation: str, digest: str,
+        updated_by: str, now: str, description: str, content: str, keep_until: str,
+    ) -> None:
+        conn.execute(
+            "INSERT INTO entry_history (account_id, memory, layer_user, name, version, operation, content_hash, "
+            "updated_by, changed_at, description, content, keep_until) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            (layer.account_id, layer.memory, layer.user_key, name, version, operation, digest, updated_by, now,
+             description, content, keep_until),
+        )
+
+    # -- reads ------------------------------------------------------------------------------------------
+    def get(self, layer: Layer, name: str, now: str) -> Entry | None:
+        row = self.db.connection().execute(
+            f"SELECT * FROM entries WHERE account_id=? AND memory=? AND layer_user=? AND name=? AND {_LIVE}",
+            (layer.account_id, layer.memory, layer.user_key, name, now),
+        ).fetchone()
+        return _row_to_entry(row, with_content=True) if row is not None else None
+
+    def list_layer(self, layer: Layer, now: str, *, limit: int, cursor: str | None) -> Page:
+        params: list[Any] = [layer.account_id, layer.memory, layer.user_key, now]
+        after = ""
+        if cursor:
+            updated_at, name = _decode_cursor(cursor)
+            after = "AND (updated_at < ? OR (updated_at = ? AND name > ?))"
+            params += [updated_at, updated_at, name]
+        rows = self.db.connection().execute(
+            f"SELECT {_META_COLUMNS} FROM entries WHERE account_id=? AND memory=? AND layer_user=? AND {_LIVE} "
+            f"{after} ORDER BY updated_at DESC, name ASC LIMIT ?",
+            (*params, limit + 1),
+        ).fetchall()
+        items = [_row_to_entry(r, with_content=False) for r in rows[:limit]]
+        next_cursor = _encode_cursor(items[-1].updated_at, items[-1].name) if len(rows) > limit else None
+        return Page(items=items, next_cursor=next_cursor)
+
+    def history(self, layer: Layer, name: str, now: str) -> list[HistoryItem]:
+        rows = self.db.connection().execute(
+            "SELECT * FROM entry_history WHERE account_id=? AND memory=? AND layer_user=? AND name=? "
+            "AND keep_until > ? ORDER BY id DESC",
+            (layer.account_id, layer.memory, layer.user_key, name, now),
+        ).fetchall()
+        return [
+            HistoryItem(
+                name=r["name"], version=r["version"], operation=r["operation"], content_hash=r["content_hash"],
+                updated_by=r["updated_by"], changed_at=r["changed_at"], description=r["description"],
+                content=r["content"], keep_until=r["keep_until"],
+            )
+            for r in rows
+        ]
+
+    def existing_names(self, layer: Layer, names: Sequence[str], now: str) -> set[str]:
+        marks = ",".join("?" * len(names))
+        rows = self.db.connection().execute(
+            f"SELECT name FROM entries WHERE account_id=? AND memory=? AND layer_user=? AND name IN ({marks}) "
+            f"AND {_LIVE}",
+            (layer.account_id, layer.memory, layer.user_key, *names, now),
+        ).fetchall()
+        return {r[0] for r in rows}
+
+    def search_candidates(
+        self, layers: Sequence[Layer], words: Sequence[str], whole: str, now: str
+    ) -> list[Entry]:
+        if not layers:
+            return []
+        conn = self.db.connection()
+        found: dict[tuple[str, str, str], Entry] = {}
+        if words:
+            scopes = " OR ".join(_scope_token(layer) for layer in layers)
+            terms = " OR ".join('"' + w.replace('"', '""') + '"*' for w in words)
+            match = f"scope : ({scopes}) AND {{name description content}} : ({terms})"
+            rows = conn.execute(
+                f"SELECT e.* FROM entries_fts f JOIN entries e ON e.rowid = f.rowid "
+                f"WHERE entries_fts MATCH ? AND e.conversation IS NULL AND {_LIVE_E}",
+                (match, now),
+            ).fetchall()
+            for r in rows:
+                found[(r["memory"], r["layer_user"], r["name"])] = _row_to_entry(r, with_content=True)
+        if whole:
+            for layer in layers:
+                rows = conn.execute(
+                    f"SELECT * FROM entries WHERE account_id=? AND memory=? AND layer_user=? "
+                    f"AND conversation IS NULL AND {_LIVE} "
+                    "AND instr(lower(name || char(10) || description), ?) > 0",
+                    (layer.account_id, layer.memory, layer.user_key, now, whole),
+                ).fetchall()
+                for r in rows:
+                    found.setdefault((r["memory"], r["layer_user"], r["name"]), _row_to_entry(r, with_content=True))
+        return list(found.values())
+
+    def purge_expired(self, now: str) -> int:
+        """The embedded store's TTL: drop expired entries and history past its keep time."""
+        with self.db.write() as conn:
+            rowids = [r[0] for r in conn.execute(
+                "SELECT rowid FROM entries WHERE expires_at IS NOT NULL AND expires_at <= ?", (now,)
+            )]
+            for rowid in rowids:
+                self._remove_row(conn, rowid)
+            conn.execute("DELETE FROM entry_history WHERE keep_until <= ?", (now,))
+        return len(rowids)
+
+
+def _conflict_message(name: str, current: int, sent: int) -> str:
+    if current == 0:
+        return f"entry {name!r} does not exist (you sent version {sent})"
+    if sent == 0:
+        return f"entry {name!r} already exists at version {current} (you asked that it must not exist)"
+    return f"entry {name!r} is at version {current} (you sent {sent}); read it again and retry"

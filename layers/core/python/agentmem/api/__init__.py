@@ -1,0 +1,1 @@
+"""The REST API (SPEC §10) on Powertools' APIGatewayRestResolver."""

@@ -1,0 +1,176 @@
+"""The API's resolver and the Lambda entry point (also what the local server calls).
+
+Order of checks for every request: body size (413), then the key (401), then
+routing and validation (404/400), then the service. Errors of every kind leave
+in the SPEC §10 shape ``{"error": {"code", "message", ...}}``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.models import Server
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from .. import __version__
+from ..bootstrap import get_container
+from ..domain.errors import AgentmemError, InvalidError, NotFoundError, TooLargeError
+from ..observability import logger, metrics
+from .routes import entries, keys, memories, system
+
+PUBLIC_PATHS = frozenset({"/v1/health", "/v1/openapi.json", "/v1/docs"})
+OPENAPI = {
+    "title": "agentmem",
+    "version": __version__,
+    "description": "Memory for AI agents: versioned entries in shared memories, conversations and workspaces.",
+    "security_schemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+    "security": [{"bearer": []}],
+}
+
+app = APIGatewayRestResolver(enable_validation=True)
+for module in (system, keys, memories, entries):
+    app.include_router(module.router)
+app.enable_swagger(path="/v1/docs", servers=[Server(url="/")], **OPENAPI)  # type: ignore[arg-type]
+
+
+@app.get("/v1/openapi.json", include_in_schema=False)
+def openapi_document() -> Response[str]:
+    return Response(
+        status_code=200,
+        content_type=content_types.APPLICATION_JSON,
+        body=app.get_openapi_json_schema(servers=[Server(url="/")], **OPENAPI),  # type: ignore[arg-type]
+    )
+
+
+def error_body(error: AgentmemError) -> str:
+    return json.dumps({"error": error.to_dict()})
+
+
+def error_response(error: AgentmemError) -> Response[str]:
+    if error.status >= 500:
+        logger.exception("service error")
+    return Response(status_code=error.status, content_type=content_types.APPLICATION_JSON, body=error_body(error))
+
+
+@app.exception_handler(AgentmemError)
+def handle_agentmem_error(error: AgentmemError) -> Response[str]:
+    return error_response(error)
+
+
+@app.exception_handler(RequestValidationError)
+def handle_validation_error(error: RequestValidationError) -> Response[str]:
+    return error_response(validation_to_invalid(error))
+
+
+@app.not_found
+def handle_not_found(_: Exception) -> Response[str]:
+    event = app.current_event
+    return error_response(NotFoundError(f"no such resource: {event.http_method} {event.path}"))
+
+
+@app.exception_handler(Exception)
+def handle_unexpected(error: Exception) -> Response[str]:
+    logger.exception("unexpected error")
+    metrics.add_metric(name="UnexpectedErrors", unit="Count", value=1)
+    body = {"error": {"code": "internal", "message": "the service failed; the request may be retried"}}
+    return Response(status_code=500, content_type=content_types.APPLICATION_JSON, body=json.dumps(body))
+
+
+def validation_to_invalid(error: RequestValidationError) -> InvalidError:
+    """Pydantic's first complaint, in words that name the field."""
+    problems = error.errors()
+    if not problems:
+        return InvalidError("the request is not valid")
+    first = problems[0]
+    location = [str(part) for part in first.get("loc", ()) if part not in ("body", "query", "path", "header")]
+    field = ".".join(location) or "body"
+    kind = first.get("type", "")
+    if kind == "json_invalid":
+        return InvalidError("the body is not valid JSON", field="body")
+    if kind == "extra_forbidden":
+        return InvalidError(f"unknown field {field!r}", field=field)
+    if kind == "missing":
+        if field == "body":
+            return InvalidError("a JSON body is required", field="body")
+        return InvalidError(f"{field} is required", field=field)
+    return InvalidError(f"{field}: {first.get('msg', 'is not valid')}", field=field)
+
+
+def _body_size(event: dict[str, Any]) -> int:
+    body = event.get("body") or ""
+    if event.get("isBase64Encoded"):
+        return len(body) * 3 // 4
+    return len(body.encode("utf-8")) if isinstance(body, str) else len(body)
+
+
+def _proxy_error(error: AgentmemError) -> dict[str, Any]:
+    return {
+        "statusCode": error.status,
+        "headers": {"Content-Type": content_types.APPLICATION_JSON},
+        "body": error_body(error),
+        "isBase64Encoded": False,
+    }
+
+
+def _default_to_json(event: dict[str, Any]) -> None:
+    """The API's bodies are JSON: read them as JSON when the client did not say (curl -d says form)."""
+    if not event.get("body"):
+        return
+    headers = event.setdefault("headers", {}) or {}
+    names = [k for k in headers if k.lower() == "content-type"]
+    declared = str(headers[names[0]]).lower() if names else ""
+    if declared in ("", "application/x-www-form-urlencoded"):
+        for name in names:
+            del headers[name]
+        headers["Content-Type"] = content_types.APPLICATION_JSON
+        if event.get("multiValueHeaders") is not None:
+            multi = {k: v for k, v in event["multiValueHeaders"].items() if k.lower() != "content-type"}
+            multi["Content-Type"] = [content_types.APPLICATION_JSON]
+            event["multiValueHeaders"] = multi
+
+
+def _principal_from_authorizer(event: dict[str, Any]) -> Any:
+    """On AWS the API-key authorizer has already authenticated the call; trust its context."""
+    from ..domain.models import Principal
+
+    found = (event.get("requestContext") or {}).get("authorizer") or {}
+    if not found.get("account_id"):
+        return None
+    return Principal(
+        account_id=found["account_id"], key_id=found.get("key_id", ""), kind=found.get("kind", "account"),
+        user_id=found.get("user_id") or None,
+    )
+
+
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    container = get_container()
+    app.context.clear()
+    size = _body_size(event)
+    if size > container.settings.max_body_bytes:
+        return _proxy_error(TooLargeError(
+            f"the request body is {size:,} bytes; at most {container.settings.max_body_bytes:,} are accepted",
+            limit=container.settings.max_body_bytes,
+        ))
+    path = event.get("path") or ""
+    _default_to_json(event)
+    if path not in PUBLIC_PATHS:
+        try:
+            principal = _principal_from_authorizer(event)
+            if principal is None:
+                headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
+                principal = container.keys.authenticate(headers.get("authorization"))
+        except AgentmemError as error:
+            return _proxy_error(error)
+        app.append_context(principal=principal)
+        logger.append_keys(account_id=principal.account_id)
+    return app.resolve(event, context)
+
+
+def decode_body(event: dict[str, Any]) -> bytes:
+    body = event.get("body") or ""
+    return base64.b64decode(body) if event.get("isBase64Encoded") else str(body).encode("utf-8")

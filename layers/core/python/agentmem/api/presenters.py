@@ -1,0 +1,78 @@
+"""Records to JSON, field names as in SPEC §2.1."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..domain.models import ApiKey, Entry, HistoryItem, MemoryRecord, UsageCount
+
+
+def entry_json(entry: Entry, *, content: bool, **extra: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "name": entry.name,
+        "memory": entry.memory,
+        "user_id": entry.user_id,
+        "description": entry.description,
+        "category": entry.category,
+        "importance": entry.importance,
+        "visibility": entry.visibility,
+        "version": entry.version,
+        "updated_by": entry.updated_by,
+        "created_at": entry.created_at,
+        "updated_at": entry.updated_at,
+        "expires_at": entry.expires_at,
+        "conversation": entry.conversation,
+    }
+    if content:
+        body["content"] = entry.content
+        body["content_hash"] = entry.content_hash
+    body.update({k: v for k, v in extra.items() if v is not None})
+    return body
+
+
+def history_json(item: HistoryItem) -> dict[str, Any]:
+    return {
+        "name": item.name,
+        "version": item.version,
+        "operation": item.operation,
+        "content_hash": item.content_hash,
+        "updated_by": item.updated_by,
+        "changed_at": item.changed_at,
+        "kept_until": item.keep_until,
+        "description": item.description,
+        "content": item.content,
+    }
+
+
+def memory_json(record: MemoryRecord) -> dict[str, Any]:
+    return {
+        "name": record.name,
+        "user_id": record.user_id,
+        "scope": "user" if record.user_id else "account",
+        "entry_count": record.entry_count,
+        "attached_to": list(record.attached_to),
+        "created_at": record.created_at,
+        "deleted_at": record.deleted_at,
+        "purge_after": record.purge_after,
+    }
+
+
+def key_json(key: ApiKey, secret: str | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "id": key.key_id,
+        "kind": key.kind,
+        "user": key.user_id,
+        "created_at": key.created_at,
+        "last4": key.last4,
+    }
+    if secret is not None:
+        body["secret"] = secret
+    return body
+
+
+def usage_json(count: UsageCount) -> dict[str, Any]:
+    return {"day": count.day, "operation": count.operation, "billable": count.billable, "count": count.count}
+
+
+def page(items: list[dict[str, Any]], next_cursor: str | None = None, **extra: Any) -> dict[str, Any]:
+    return {"items": items, "next_cursor": next_cursor, **extra}

@@ -1,0 +1,1 @@
+"""Route groups, one module per resource."""

@@ -1,0 +1,98 @@
+"""Entries of a memory (SPEC §2) and word search (§6.1)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+
+from ...domain.errors import InvalidError, PreconditionFailedError, VersionConflictError
+from ...services.entries import SaveRequest
+from ..context import call, etag, json_response, precondition
+from ..presenters import entry_json, history_json, page
+from ..schemas import SaveEntryBody
+
+router = Router()
+User = Annotated[str | None, Query(description="The user's layer; absent = the account layer")]
+Limit = Annotated[int | None, Query(description="Page size, at most 100")]
+
+
+@router.get("/v1/memories/<memory>/entries", summary="One layer's entries, newest first, without content",
+            tags=["entries"])
+def list_entries(
+    memory: str, user: User = None, limit: Limit = None, cursor: Annotated[str | None, Query()] = None
+) -> dict[str, Any]:
+    container, principal = call(router, "entries.list")
+    result = container.entries.list_entries(principal, memory, user=user, limit=limit, cursor=cursor)
+    return page([entry_json(e, content=False) for e in result.items], result.next_cursor)
+
+
+@router.get("/v1/memories/<memory>/entries/<name>", summary="Read an entry (or an old version)", tags=["entries"])
+def read_entry(
+    memory: str, name: str, user: User = None,
+    version: Annotated[int | None, Query(description="An old version, while history keeps it")] = None,
+) -> Response[Any]:
+    container, principal = call(router, "entries.read")
+    entry = container.entries.read(principal, memory, name, user=user, version=version)
+    return json_response(200, entry_json(entry, content=True), etag(entry.version))
+
+
+@router.put("/v1/memories/<memory>/entries/<name>", summary="Create or replace an entry", tags=["entries"])
+def save_entry(memory: str, name: str, body: Annotated[SaveEntryBody, Body()], user: User = None) -> Response[Any]:
+    container, principal = call(router, "entries.save")
+    from_header = precondition(router)
+    if from_header is not None and body.version is not None and body.version != from_header:
+        raise InvalidError("the body's version and the If-Match/If-None-Match header disagree", field="version")
+    request = SaveRequest(
+        content=body.content, description=body.description, category=body.category, importance=body.importance,
+        visibility=body.visibility, expires_at=body.expires_at,
+        version=from_header if from_header is not None else body.version,
+    )
+    try:
+        result = container.entries.save(principal, memory, name, request, user=user)
+    except VersionConflictError as conflict:
+        if from_header is None:
+            raise
+        raise PreconditionFailedError(conflict.message, current_version=conflict.current_version) from None
+    return json_response(
+        201 if result.created else 200,
+        entry_json(result.entry, content=False, forced=result.forced),
+        etag(result.entry.version),
+    )
+
+
+@router.delete("/v1/memories/<memory>/entries/<name>", summary="Delete an entry", tags=["entries"])
+def delete_entry(
+    memory: str, name: str, user: User = None,
+    version: Annotated[int | None, Query(description="Delete only if the stored version is this")] = None,
+) -> Response[Any]:
+    container, principal = call(router, "entries.delete")
+    from_header = precondition(router)
+    try:
+        container.entries.delete(
+            principal, memory, name, user=user, version=from_header if from_header is not None else version
+        )
+    except VersionConflictError as conflict:
+        if from_header is None:
+            raise
+        raise PreconditionFailedError(conflict.message, current_version=conflict.current_version) from None
+    return Response(status_code=204)
+
+
+@router.get("/v1/memories/<memory>/entries/<name>/history", summary="An entry's changes, kept 30 days",
+            tags=["entries"])
+def entry_history(memory: str, name: str, user: User = None) -> dict[str, Any]:
+    container, principal = call(router, "entries.history")
+    return page([history_json(h) for h in container.entries.history(principal, memory, name, user=user)])
+
+
+@router.get("/v1/memories/<memory>/search", summary="Search a memory's entries by words", tags=["entries"])
+def search_memory(
+    memory: str, q: Annotated[str, Query(description="Words to find")], user: User = None,
+    limit: Annotated[int | None, Query(description="At most 100; default 10")] = None,
+) -> dict[str, Any]:
+    container, principal = call(router, "entries.search")
+    ranked = container.entries.search(principal, memory, q, user=user, limit=limit)
+    return page([entry_json(r.entry, content=True, score=r.score) for r in ranked], None, mode="keyword")

@@ -1,0 +1,1 @@
+"""Pure domain: models, rules, screening and ranking. No I/O."""

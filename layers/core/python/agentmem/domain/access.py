@@ -1,0 +1,67 @@
+"""Who may touch which layer: the scope rules of SPEC §2.3, §3.1 and §10. Pure."""
+
+from __future__ import annotations
+
+from .errors import ForbiddenError, InvalidError, NotFoundError
+from .models import Layer, MemoryRecord, Principal, Visibility
+from .rules import check_user_id
+
+
+def acting_user(principal: Principal, requested: str | None) -> str | None:
+    """The user a call acts for: a user key implies its user and can act for no other."""
+    if requested is not None:
+        check_user_id(requested)
+    if principal.kind == "user":
+        if requested is not None and requested != principal.user_id:
+            raise ForbiddenError(f"this key acts for user {principal.user_id!r} only")
+        return principal.user_id
+    return requested
+
+
+def require_account_key(principal: Principal, what: str) -> None:
+    if principal.kind != "account":
+        raise ForbiddenError(f"{what} needs an account key; this is a user key")
+
+
+def can_see_memory(memory: MemoryRecord, user: str | None, principal: Principal) -> bool:
+    """The account's memories are seen by everyone in it; a user's only by that user (or an account key)."""
+    if memory.user_id is None:
+        return True
+    if principal.kind == "account" and user is None:
+        return True
+    return memory.user_id == user
+
+
+def entry_layer(memory: MemoryRecord, user: str | None, principal: Principal) -> Layer:
+    """The one layer a list/read/save/delete acts on. A user's memory has only its user's layer."""
+    if not can_see_memory(memory, user, principal):
+        raise NotFoundError(f"no memory named {memory.name!r}")
+    if memory.user_id is not None:
+        return Layer(memory.account_id, memory.name, memory.user_id)
+    return Layer(memory.account_id, memory.name, user)
+
+
+def visible_layers(memory: MemoryRecord, user: str | None, principal: Principal) -> list[Layer]:
+    """Layers a search sees, the user's first: the user's and the account's of an account memory."""
+    own = entry_layer(memory, user, principal)
+    if memory.user_id is None and own.user_id is not None:
+        return [own, Layer(memory.account_id, memory.name, None)]
+    return [own]
+
+
+def layer_visibility(layer: Layer, requested: Visibility | None) -> Visibility:
+    """A body ``visibility`` must agree with the layer the call chose (SPEC §2.1)."""
+    if layer.user_id is not None:
+        if requested not in (None, "private"):
+            raise InvalidError(
+                f"visibility {requested!r} does not fit a user's layer; user layers hold private entries "
+                "(leave out user= to write the account layer)",
+                field="visibility",
+            )
+        return "private"
+    if requested == "private":
+        raise InvalidError(
+            "visibility 'private' needs a user layer: pass user= to save into that user's layer",
+            field="visibility",
+        )
+    return requested or "shared"

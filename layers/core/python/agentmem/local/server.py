@@ -1,0 +1,152 @@
+"""``agentmem serve``: an HTTP server that turns each request into an API Gateway REST
+proxy event and calls the same ``lambda_handler`` that runs on AWS."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import uuid
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..bootstrap import Container, build_container, ensure_default_account, set_container
+from ..settings import Settings
+from .events import build_rest_event, decode_lambda_response
+
+# Requests larger than this are refused before their body is read; the handler refuses smaller
+# ones past its own limit, so both answers are the same 413.
+READ_LIMIT = 8 * 1024 * 1024
+SWEEP_EVERY_S = 60.0
+
+
+@dataclass
+class LocalContext:
+    """The parts of a Lambda context the handler and Powertools read."""
+
+    function_name: str = "agentmem-local"
+    function_version: str = "$LATEST"
+    memory_limit_in_mb: int = 1024
+    invoked_function_arn: str = "arn:aws:lambda:local:000000000000:function:agentmem-local"
+    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    log_group_name: str = "local"
+    log_stream_name: str = "local"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 30_000
+
+
+def _quiet_powertools() -> None:
+    # Locally there is no CloudWatch to read metric logs or X-Ray to take traces.
+    os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+    os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
+    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+
+
+class ApiRequestHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "agentmem"
+    handler: Any = None  # set by make_server: the Lambda handler to call
+
+    def log_message(self, format: str, *args: Any) -> None:
+        if os.environ.get("AGENTMEM_ACCESS_LOG"):
+            super().log_message(format, *args)
+
+    def _reply(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
+        self.send_response(status)
+        for key, value in headers:
+            if key.lower() not in ("content-length", "connection"):
+                self.send_header(key, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _error(self, status: int, code: str, message: str) -> None:
+        body = json.dumps({"error": {"code": code, "message": message}}).encode()
+        self.close_connection = True
+        self._reply(status, [("Content-Type", "application/json"), ("Connection", "close")], body)
+
+    def _handle(self) -> None:
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            self._error(411, "length_required", "send a Content-Length; chunked bodies are not accepted")
+            return
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            self._error(400, "invalid", "Content-Length is not a number")
+            return
+        if length > READ_LIMIT:
+            self._error(413, "too_large", f"the request body is {length:,} bytes; at most 1,000,000 are accepted")
+            return
+        body = self.rfile.read(length) if length else None
+        url = urlsplit(self.path)
+        event = build_rest_event(
+            self.command, url.path, url.query, {k: v for k, v in self.headers.items()}, body,
+            source_ip=self.client_address[0],
+        )
+        result = type(self).handler(event, LocalContext())
+        status, headers, payload = decode_lambda_response(result)
+        self._reply(status, headers, payload)
+
+    do_GET = do_PUT = do_POST = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _handle
+
+
+def make_server(container: Container, host: str = "127.0.0.1", port: int = 8787) -> ThreadingHTTPServer:
+    """A server bound to host:port (port 0 picks a free one) serving this container."""
+    _quiet_powertools()
+    set_container(container)
+    from ..api.app import lambda_handler
+
+    handler_class = type("BoundApiRequestHandler", (ApiRequestHandler,), {"handler": staticmethod(lambda_handler)})
+    server = ThreadingHTTPServer((host, port), handler_class)
+    server.daemon_threads = True
+    return server
+
+
+def _announce_key(settings: Settings, secret: str | None) -> None:
+    key_file = Path(settings.data_dir) / "dev-key"
+    if settings.api_key:
+        print("Using AGENTMEM_API_KEY as the default account's key.")
+    elif secret:
+        key_file.write_text(secret + "\n")
+        key_file.chmod(0o600)
+        print(f"Created account 'default'. Its API key (shown once, also written to {key_file}):")
+        print(f"  {secret}")
+    elif key_file.exists():
+        print(f"API key of the 'default' account: {key_file}")
+
+
+def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8787) -> None:
+    """Run until interrupted; sweeps the trash and expired entries every minute."""
+    Path(settings.data_dir).mkdir(parents=True, exist_ok=True)
+    container = build_container(settings)
+    secret = ensure_default_account(container)
+    server = make_server(container, host, port)
+    _announce_key(settings, secret)
+    bound_host, bound_port = host, int(server.server_address[1])
+    print(f"agentmem {settings.backend} backend, data in {Path(settings.data_dir).resolve()}")
+    print(f"Listening on http://{bound_host}:{bound_port}  (API docs: http://{bound_host}:{bound_port}/v1/docs)")
+    print(f"  export AGENTMEM_URL=http://{bound_host}:{bound_port}", flush=True)
+
+    stop = threading.Event()
+
+    def sweep() -> None:
+        while not stop.wait(SWEEP_EVERY_S):
+            container.sweep()
+
+    threading.Thread(target=sweep, name="agentmem-sweep", daemon=True).start()
+    signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stop.set()
+        container.usage.flush()
+        server.server_close()
+        print("agentmem stopped.", flush=True)

@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+from ..domain.models import Entry, EntryDraft, HistoryItem, Layer, Page
+
+
+class EntryStore(ABC):
+    """Entries of memory layers, with optimistic versions enforced by the store itself.
+
+    ``expected_version``: None = last writer wins; 0 = must not exist; N = must be at N.
+    A mismatch raises ``VersionConflictError`` carrying the current version, and
+    changes nothing. Every change appends a history row in the same transaction.
+    """
+
+    @abstractmethod
+    def save(
+        self,
+        layer: Layer,
+        draft: EntryDraft,
+        *,
+        expected_version: int | None,
+        now: str,
+        keep_history_until: str,
+        layer_limit: int,
+    ) -> tuple[Entry, bool]:
+        """Create or replace; returns the stored entry (without content) and whether it was created.
+
+        Raises VersionConflictError, LayerFullError (a new name in a full layer; checkpoints
+        don't count) and InvalidError (a new entry without a description).
+        """
+
+    @abstractmethod
+    def get(self, layer: Layer, name: str, now: str) -> Entry | None:
+        """The live entry with content; expired entries are absent."""
+
+    @abstractmethod
+    def delete(
+        self, layer: Layer, name: str, *, expected_version: int | None, now: str, keep_history_until: str,
+        updated_by: str,
+    ) -> Entry:
+        """Remove; raises NotFoundError when absent and VersionConflictError on a mismatch."""
+
+    @abstractmethod
+    def list_layer(self, layer: Layer, now: str, *, limit: int, cursor: str | None) -> Page:
+        """One layer's live entries without content, newest ``updated_at`` first."""
+
+    @abstractmethod
+    def history(self, layer: Layer, name: str, now: str) -> list[HistoryItem]:
+        """The entry's kept history, newest first."""
+
+    @abstractmethod
+    def existing_names(self, layer: Layer, names: Sequence[str], now: str) -> set[str]:
+        """Which of ``names`` have a live entry in the layer."""
+
+    @abstractmethod
+    def search_candidates(self, layers: Sequence[Layer], words: Sequence[str], whole: str, now: str) -> list[Entry]:
+        """Live, non-checkpoint entries (with content) that may match: every entry holding a word
+        starting with one of ``words`` or holding ``whole`` in its name or description must be
+        among them. The domain ranking decides."""

@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+from ..domain.models import MemoryRecord
+
+
+class MemoryStore(ABC):
+    """Memories of an account. Names are unique within the account, whatever the scope."""
+
+    @abstractmethod
+    def create_memory(self, record: MemoryRecord) -> tuple[MemoryRecord, bool]:
+        """Create it, or return the one with that name; the flag says whether it was created.
+
+        The returned record may be in the trash (``deleted_at`` set); the caller decides.
+        """
+
+    @abstractmethod
+    def get_memory(self, account_id: str, name: str, now: str) -> MemoryRecord | None:
+        """The memory with its ``entry_count`` and ``attached_to``; None when absent or purged."""
+
+    @abstractmethod
+    def list_memories(
+        self, account_id: str, now: str, *, trash: bool, user_id: str | None, include_account: bool
+    ) -> list[MemoryRecord]:
+        """Live (or trashed) memories visible to a caller: the account's when ``include_account``,
+        and the given user's; every user's when ``user_id`` is None and ``include_account``."""
+
+    @abstractmethod
+    def trash_memory(self, account_id: str, name: str, deleted_at: str, purge_after: str) -> MemoryRecord:
+        """Move to the trash in one transaction that re-checks attachments (AttachedError)."""
+
+    @abstractmethod
+    def restore_memory(self, account_id: str, name: str, now: str) -> MemoryRecord:
+        """Bring it back from the trash while ``now`` is before ``purge_after``."""
+
+    @abstractmethod
+    def purge_due(self, now: str) -> int:
+        """Delete for good the trashed memories (and their entries) whose time has come."""
+
+    @abstractmethod
+    def attach(self, account_id: str, memory: str, agent: str, writable: bool) -> None:
+        """Record that an agent attaches the memory (agents use it; tests use it as a hook)."""
+
+    @abstractmethod
+    def detach(self, account_id: str, memory: str, agent: str) -> None: ...

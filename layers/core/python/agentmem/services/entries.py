@@ -1,0 +1,191 @@
+"""Entries: save, read, list, delete, history and search within one memory (SPEC §2, §6.1)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from ..domain.access import acting_user, entry_layer, layer_visibility, visible_layers
+from ..domain.clock import Clock, iso, utcnow
+from ..domain.errors import ForbiddenError, InvalidError, NotFoundError
+from ..domain.models import Entry, EntryDraft, HistoryItem, Layer, Page, Principal, SaveResult, UpdatedBy, Visibility
+from ..domain.rules import (
+    HISTORY_DAYS,
+    LAYER_LIMIT,
+    LIST_LIMIT_DEFAULT,
+    LIST_LIMIT_MAX,
+    SEARCH_LIMIT_DEFAULT,
+    SEARCH_LIMIT_MAX,
+    check_category,
+    check_content,
+    check_description,
+    check_expires_at,
+    check_importance,
+    check_limit,
+    check_name,
+    check_version,
+)
+from ..domain.screening import decide_write, screen
+from ..domain.search import Query, Ranked
+from ..ports.entries import EntryStore
+from .memories import MemoryService
+
+
+@dataclass(frozen=True)
+class SaveRequest:
+    """The body of a save, before validation."""
+
+    content: str
+    description: str | None = None
+    category: str | None = None
+    importance: float | None = None
+    visibility: Visibility | None = None
+    expires_at: str | None = None
+    version: int | None = None
+
+
+class EntryService:
+    def __init__(
+        self, store: EntryStore, memories: MemoryService, clock: Clock = utcnow, layer_limit: int = LAYER_LIMIT
+    ) -> None:
+        self.store = store
+        self.memories = memories
+        self.clock = clock
+        self.layer_limit = layer_limit
+
+    def save(
+        self,
+        principal: Principal,
+        memory: str,
+        name: str,
+        request: SaveRequest,
+        *,
+        user: str | None = None,
+        updated_by: UpdatedBy = "api",
+        user_at_hand: str | None = None,
+    ) -> SaveResult:
+        """Validate, screen, then write in one store transaction that checks the version.
+
+        ``user_at_hand`` is the user of the conversation an agent tool runs in: with it, sensitive
+        content meant for the account layer is forced into that user's layer instead of refused.
+        """
+        check_name(name)
+        now = self.clock()
+        draft = EntryDraft(
+            name=name,
+            content=check_content(request.content),
+            description=check_description(request.description) if request.description is not None else None,
+            category=check_category(request.category) if request.category is not None else None,
+            importance=check_importance(request.importance) if request.importance is not None else None,
+            expires_at=check_expires_at(request.expires_at, now) if request.expires_at is not None else None,
+            updated_by=updated_by,
+        )
+        expected = check_version(request.version) if request.version is not None else None
+        acting = acting_user(principal, user)
+        record = self.memories.get(principal, memory, acting)
+        layer = entry_layer(record, acting, principal)
+        visibility = layer_visibility(layer, request.visibility)
+        decision = decide_write(
+            screen(name, draft.description, draft.content), target_user=layer.user_id, user_at_hand=user_at_hand
+        )
+        if decision.user_id != layer.user_id:
+            layer = entry_layer(record, decision.user_id, principal)
+            visibility = "private"
+        entry, created = self.store.save(
+            layer,
+            EntryDraft(**{**draft.__dict__, "visibility": visibility}),
+            expected_version=expected,
+            now=iso(now),
+            keep_history_until=iso(now + timedelta(days=HISTORY_DAYS)),
+            layer_limit=self.layer_limit,
+        )
+        return SaveResult(entry=entry, created=created, forced=decision.forced)
+
+    def read(
+        self, principal: Principal, memory: str, name: str, *, user: str | None = None, version: int | None = None
+    ) -> Entry:
+        check_name(name, allow_checkpoint=True)
+        layer = self._layer(principal, memory, user)
+        now = iso(self.clock())
+        entry = self.store.get(layer, name, now)
+        if version is None or (entry is not None and entry.version == version):
+            if entry is None:
+                raise NotFoundError(f"no entry named {name!r} in this layer")
+            return entry
+        check_version(version)
+        for item in self.store.history(layer, name, now):
+            if item.version == version and item.operation != "delete":
+                return Entry(
+                    name=name, description=item.description, content=item.content,
+                    category=entry.category if entry else "note", importance=entry.importance if entry else 0.5,
+                    visibility="private" if layer.user_id else "shared", version=item.version,
+                    updated_by=item.updated_by, created_at=entry.created_at if entry else item.changed_at,
+                    updated_at=item.changed_at, content_hash=item.content_hash, memory=layer.memory,
+                    user_id=layer.user_id,
+                )
+        raise NotFoundError(f"version {version} of {name!r} is not kept (history lasts {HISTORY_DAYS} days)")
+
+    def read_shadowed(self, principal: Principal, memory: str, name: str, *, user: str) -> Entry:
+        """A user's view: their own copy when they have one, else the account's (SPEC §2.3)."""
+        check_name(name)
+        record = self.memories.get(principal, memory, acting_user(principal, user))
+        now = iso(self.clock())
+        for layer in visible_layers(record, user, principal):
+            entry = self.store.get(layer, name, now)
+            if entry is not None:
+                return entry
+        raise NotFoundError(f"no entry named {name!r} for user {user!r}")
+
+    def list_entries(
+        self, principal: Principal, memory: str, *, user: str | None = None, limit: int | None = None,
+        cursor: str | None = None,
+    ) -> Page:
+        size = check_limit(limit, default=LIST_LIMIT_DEFAULT, maximum=LIST_LIMIT_MAX)
+        return self.store.list_layer(self._layer(principal, memory, user), iso(self.clock()), limit=size, cursor=cursor)
+
+    def delete(
+        self, principal: Principal, memory: str, name: str, *, user: str | None = None, version: int | None = None,
+        updated_by: UpdatedBy = "api",
+    ) -> Entry:
+        check_name(name, allow_checkpoint=True)
+        expected = check_version(version) if version is not None else None
+        layer = self._layer(principal, memory, user)
+        if layer.user_id is None and principal.kind != "account":
+            raise ForbiddenError("a user key never changes the account layer")
+        now = self.clock()
+        return self.store.delete(
+            layer, name, expected_version=expected, now=iso(now),
+            keep_history_until=iso(now + timedelta(days=HISTORY_DAYS)), updated_by=updated_by,
+        )
+
+    def history(self, principal: Principal, memory: str, name: str, *, user: str | None = None) -> list[HistoryItem]:
+        check_name(name, allow_checkpoint=True)
+        items = self.store.history(self._layer(principal, memory, user), name, iso(self.clock()))
+        if not items:
+            raise NotFoundError(f"no history for {name!r} in this layer")
+        return items
+
+    def search(
+        self, principal: Principal, memory: str, query: str, *, user: str | None = None, limit: int | None = None
+    ) -> list[Ranked]:
+        """Word search over the layers the caller sees; a user's copy shadows the account's."""
+        size = check_limit(limit, default=SEARCH_LIMIT_DEFAULT, maximum=SEARCH_LIMIT_MAX)
+        if not query or not query.strip():
+            raise InvalidError("q must hold at least one word", field="q")
+        if len(query) > 1000:
+            raise InvalidError("q is longer than 1,000 characters", field="q")
+        acting = acting_user(principal, user)
+        record = self.memories.get(principal, memory, acting)
+        layers = visible_layers(record, acting, principal)
+        compiled = Query(query)
+        candidates = self.store.search_candidates(layers, compiled.words, compiled.whole, iso(self.clock()))
+        if len(layers) > 1:
+            # the user's copy shadows the account's, whether or not the user's copy matched
+            shared = [e.name for e in candidates if e.user_id is None]
+            mine = self.store.existing_names(layers[0], shared, iso(self.clock())) if shared else set()
+            candidates = [e for e in candidates if e.user_id is not None or e.name not in mine]
+        return compiled.rank(candidates, size)
+
+    def _layer(self, principal: Principal, memory: str, user: str | None) -> Layer:
+        acting = acting_user(principal, user)
+        return entry_layer(self.memories.get(principal, memory, acting), acting, principal)
