@@ -1,0 +1,235 @@
+"""``Client``: one connection to an agentmem service, and the module's default client.
+
+The URL and key come from the arguments, else from ``AGENTMEM_URL`` (default
+``http://127.0.0.1:8787``) and ``AGENTMEM_API_KEY``. The client sends every request
+through a ``Transport`` and turns error answers into the typed errors of
+``agentmem.client.errors``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from datetime import date, datetime
+from typing import TYPE_CHECKING, Any, Self, TypeVar
+
+from .errors import ConfigurationError, error_from_response
+from .models import Health, Page, UsageRecord
+from .transport import HttpTransport, Transport, TransportResponse
+
+if TYPE_CHECKING:
+    from .keys import Keys
+    from .memory import Memories, Memory
+
+ENV_URL = "AGENTMEM_URL"
+ENV_API_KEY = "AGENTMEM_API_KEY"
+DEFAULT_URL = "http://127.0.0.1:8787"
+API_PREFIX = "/v1"
+MAX_PAGE_SIZE = 100
+USER_AGENT = "agentmem-python"
+
+T = TypeVar("T")
+ParamValue = str | float | bool | None
+
+
+def _query_value(value: str | float | bool) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+class Client:
+    """A connection to agentmem.
+
+    >>> client = Client()                      # AGENTMEM_URL / AGENTMEM_API_KEY
+    >>> company = client.memory("company")
+    >>> company.save("tone", "Warm, brief, no jargon.", description="How we write")
+
+    A missing API key is reported (``ConfigurationError``) by the first request that
+    needs one, not here, so building a client never fails.
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        api_key: str | None = None,
+        *,
+        transport: Transport | None = None,
+        timeout: float = 30.0,
+    ) -> None:
+        self.url = (url or os.environ.get(ENV_URL) or DEFAULT_URL).rstrip("/")
+        self.api_key = api_key if api_key else (os.environ.get(ENV_API_KEY) or None)
+        self.timeout = timeout
+        self._transport = transport
+
+    def __repr__(self) -> str:
+        return f"Client(url={self.url!r})"
+
+    @property
+    def transport(self) -> Transport:
+        if self._transport is None:
+            self._transport = HttpTransport(self.url, self.timeout)
+        return self._transport
+
+    # --- raw requests -------------------------------------------------------------------
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, ParamValue] | None = None,
+        body: Any = None,
+        headers: Mapping[str, str] | None = None,
+        auth: bool = True,
+    ) -> TransportResponse:
+        """Send ``method`` to ``/v1`` + ``path`` (segments already encoded); raise on an error status.
+
+        ``params`` whose value is ``None`` are left out; ``body`` is sent as JSON unless ``None``.
+        """
+        sent_headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+        if auth:
+            if not self.api_key:
+                raise ConfigurationError(
+                    f"no API key: pass api_key= to Client or set {ENV_API_KEY} "
+                    f"(an account key is printed by `agentmem serve`)"
+                )
+            sent_headers["Authorization"] = f"Bearer {self.api_key}"
+        payload: bytes | None = None
+        if body is not None:
+            payload = json.dumps(body).encode("utf-8")
+            sent_headers["Content-Type"] = "application/json"
+        sent_headers.update(headers or {})
+        query = {key: _query_value(value) for key, value in (params or {}).items() if value is not None}
+        response = self.transport.request(
+            method.upper(), API_PREFIX + path, params=query or None, headers=sent_headers, body=payload
+        )
+        if response.status >= 400:
+            raise error_from_response(response.status, response.headers, response.body)
+        return response
+
+    def request_json(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, ParamValue] | None = None,
+        body: Any = None,
+        auth: bool = True,
+    ) -> dict[str, Any]:
+        """``request`` and the JSON object it answered (``{}`` for an empty body)."""
+        data = self.request(method, path, params=params, body=body, auth=auth).json()
+        return data if isinstance(data, dict) else {}
+
+    def page(
+        self,
+        path: str,
+        parse: Callable[[Mapping[str, Any]], T],
+        params: Mapping[str, ParamValue] | None = None,
+        *,
+        cursor: str | None = None,
+        limit: int | None = None,
+    ) -> Page[T]:
+        """One page of a list endpoint."""
+        query: dict[str, ParamValue] = dict(params or {})
+        query["limit"] = limit
+        query["cursor"] = cursor
+        data = self.request_json("GET", path, params=query)
+        items = [parse(item) for item in data.get("items") or [] if isinstance(item, dict)]
+        next_cursor = data.get("next_cursor")
+        return Page(items, str(next_cursor) if next_cursor else None)
+
+    def iterate(
+        self,
+        path: str,
+        parse: Callable[[Mapping[str, Any]], T],
+        params: Mapping[str, ParamValue] | None = None,
+        *,
+        limit: int | None = None,
+    ) -> Iterator[T]:
+        """Every item of a list endpoint, following ``next_cursor``; at most ``limit`` items when given."""
+        page_size = min(limit, MAX_PAGE_SIZE) if limit is not None else None
+        if limit is not None and limit <= 0:
+            return
+        yielded = 0
+        cursor: str | None = None
+        seen: set[str] = set()
+        while True:
+            page = self.page(path, parse, params, cursor=cursor, limit=page_size)
+            for item in page.items:
+                yield item
+                yielded += 1
+                if limit is not None and yielded >= limit:
+                    return
+            if page.next_cursor is None or page.next_cursor in seen:
+                return  # a repeated cursor would loop forever: stop rather than spin
+            seen.add(page.next_cursor)
+            cursor = page.next_cursor
+
+    # --- resources ----------------------------------------------------------------------
+
+    def memory(self, name: str, *, user: str | None = None) -> Memory:
+        """A handle on the memory ``name`` (no request is sent; see ``Memory``)."""
+        from .memory import Memory
+
+        return Memory(name, user=user, client=self)
+
+    @property
+    def memories(self) -> Memories:
+        """The account's memories: ``client.memories.list()``, ``.create(name)``, ``.get(name)``."""
+        from .memory import Memories
+
+        return Memories(self)
+
+    @property
+    def keys(self) -> Keys:
+        """The account's API keys: ``client.keys.create(user=None)``, ``.list()``, ``.delete(key_id)``."""
+        from .keys import Keys
+
+        return Keys(self)
+
+    def health(self) -> Health:
+        """The service's liveness (needs no API key)."""
+        return Health.from_dict(self.request_json("GET", "/health", auth=False))
+
+    def usage(self, since: str | date | None = None) -> list[UsageRecord]:
+        """Usage counters by operation and day, from ``since`` (a date or ``YYYY-MM-DD``) on."""
+        day = since.date() if isinstance(since, datetime) else since
+        day = day.isoformat() if isinstance(day, date) else day
+        data = self.request_json("GET", "/usage", params={"since": day})
+        return [UsageRecord.from_dict(item) for item in data.get("items") or [] if isinstance(item, dict)]
+
+    # --- lifetime -----------------------------------------------------------------------
+
+    def close(self) -> None:
+        close = getattr(self._transport, "close", None)
+        if callable(close):
+            close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+_default_client: Client | None = None
+_default_lock = threading.Lock()
+
+
+def default_client() -> Client:
+    """The client used when none is passed, built on first use from AGENTMEM_URL / AGENTMEM_API_KEY."""
+    global _default_client
+    with _default_lock:
+        if _default_client is None:
+            _default_client = Client()
+        return _default_client
+
+
+def set_default_client(client: Client | None) -> None:
+    """Replace the default client (``None``: build a fresh one from the environment on next use)."""
+    global _default_client
+    with _default_lock:
+        _default_client = client

@@ -1,0 +1,252 @@
+"""``Memory``: a named set of entries, and ``Memories``: the account's memories.
+
+    company = Memory.from_name("company", create_if_missing=True)
+    company.save("tone", "Warm, brief, no jargon.", description="How we write")
+    for entry in company.list():            # one layer, without content
+        print(entry.name, entry.description)
+    company.read("tone").content
+    company.forget("old-pricing")            # delete an ENTRY
+    company.delete()                          # the MEMORY, to the trash
+
+``Memory.list()`` on the class lists the account's memories; ``memory.list()`` on an
+instance lists that memory's entries (``entries()`` is the same).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Protocol, overload
+
+from .client import default_client
+from .models import Entry, HistoryItem, MemoryInfo
+from .transport import segment
+
+if TYPE_CHECKING:
+    from .client import Client, ParamValue
+
+EntryList = list[Entry]
+MemoryInfoList = list[MemoryInfo]
+HistoryList = list[HistoryItem]
+
+
+class Memories:
+    """The memories of the client's account: ``client.memories``."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    def list(self, user: str | None = None, trash: bool = False) -> MemoryInfoList:
+        """Every memory (of ``user`` when given); with ``trash=True`` those in the trash instead."""
+        params: dict[str, ParamValue] = {"user": user, "trash": True if trash else None}
+        return [*self._client.iterate("/memories", MemoryInfo.from_dict, params)]
+
+    def get(self, name: str, *, user: str | None = None) -> Memory:
+        """The memory ``name``; ``NotFound`` when there is none."""
+        memory = Memory(name, user=user, client=self._client)
+        memory.info()
+        return memory
+
+    def create(self, name: str, *, user: str | None = None) -> Memory:
+        """Create the memory ``name`` (the account's, or ``user``'s), or return it if it exists."""
+        memory = Memory(name, user=user, client=self._client)
+        data = self._client.request_json("PUT", memory._path(), params=memory._scope())
+        memory._remember(data)
+        return memory
+
+    def from_name(self, name: str, *, create_if_missing: bool = False, user: str | None = None) -> Memory:
+        """``create`` when ``create_if_missing``, else ``get``."""
+        return self.create(name, user=user) if create_if_missing else self.get(name, user=user)
+
+
+class _ListMemories(Protocol):
+    def __call__(
+        self, user: str | None = None, client: Client | None = None, trash: bool = False
+    ) -> MemoryInfoList: ...
+
+
+class _ListEntries(Protocol):
+    def __call__(self, *, user: str | None = None, limit: int | None = None) -> EntryList: ...
+
+
+class _ClassOrInstanceList:
+    """``Memory.list`` lists memories; ``memory.list`` lists one memory's entries."""
+
+    @overload
+    def __get__(self, instance: None, owner: type[Memory]) -> _ListMemories: ...
+
+    @overload
+    def __get__(self, instance: Memory, owner: type[Memory]) -> _ListEntries: ...
+
+    def __get__(self, instance: Memory | None, owner: type[Memory]) -> _ListMemories | _ListEntries:
+        if instance is None:
+            return owner.list_memories
+        return instance.entries
+
+
+class Memory:
+    """A handle on one memory, named ``name`` (``agent:{agent}`` names an agent's own memory).
+
+    Entry methods act on one layer: the account's without ``user``, that user's with
+    ``user=``. A memory created for a user (``user=`` here) has only that user's layer,
+    and its entry methods use it unless told otherwise.
+
+    Unlike the agent memory of the seed SDK, where ``delete(name, version=)`` removes an
+    entry, ``delete()`` here moves the whole memory to the trash; remove one entry with
+    ``forget(name, version=)`` (same as ``delete_entry``).
+    """
+
+    def __init__(self, name: str, *, user: str | None = None, client: Client | None = None) -> None:
+        self.name = name
+        self.user = user
+        self._client = client
+        self.last_info: MemoryInfo | None = None  # the memory as the last answer about it described it
+
+    def __repr__(self) -> str:
+        scope = f", user={self.user!r}" if self.user is not None else ""
+        return f"Memory({self.name!r}{scope})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Memory) and (other.name, other.user) == (self.name, self.user)
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.user))
+
+    @property
+    def client(self) -> Client:
+        """The client this handle sends through (the default client when none was given)."""
+        return self._client if self._client is not None else default_client()
+
+    # --- finding and creating memories --------------------------------------------------
+
+    @classmethod
+    def from_name(
+        cls,
+        name: str,
+        create_if_missing: bool = False,
+        user: str | None = None,
+        client: Client | None = None,
+    ) -> Memory:
+        """The memory ``name`` (``NotFound`` if absent), created first when ``create_if_missing``."""
+        memories = Memories(client if client is not None else default_client())
+        return memories.from_name(name, create_if_missing=create_if_missing, user=user)
+
+    @classmethod
+    def create(cls, name: str, user: str | None = None, client: Client | None = None) -> Memory:
+        """Create the memory ``name`` for the account (or for ``user``); an existing one is returned."""
+        return Memories(client if client is not None else default_client()).create(name, user=user)
+
+    @classmethod
+    def list_memories(
+        cls, user: str | None = None, client: Client | None = None, trash: bool = False
+    ) -> MemoryInfoList:
+        """The account's memories (or ``user``'s); ``trash=True`` lists those in the trash."""
+        return Memories(client if client is not None else default_client()).list(user=user, trash=trash)
+
+    list = _ClassOrInstanceList()
+
+    # --- the memory itself --------------------------------------------------------------
+
+    def info(self) -> MemoryInfo:
+        """The memory's current description: entry count, the agents attaching it, trash times."""
+        return self._remember(self.client.request_json("GET", self._path(), params=self._scope()))
+
+    def delete(self) -> MemoryInfo:
+        """Move the memory and its entries to the trash (``Attached`` while agents attach it)."""
+        return self._remember(self.client.request_json("DELETE", self._path(), params=self._scope()))
+
+    def restore(self) -> MemoryInfo:
+        """Bring the memory back from the trash (within 30 days)."""
+        data = self.client.request_json("POST", self._path("restore"), params=self._scope())
+        return self._remember(data)
+
+    # --- entries ------------------------------------------------------------------------
+
+    def save(
+        self,
+        name: str,
+        content: str,
+        *,
+        description: str | None = None,
+        version: int | None = None,
+        user: str | None = None,
+        category: str | None = None,
+        importance: float | None = None,
+        visibility: str | None = None,
+        expires_at: str | None = None,
+    ) -> Entry:
+        """Create the entry ``name`` or replace it.
+
+        With ``version=N`` the save lands only if the stored version is N (0: the entry must
+        not exist), else ``Conflict`` with ``current_version``. A new entry needs a
+        ``description``; saving without one keeps the current one.
+        """
+        body: dict[str, Any] = {"content": content}
+        optional: dict[str, Any] = {
+            "description": description,
+            "category": category,
+            "importance": importance,
+            "visibility": visibility,
+            "expires_at": expires_at,
+            "version": version,
+        }
+        body.update({key: value for key, value in optional.items() if value is not None})
+        data = self.client.request_json("PUT", self._entry_path(name), params=self._layer(user), body=body)
+        entry = Entry.from_dict(data)
+        if entry.content is None:
+            entry = Entry.from_dict({**data, "content": content})  # stored word for word, or refused
+        return entry
+
+    def read(self, name: str, *, user: str | None = None, version: int | None = None) -> Entry:
+        """The entry ``name`` with its content; an older version while history keeps it."""
+        params: dict[str, ParamValue] = {**self._layer(user), "version": version}
+        response = self.client.request("GET", self._entry_path(name), params=params)
+        data = response.json()
+        data = data if isinstance(data, dict) else {}
+        etag = response.headers.get("etag", "").strip('W/"')
+        if "version" not in data and etag.isdigit():
+            data["version"] = int(etag)
+        return Entry.from_dict(data)
+
+    def iter_entries(self, *, user: str | None = None, limit: int | None = None) -> Iterator[Entry]:
+        """The layer's entries (without content), newest first, page by page as they are needed."""
+        return self.client.iterate(self._path("entries"), Entry.from_dict, self._layer(user), limit=limit)
+
+    def entries(self, *, user: str | None = None, limit: int | None = None) -> EntryList:
+        """Every entry of one layer (at most ``limit``), without content, newest first."""
+        return [*self.iter_entries(user=user, limit=limit)]
+
+    def search(self, query: str, *, limit: int = 10, user: str | None = None) -> EntryList:
+        """The best entries for ``query`` (up to 100), with content, from the layers the caller sees."""
+        params: dict[str, ParamValue] = {"q": query, "limit": limit, **self._layer(user)}
+        data = self.client.request_json("GET", self._path("search"), params=params)
+        return [Entry.from_dict(item) for item in data.get("items") or [] if isinstance(item, dict)]
+
+    def delete_entry(self, name: str, *, version: int | None = None, user: str | None = None) -> None:
+        """Remove the entry ``name``; with ``version=N`` only if it is still at version N."""
+        params: dict[str, ParamValue] = {**self._layer(user), "version": version}
+        self.client.request("DELETE", self._entry_path(name), params=params)
+
+    forget = delete_entry
+
+    def history(self, name: str, *, user: str | None = None) -> HistoryList:
+        """The entry's changes, newest first, as kept (30 days)."""
+        path = self._entry_path(name) + "/history"
+        return [*self.client.iterate(path, HistoryItem.from_dict, self._layer(user))]
+
+    # --- helpers ------------------------------------------------------------------------
+
+    def _path(self, *rest: str) -> str:
+        return "/".join([f"/memories/{segment(self.name)}", *rest])
+
+    def _entry_path(self, name: str) -> str:
+        return self._path("entries", segment(name))
+
+    def _scope(self) -> dict[str, ParamValue]:
+        return {"user": self.user}
+
+    def _layer(self, user: str | None) -> dict[str, ParamValue]:
+        return {"user": user if user is not None else self.user}
+
+    def _remember(self, data: dict[str, Any]) -> MemoryInfo:
+        self.last_info = MemoryInfo.from_dict(data)
+        return self.last_info

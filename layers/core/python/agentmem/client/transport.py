@@ -1,0 +1,151 @@
+"""How the SDK reaches the service: over HTTP, or straight into the Lambda handler in-process.
+
+A ``Transport`` takes one request (method, path already percent-encoded, query
+parameters, headers, body) and returns the raw response; it never interprets
+statuses. The ``Client`` turns error statuses into typed errors.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import quote, urlencode
+
+from .errors import Unreachable
+
+if TYPE_CHECKING:
+    import requests
+
+
+def segment(value: str) -> str:
+    """One path segment, percent-encoded (``agent:support`` → ``agent%3Asupport``)."""
+    return quote(value, safe="")
+
+
+@dataclass(frozen=True)
+class TransportResponse:
+    """A raw response: status, headers (keys lower-cased) and body bytes."""
+
+    status: int
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+
+    def __post_init__(self) -> None:
+        if any(key != key.lower() for key in self.headers):
+            object.__setattr__(self, "headers", {k.lower(): v for k, v in self.headers.items()})
+
+    def json(self) -> Any:
+        """The body parsed as JSON (``None`` for an empty body)."""
+        return json.loads(self.body.decode("utf-8")) if self.body else None
+
+
+class Transport(Protocol):
+    """Sends one request and returns the raw response."""
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, str] | None,
+        headers: dict[str, str],
+        body: bytes | None,
+    ) -> TransportResponse: ...
+
+
+class HttpTransport:
+    """HTTP on one ``requests.Session``, so connections are kept alive between calls."""
+
+    def __init__(
+        self, base_url: str, timeout: float = 30.0, *, session: requests.Session | None = None
+    ) -> None:
+        if session is None:
+            import requests  # imported here: importing the SDK stays cheap
+
+            session = requests.Session()
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self._session = session
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, str] | None,
+        headers: dict[str, str],
+        body: bytes | None,
+    ) -> TransportResponse:
+        import requests
+
+        try:
+            response = self._session.request(
+                method,
+                self.base_url + path,
+                params=params,
+                headers=headers,
+                data=body,
+                timeout=self.timeout,
+                allow_redirects=False,
+            )
+        except requests.ConnectionError as exc:  # includes ConnectTimeout
+            raise Unreachable(self.base_url, str(exc) or type(exc).__name__) from exc
+        except requests.Timeout as exc:
+            raise Unreachable(self.base_url, f"no answer within {self.timeout:g}s", timed_out=True) from exc
+        return TransportResponse(
+            response.status_code,
+            {key.lower(): value for key, value in response.headers.items()},
+            response.content,
+        )
+
+    def close(self) -> None:
+        self._session.close()
+
+
+@dataclass
+class LocalLambdaContext:
+    """Enough of a Lambda context object for handlers (and Powertools) run in-process."""
+
+    function_name: str = "agentmem-api"
+    function_version: str = "$LATEST"
+    invoked_function_arn: str = "arn:aws:lambda:local:000000000000:function:agentmem-api"
+    memory_limit_in_mb: int = 1024
+    aws_request_id: str = "local"
+    log_group_name: str = "/aws/lambda/agentmem-api"
+    log_stream_name: str = "local"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 900_000
+
+
+LambdaHandler = Callable[[dict[str, Any], Any], Mapping[str, Any]]
+
+
+class InProcessTransport:
+    """Calls the API's Lambda handler directly with an API Gateway REST event: no socket, same code."""
+
+    def __init__(self, handler: LambdaHandler, *, context: object | None = None) -> None:
+        self._handler = handler
+        self._context = context if context is not None else LocalLambdaContext()
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, str] | None,
+        headers: dict[str, str],
+        body: bytes | None,
+    ) -> TransportResponse:
+        from agentmem.local.events import build_rest_event, decode_lambda_response
+
+        event = build_rest_event(method, path, urlencode(params or {}), headers, body)
+        result = self._handler(event, self._context)
+        status, pairs, raw = decode_lambda_response(result)
+        merged: dict[str, str] = {}
+        for key, value in pairs:
+            name = key.lower()
+            merged[name] = f"{merged[name]}, {value}" if name in merged else value
+        return TransportResponse(status, merged, raw)
