@@ -1,0 +1,116 @@
+"""The README's examples work as written against the server `make run` starts.
+
+The Python block runs as a script with only AGENTMEM_URL / AGENTMEM_API_KEY set, the
+curl block runs in bash, and the CLI block runs its commands one by one.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import requests
+
+ROOT = Path(__file__).resolve().parents[2]
+README = (ROOT / "README.md").read_text()
+AGENTMEM = Path(sys.executable).with_name("agentmem")
+
+
+def _blocks(language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", README, flags=re.S)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """`agentmem serve` as the README's `make run` starts it, in a fresh folder."""
+    workdir = tmp_path_factory.mktemp("readme")
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
+    process = subprocess.Popen(
+        [str(AGENTMEM), "serve", "--port", str(port)], cwd=workdir, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if requests.get(f"{url}/v1/health", timeout=1).ok:
+                    break
+            except requests.ConnectionError:
+                pass
+            assert process.poll() is None, process.stdout.read() if process.stdout else "server exited"
+            assert time.monotonic() < deadline, "server did not start in 30 s"
+            time.sleep(0.1)
+        key = (workdir / ".agentmem" / "dev-key").read_text().strip()
+        yield {**env, "AGENTMEM_URL": url, "AGENTMEM_API_KEY": key, "PATH": f"{AGENTMEM.parent}:{env['PATH']}",
+               "WORKDIR": str(workdir)}
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def test_the_python_example_runs_and_shows_a_conflict(served: dict[str, str]) -> None:
+    # Given the README's SDK example
+    [example] = _blocks("python")
+    # When it runs as a script against the server
+    result = subprocess.run(
+        [sys.executable, "-c", example], env=served, capture_output=True, text=True, timeout=60
+    )
+    # Then it succeeds, reads version 1 and reports the stale save's conflict at version 2
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "1 Refund within 30 days of purchase, to the original card."
+    assert "changed meanwhile; now at version 2" in result.stdout
+    assert any(line.startswith("refunds None ") for line in lines)
+
+
+def test_the_curl_example_runs(served: dict[str, str]) -> None:
+    # Given the README's curl block (with a memory of its own so the runs do not collide)
+    [block] = [b for b in _blocks("bash") if "curl" in b]
+    script = "set -euo pipefail\n" + block.replace("memories/company", "memories/curl-company")
+    # When bash runs it
+    result = subprocess.run(
+        ["bash", "-c", script], env=served, capture_output=True, text=True, timeout=60, cwd=served["WORKDIR"]
+    )
+    # Then every call answered as the README's comments say: ETag 1, then version 2, then a search hit
+    assert result.returncode == 0, result.stderr
+    assert 'ETag: "1"' in result.stdout
+    assert '"version":2' in result.stdout
+    assert '"mode":"keyword"' in result.stdout
+
+
+def test_the_cli_examples_run(served: dict[str, str]) -> None:
+    # Given the README's CLI block
+    [block] = [b for b in _blocks("bash") if ".venv/bin/agentmem" in b]
+    commands = [line.split("#")[0].strip().replace(".venv/bin/agentmem", "agentmem") for line in block.splitlines()]
+    # When each command runs (the history command needs the entry the SDK example saved)
+    requests.put(
+        f"{served['AGENTMEM_URL']}/v1/memories/company", headers={"Authorization": f"Bearer {served['AGENTMEM_API_KEY']}"},
+        timeout=10,
+    )
+    subprocess.run([sys.executable, "-c", _blocks("python")[0]], env=served, capture_output=True, timeout=60)
+    outputs = []
+    for command in filter(None, commands):
+        result = subprocess.run(
+            ["bash", "-c", command], env=served, capture_output=True, text=True, timeout=60, cwd=served["WORKDIR"]
+        )
+        # Then each succeeds
+        assert result.returncode == 0, f"{command}: {result.stderr}"
+        outputs.append(result.stdout)
+    assert "saved company/tone at version 1" in "".join(outputs)
+    # and the operator command printed the new account's first key
+    assert re.search(r"^key:\s+am_\S{20,}$", outputs[-1], flags=re.M), outputs[-1]
