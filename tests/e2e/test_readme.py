@@ -98,10 +98,8 @@ def test_the_cli_examples_run(served: dict[str, str]) -> None:
     [block] = [b for b in _blocks("bash") if ".venv/bin/agentmem" in b]
     commands = [line.split("#")[0].strip().replace(".venv/bin/agentmem", "agentmem") for line in block.splitlines()]
     # When each command runs (the history command needs the entry the SDK example saved)
-    requests.put(
-        f"{served['AGENTMEM_URL']}/v1/memories/company", headers={"Authorization": f"Bearer {served['AGENTMEM_API_KEY']}"},
-        timeout=10,
-    )
+    auth = {"Authorization": f"Bearer {served['AGENTMEM_API_KEY']}"}
+    requests.put(f"{served['AGENTMEM_URL']}/v1/memories/company", headers=auth, timeout=10)
     subprocess.run([sys.executable, "-c", _blocks("python")[0]], env=served, capture_output=True, timeout=60)
     outputs = []
     for command in filter(None, commands):
