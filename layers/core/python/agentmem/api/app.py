@@ -19,7 +19,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from .. import __version__
 from ..bootstrap import get_container
 from ..domain.errors import AgentmemError, InvalidError, NotFoundError, TooLargeError
-from ..observability import logger, metrics
+from ..observability import logger, metrics, tracer
 from .routes import entries, keys, memories, system
 
 PUBLIC_PATHS = frozenset({"/v1/health", "/v1/openapi.json", "/v1/docs"})
@@ -146,6 +146,8 @@ def _principal_from_authorizer(event: dict[str, Any]) -> Any:
     )
 
 
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     container = get_container()

@@ -7,10 +7,12 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.metrics import MetricUnit
 
 from ..bootstrap import Container, get_container
 from ..domain.errors import InvalidError
 from ..domain.models import Principal
+from ..observability import logger, metrics
 
 
 def call(router: Router, operation: str, *, billable: bool = True) -> tuple[Container, Principal]:
@@ -18,6 +20,10 @@ def call(router: Router, operation: str, *, billable: bool = True) -> tuple[Cont
     container = get_container()
     principal: Principal = router.context["principal"]
     container.usage.record(principal.account_id, operation, billable=billable)
+    metrics.add_dimension(name="operation", value=operation)
+    metrics.add_dimension(name="billable", value=str(billable).lower())
+    metrics.add_metric(name="Requests", unit=MetricUnit.Count, value=1)
+    logger.append_keys(operation=operation)
     return container, principal
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 
 from ..domain.access import acting_user, entry_layer, layer_visibility, visible_layers
@@ -91,15 +91,33 @@ class EntryService:
         if decision.user_id != layer.user_id:
             layer = entry_layer(record, decision.user_id, principal)
             visibility = "private"
+        draft = replace(draft, visibility=visibility)
+        if draft.description is None and layer.user_id is not None and record.user_id is None:
+            draft = self._copy_of_shared(layer, draft, iso(now))
         entry, created = self.store.save(
             layer,
-            EntryDraft(**{**draft.__dict__, "visibility": visibility}),
+            draft,
             expected_version=expected,
             now=iso(now),
             keep_history_until=iso(now + timedelta(days=HISTORY_DAYS)),
             layer_limit=self.layer_limit,
         )
         return SaveResult(entry=entry, created=created, forced=decision.forced)
+
+    def _copy_of_shared(self, layer: Layer, draft: EntryDraft, now: str) -> EntryDraft:
+        """A user's first save of a name only the account has makes the user's own copy (SPEC §2.3),
+        taking the account entry's description, category and importance unless the save gives them."""
+        if self.store.get(layer, draft.name, now) is not None:
+            return draft
+        shared = self.store.get(Layer(layer.account_id, layer.memory, None), draft.name, now)
+        if shared is None:
+            return draft
+        return replace(
+            draft,
+            description=shared.description,
+            category=draft.category or shared.category,
+            importance=draft.importance if draft.importance is not None else shared.importance,
+        )
 
     def read(
         self, principal: Principal, memory: str, name: str, *, user: str | None = None, version: int | None = None

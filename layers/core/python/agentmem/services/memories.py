@@ -44,7 +44,9 @@ class MemoryService:
             raise NotFoundError(f"no memory named {name!r}")
         return record
 
-    def list_memories(self, principal: Principal, user: str | None = None, *, trash: bool = False) -> list[MemoryRecord]:
+    def list_memories(
+        self, principal: Principal, user: str | None = None, *, trash: bool = False
+    ) -> list[MemoryRecord]:
         acting = acting_user(principal, user)
         return self.store.list_memories(
             principal.account_id, iso(self.clock()), trash=trash, user_id=acting,
