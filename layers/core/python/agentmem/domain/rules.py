@@ -64,7 +64,18 @@ def check_user_id(user_id: str, *, field: str = "user") -> str:
     return user_id
 
 
+def _check_text(text: str, field: str) -> None:
+    """JSON may carry lone surrogates (``"\\ud800"``), which no store can hold."""
+    if not isinstance(text, str):
+        raise InvalidError(f"{field} must be text", field=field)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidError(f"{field} holds an unpaired surrogate; it is not valid Unicode text", field=field) from None
+
+
 def check_description(description: str) -> str:
+    _check_text(description, "description")
     if "\n" in description or "\r" in description:
         raise InvalidError("description must be one line", field="description")
     if not description.strip():
@@ -80,6 +91,7 @@ def check_description(description: str) -> str:
 def check_content(content: str) -> str:
     if not content:
         raise InvalidError("content must hold 1–20,000 characters", field="content")
+    _check_text(content, "content")
     if len(content) > CONTENT_MAX:
         raise InvalidError(
             f"content is {len(content):,} characters; at most {CONTENT_MAX:,} are allowed", field="content"
@@ -88,7 +100,7 @@ def check_content(content: str) -> str:
 
 
 def check_category(category: str) -> str:
-    if not CATEGORY_PATTERN.fullmatch(category):
+    if not isinstance(category, str) or not CATEGORY_PATTERN.fullmatch(category):
         raise InvalidError("category must be 1–32 characters of [a-z0-9_]", field="category")
     return category
 
@@ -105,7 +117,7 @@ def check_expires_at(expires_at: str, now: datetime) -> str:
     """An ISO-8601 time in the future, normalised to UTC."""
     try:
         moment = parse_iso(expires_at)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, AttributeError):
         raise InvalidError(
             f"expires_at {expires_at!r} is not an ISO-8601 time", field="expires_at"
         ) from None

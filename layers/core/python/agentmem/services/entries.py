@@ -84,7 +84,14 @@ class EntryService:
         acting = acting_user(principal, user)
         record = self.memories.get(principal, memory, acting)
         layer = entry_layer(record, acting, principal)
+        if principal.kind == "user" and request.visibility in ("shared", "read_only"):
+            raise ForbiddenError("a user key never writes the account layer; its saves go to its user's layer")
         visibility = layer_visibility(layer, request.visibility)
+        if request.visibility is None and layer.user_id is None:
+            # a save that does not say keeps a read_only entry read_only, as it keeps category and importance
+            current = self.store.get(layer, name, iso(now))
+            if current is not None and current.visibility == "read_only":
+                visibility = "read_only"
         decision = decide_write(
             screen(name, draft.description, draft.content), target_user=layer.user_id, user_at_hand=user_at_hand
         )
@@ -178,8 +185,11 @@ class EntryService:
 
     def history(self, principal: Principal, memory: str, name: str, *, user: str | None = None) -> list[HistoryItem]:
         check_name(name, allow_checkpoint=True)
-        items = self.store.history(self._layer(principal, memory, user), name, iso(self.clock()))
-        if not items:
+        layer = self._layer(principal, memory, user)
+        now = iso(self.clock())
+        items = self.store.history(layer, name, now)
+        # a live entry whose changes are all older than the keep time has an empty history, not a 404
+        if not items and self.store.get(layer, name, now) is None:
             raise NotFoundError(f"no history for {name!r} in this layer")
         return items
 

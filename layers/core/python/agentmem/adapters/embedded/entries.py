@@ -270,12 +270,16 @@ class SqliteEntryStore(EntryStore):
                 found[(r["memory"], r["layer_user"], r["name"])] = _row_to_entry(r, with_content=True)
         if whole:
             for layer in layers:
-                rows = conn.execute(
-                    f"SELECT * FROM entries WHERE account_id=? AND memory=? AND layer_user=? "
-                    f"AND conversation IS NULL AND {_LIVE} "
-                    "AND instr(lower(name || char(10) || description), ?) > 0",
-                    (layer.account_id, layer.memory, layer.user_key, now, whole),
+                # compare in Python: SQLite's lower() folds ASCII letters only ("HEIZÖL" must hold "zöl")
+                metas = conn.execute(
+                    f"SELECT rowid, name, description FROM entries WHERE account_id=? AND memory=? AND layer_user=? "
+                    f"AND conversation IS NULL AND {_LIVE}",
+                    (layer.account_id, layer.memory, layer.user_key, now),
                 ).fetchall()
+                hits = [m[0] for m in metas if whole in f"{m[1]}\n{m[2]}".lower()]
+                rows = conn.execute(
+                    f"SELECT * FROM entries WHERE rowid IN ({','.join('?' * len(hits))})", hits
+                ).fetchall() if hits else []
                 for r in rows:
                     found.setdefault((r["memory"], r["layer_user"], r["name"]), _row_to_entry(r, with_content=True))
         return list(found.values())

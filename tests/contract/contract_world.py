@@ -1,0 +1,145 @@
+"""What every contract test starts from: a built container, a clock it can move, and the callers.
+
+The contract suite only talks to the services the composition root builds, so the same tests run
+against every backend. Backends are listed in ``BUILDERS`` (conftest.py parametrizes over it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from agentmem.bootstrap import Container, build_container
+from agentmem.domain.models import Entry, HistoryItem, Principal, SaveResult
+from agentmem.services.entries import SaveRequest
+from agentmem.settings import Settings
+
+START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+
+
+class FakeClock:
+    """A clock tests move by hand. Each reading ticks 1 ms, so every write gets its own ``updated_at``."""
+
+    def __init__(self, start: datetime = START) -> None:
+        self.now = start
+
+    def __call__(self) -> datetime:
+        self.now += timedelta(milliseconds=1)
+        return self.now
+
+    def advance(self, **delta: float) -> None:
+        self.now += timedelta(**delta)
+
+
+def build_embedded(data_dir: Path, clock: FakeClock) -> Container:
+    return build_container(Settings(backend="embedded", data_dir=data_dir), clock=clock)
+
+
+# One line per backend: the AWS backend joins by adding "aws": build_aws here.
+BUILDERS: dict[str, Callable[[Path, FakeClock], Container]] = {
+    "embedded": build_embedded,
+}
+
+
+@dataclass
+class World:
+    """An account ``acme`` with a memory ``company``, a user key for ``ana``, and a second account."""
+
+    container: Container
+    clock: FakeClock
+    account: Principal  # acme's account key
+    ana: Principal  # acme's user key for user "ana"
+    bob: Principal  # acme's user key for user "bob"
+    other: Principal  # the account key of another tenant, "globex"
+    memory: str = "company"
+
+    # -- short ways to do what a caller does -----------------------------------------------------------
+    def save(
+        self,
+        name: str,
+        content: str = "Refunds are paid back within 14 days.",
+        description: str | None = "How refunds work",
+        *,
+        principal: Principal | None = None,
+        user: str | None = None,
+        memory: str | None = None,
+        **fields: Any,
+    ) -> SaveResult:
+        return self.container.entries.save(
+            principal or self.account,
+            memory or self.memory,
+            name,
+            SaveRequest(content=content, description=description, **fields),
+            user=user,
+        )
+
+    def read(
+        self,
+        name: str,
+        *,
+        principal: Principal | None = None,
+        user: str | None = None,
+        memory: str | None = None,
+        version: int | None = None,
+    ) -> Entry:
+        return self.container.entries.read(
+            principal or self.account, memory or self.memory, name, user=user, version=version
+        )
+
+    def names(
+        self, *, principal: Principal | None = None, user: str | None = None, memory: str | None = None
+    ) -> list[str]:
+        """One layer's entry names, newest first (the whole layer, page by page)."""
+        names: list[str] = []
+        cursor: str | None = None
+        while True:
+            page = self.container.entries.list_entries(
+                principal or self.account, memory or self.memory, user=user, limit=100, cursor=cursor
+            )
+            names += [e.name for e in page.items]
+            if page.next_cursor is None:
+                return names
+            cursor = page.next_cursor
+
+    def history(self, name: str, *, user: str | None = None) -> list[HistoryItem]:
+        return self.container.entries.history(self.account, self.memory, name, user=user)
+
+    def search(
+        self,
+        query: str,
+        *,
+        principal: Principal | None = None,
+        user: str | None = None,
+        limit: int | None = None,
+        memory: str | None = None,
+    ) -> list[Entry]:
+        ranked = self.container.entries.search(
+            principal or self.account, memory or self.memory, query, user=user, limit=limit
+        )
+        return [r.entry for r in ranked]
+
+    def found(self, query: str, **kwargs: Any) -> list[str]:
+        """Names a search returns, best first."""
+        return [e.name for e in self.search(query, **kwargs)]
+
+
+def make_world(container: Container, clock: FakeClock) -> World:
+    keys = container.keys
+    _, acme_secret = keys.create_account("acme")
+    account = keys.authenticate("Bearer " + acme_secret)
+    _, ana_secret = keys.create_key(account, user="ana")
+    _, bob_secret = keys.create_key(account, user="bob")
+    _, globex_secret = keys.create_account("globex")
+    world = World(
+        container=container,
+        clock=clock,
+        account=account,
+        ana=keys.authenticate("Bearer " + ana_secret),
+        bob=keys.authenticate("Bearer " + bob_secret),
+        other=keys.authenticate("Bearer " + globex_secret),
+    )
+    container.memories.create(account, world.memory)
+    return world
