@@ -76,6 +76,23 @@ def test_list_gives_entry_counts_and_attaching_agents(world: World) -> None:
     assert world.container.memories.get(world.account, "company").entry_count == 2
 
 
+def test_a_users_entry_count_leaves_out_other_users_layers(world: World) -> None:
+    # Given "company" with one account entry, two of ana's and three of bob's
+    world.save("refund-policy")
+    for name in ("a1", "a2"):
+        world.save(name, user="ana")
+    for name in ("b1", "b2", "b3"):
+        world.save(name, user="bob")
+    memories = world.container.memories
+
+    # When the account and ana look at the memory
+    # Then the account counts every layer, and ana the account's and her own only
+    assert memories.get(world.account, "company").entry_count == 6
+    assert memories.get(world.ana, "company").entry_count == 3
+    assert {m.name: m.entry_count for m in memories.list_memories(world.ana)}["company"] == 3
+    assert {m.name: m.entry_count for m in memories.list_memories(world.account, "bob")}["company"] == 4
+
+
 def test_a_user_lists_the_accounts_memories_and_their_own_only(world: World) -> None:
     # Given ana's "ana-diary", bob's "bob-diary" and the account's "company"
     memories = world.container.memories

@@ -205,3 +205,35 @@ def test_search_stays_within_its_memory(world: World) -> None:
     # Then each finds only its own entry
     assert world.found("refunds") == ["policy"]
     assert world.found("refunds", memory="handbook") == ["staff-refunds"]
+
+
+def test_search_pages_follow_the_cursor_to_the_end_without_repeats(world: World) -> None:
+    # Given 25 entries that all hold the word "invoice"
+    for i in range(25):
+        world.save(f"invoice-{i:02d}", f"Invoice number {i} was paid.", f"Invoice {i}")
+    entries = world.container.entries
+
+    # When the search is read 10 at a time, following next_cursor
+    pages: list[list[str]] = []
+    cursor: str | None = None
+    while True:
+        ranked, cursor = entries.search_page(world.account, world.memory, "invoice", limit=10, cursor=cursor)
+        pages.append([r.entry.name for r in ranked])
+        if cursor is None:
+            break
+
+    # Then there are pages of 10, 10 and 5 holding all 25 entries once, in the order of one big search
+    assert [len(p) for p in pages] == [10, 10, 5]
+    everything = [n for p in pages for n in p]
+    assert sorted(everything) == [f"invoice-{i:02d}" for i in range(25)]
+    assert everything == world.found("invoice", limit=100)
+
+
+def test_a_made_up_search_cursor_is_refused(world: World) -> None:
+    # Given an entry to find
+    world.save("invoice", "Invoice paid.", "Invoice")
+    # When a cursor the service never gave out is sent
+    # Then it is a 400 naming the cursor
+    with pytest.raises(InvalidError) as refused:
+        world.container.entries.search_page(world.account, world.memory, "invoice", cursor="bm90LWFuLWludA")
+    assert refused.value.details["field"] == "cursor"

@@ -16,15 +16,21 @@ class MemoryStore(ABC):
         """
 
     @abstractmethod
-    def get_memory(self, account_id: str, name: str, now: str) -> MemoryRecord | None:
-        """The memory with its ``entry_count`` and ``attached_to``; None when absent or purged."""
+    def get_memory(
+        self, account_id: str, name: str, now: str, *, viewer: str | None = None
+    ) -> MemoryRecord | None:
+        """The memory with its ``entry_count`` and ``attached_to``; None when absent or purged.
+
+        ``entry_count`` counts the layers ``viewer`` sees (the account's and the viewer's own);
+        every layer when there is no viewer (an account key acting for the account)."""
 
     @abstractmethod
     def list_memories(
         self, account_id: str, now: str, *, trash: bool, user_id: str | None, include_account: bool
     ) -> list[MemoryRecord]:
         """Live (or trashed) memories visible to a caller: the account's when ``include_account``,
-        and the given user's; every user's when ``user_id`` is None and ``include_account``."""
+        and the given user's; every user's when ``user_id`` is None and ``include_account``.
+        ``entry_count`` counts what ``user_id`` sees, as in ``get_memory``."""
 
     @abstractmethod
     def trash_memory(self, account_id: str, name: str, deleted_at: str, purge_after: str) -> MemoryRecord:

@@ -7,6 +7,7 @@ from datetime import timedelta
 
 from ..domain.access import acting_user, entry_layer, layer_visibility, visible_layers
 from ..domain.clock import Clock, iso, utcnow
+from ..domain.cursor import decode_cursor, encode_cursor
 from ..domain.errors import ForbiddenError, InvalidError, NotFoundError
 from ..domain.models import Entry, EntryDraft, HistoryItem, Layer, Page, Principal, SaveResult, UpdatedBy, Visibility
 from ..domain.rules import (
@@ -197,7 +198,17 @@ class EntryService:
         self, principal: Principal, memory: str, query: str, *, user: str | None = None, limit: int | None = None
     ) -> list[Ranked]:
         """Word search over the layers the caller sees; a user's copy shadows the account's."""
+        return self.search_page(principal, memory, query, user=user, limit=limit)[0]
+
+    def search_page(
+        self, principal: Principal, memory: str, query: str, *, user: str | None = None, limit: int | None = None,
+        cursor: str | None = None,
+    ) -> tuple[list[Ranked], str | None]:
+        """One page of a search and the cursor of the next (None on the last page)."""
         size = check_limit(limit, default=SEARCH_LIMIT_DEFAULT, maximum=SEARCH_LIMIT_MAX)
+        offset = decode_cursor(cursor) if cursor else 0
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise InvalidError("cursor is not one this service gave out", field="cursor")
         if not query or not query.strip():
             raise InvalidError("q must hold at least one word", field="q")
         if len(query) > 1000:
@@ -212,7 +223,9 @@ class EntryService:
             shared = [e.name for e in candidates if e.user_id is None]
             mine = self.store.existing_names(layers[0], shared, iso(self.clock())) if shared else set()
             candidates = [e for e in candidates if e.user_id is not None or e.name not in mine]
-        return compiled.rank(candidates, size)
+        ranked = compiled.rank(candidates, offset + size + 1)
+        more = len(ranked) > offset + size
+        return ranked[offset : offset + size], encode_cursor(offset + size) if more else None
 
     def _layer(self, principal: Principal, memory: str, user: str | None) -> Layer:
         acting = acting_user(principal, user)

@@ -39,7 +39,7 @@ class MemoryService:
         """A live memory the caller may see; anything else is 404 (also another account's)."""
         check_memory_name(name)
         acting = acting_user(principal, user)
-        record = self.store.get_memory(principal.account_id, name, iso(self.clock()))
+        record = self.store.get_memory(principal.account_id, name, iso(self.clock()), viewer=acting)
         if record is None or record.deleted_at is not None or not can_see_memory(record, acting, principal):
             raise NotFoundError(f"no memory named {name!r}")
         return record

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import json
 import sqlite3
 from collections.abc import Sequence
 from typing import Any, cast
 
+from ...domain.cursor import decode_cursor, encode_cursor
 from ...domain.errors import InvalidError, LayerFullError, NotFoundError, VersionConflictError
 from ...domain.models import Entry, EntryDraft, HistoryItem, Layer, Page
 from ...domain.rules import DEFAULT_CATEGORY, DEFAULT_IMPORTANCE
@@ -55,16 +54,14 @@ def _row_to_entry(row: sqlite3.Row, *, with_content: bool) -> Entry:
 
 
 def _encode_cursor(updated_at: str, name: str) -> str:
-    return base64.urlsafe_b64encode(json.dumps([updated_at, name]).encode()).decode().rstrip("=")
+    return encode_cursor([updated_at, name])
 
 
 def _decode_cursor(cursor: str) -> tuple[str, str]:
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        updated_at, name = json.loads(base64.urlsafe_b64decode(padded.encode()))
-        return str(updated_at), str(name)
-    except (ValueError, TypeError):
-        raise InvalidError("cursor is not one this service gave out", field="cursor") from None
+    value = decode_cursor(cursor)
+    if not (isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) for v in value)):
+        raise InvalidError("cursor is not one this service gave out", field="cursor")
+    return value[0], value[1]
 
 
 class SqliteEntryStore(EntryStore):

@@ -11,7 +11,8 @@ from .database import Database
 
 _COUNT = (
     "(SELECT count(*) FROM entries e WHERE e.account_id = m.account_id AND e.memory = m.name "
-    "AND e.conversation IS NULL AND (e.expires_at IS NULL OR e.expires_at > :now))"
+    "AND e.conversation IS NULL AND (e.expires_at IS NULL OR e.expires_at > :now) "
+    "AND (:viewer IS NULL OR e.layer_user IN ('', :viewer)))"
 )
 _ATTACHED = (
     "(SELECT group_concat(agent, char(31)) FROM (SELECT agent FROM attachments a "
@@ -51,12 +52,12 @@ class SqliteMemoryStore(MemoryStore):
         return current, created
 
     def get_memory(
-        self, account_id: str, name: str, now: str, *, include_purged: bool = False
+        self, account_id: str, name: str, now: str, *, viewer: str | None = None, include_purged: bool = False
     ) -> MemoryRecord | None:
         row = self.db.connection().execute(
             f"SELECT m.*, {_COUNT} AS entry_count, {_ATTACHED} AS attached FROM memories m "
             "WHERE m.account_id = :account AND m.name = :name",
-            {"account": account_id, "name": name, "now": now},
+            {"account": account_id, "name": name, "now": now, "viewer": viewer},
         ).fetchone()
         if row is None:
             return None
@@ -79,7 +80,7 @@ class SqliteMemoryStore(MemoryStore):
         rows = self.db.connection().execute(
             f"SELECT m.*, {_COUNT} AS entry_count, {_ATTACHED} AS attached FROM memories m "
             f"WHERE m.account_id = :account AND ({where}) AND {trashed} ORDER BY m.name",
-            {"account": account_id, "user": user_id, "now": now},
+            {"account": account_id, "user": user_id, "now": now, "viewer": user_id},
         ).fetchall()
         return [_record(r) for r in rows]
 
