@@ -5,8 +5,6 @@ Fake credentials are assembled from pieces so that secret scanners do not flag t
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from agentmem.domain.errors import AgentmemError, RejectedInjectionError, SensitiveWithoutUserError
 from agentmem.domain.screening import ScreeningResult, WriteDecision, decide_write, screen
@@ -367,45 +365,6 @@ def test_an_invisible_character_anywhere_is_an_injection(text: str, char: str, a
     result = screen(tainted)
     # Then it is rejected as an invisible-character injection
     assert result.injection in {"zero_width_character", "bidi_override"}
-
-
-# ----------------------------------------------------------------------------------------------------
-# Speed (generous bounds: they catch super-linear behaviour, not normal machine noise)
-# ----------------------------------------------------------------------------------------------------
-
-
-def _best_time(text: str, runs: int = 3) -> float:
-    best = float("inf")
-    for _ in range(runs):
-        started = time.perf_counter()
-        screen(text)
-        best = min(best, time.perf_counter() - started)
-    return best
-
-
-def test_screening_20000_characters_of_prose_is_fast() -> None:
-    # Given 20,000 characters of ordinary notes with numbers, dates, a URL and an email
-    line = (
-        "On 2026-11-30 at 12:30 the user asked to keep answers short (v1.2.3, order #123456); "
-        "see https://example.org/docs?id=42 or write to team@example.org. "
-    )
-    text = (line * (20_000 // len(line) + 1))[:20_000]
-    # When it is screened
-    elapsed = _best_time(text)
-    # Then it takes far less than the 50 ms bound (well under 1 ms on a developer machine)
-    assert elapsed < 0.05
-
-
-@pytest.mark.parametrize(
-    "unit", ["password:", "a@", "1", " 1", "ignore ", "you are now ", "\nsystem x", "key=", "QQ 12 34 56 "]
-)
-def test_pathological_repetitions_stay_linear(unit: str) -> None:
-    # Given 20,000 characters made of one repeated fragment that teases a rule
-    text = (unit * (20_000 // len(unit) + 1))[:20_000]
-    # When it is screened
-    elapsed = _best_time(text, runs=1)
-    # Then it still finishes quickly (a quadratic rule would take seconds)
-    assert elapsed < 0.25
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -20,9 +20,10 @@ per character (``encode("ascii", "replace")``: non-ASCII becomes ``?``, position
 * keywords ("system", "ignore", "now", "pass", "key", "@" …) are located with C-speed ``bytes.find`` on the
   lower-cased bytes; each rule then runs *anchored* at the keyword (``pattern.match(text, pos)``), case-
   insensitively, on the original text;
-* ``bytes.translate`` maps the text to character classes; ``find`` on that finds long tokens (15+ characters
-  of ``[A-Za-z0-9_-]``: every AWS key, vendor token, JWT and codice fiscale is one) and numeric regions
-  (digits with separators, holding ``dddd`` or ``dd?dd``); the precise rules run on those spans only;
+* ``bytes.translate`` maps the text to character classes; ``bytes.find`` on them finds long tokens (15+
+  characters of ``[A-Za-z0-9_-]``: every AWS key, vendor token, JWT and codice fiscale is one), and small
+  regexes with a literal first byte find numeric regions (8+ digits with separators, or 6–7 digits between
+  capitals); the precise rules run on those spans only;
 * invisible characters are looked for only when the text is not ASCII.
 
 Repetitions that could backtrack are possessive (``++``/``*+``), so cost stays linear. Digits are ``[0-9]``,
@@ -38,14 +39,13 @@ from dataclasses import dataclass
 from agentmem.domain.errors import RejectedInjectionError, SensitiveWithoutUserError
 
 __all__ = [
-    "FORCED_SENSITIVE",
     "ScreeningResult",
     "WriteDecision",
     "decide_write",
     "screen",
 ]
 
-FORCED_SENSITIVE = "sensitive_content"
+_FORCED_SENSITIVE = "sensitive_content"
 
 
 def _find_all(haystack: bytes, needle: bytes) -> Iterator[int]:
@@ -217,7 +217,7 @@ _TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01
 # token characters -> "t", everything else -> " "
 _TOKEN_CLASS = bytes(ord("t") if chr(i) in _TOKEN_CHARS else ord(" ") for i in range(256))
 _LONG_TOKEN = b"t" * 15
-# digits -> "d", number separators (space . ( ) + -) -> "s", everything else -> "x"
+# digits -> "d", capitals -> "A", number separators (space . ( ) + -) -> "s", everything else -> "x"
 _NUMBER_CLASS = bytes(
     ord("d") if 48 <= i <= 57 else ord("A") if 65 <= i <= 90 else ord("s") if chr(i) in " .()+-" else ord("x")
     for i in range(256)
@@ -229,7 +229,7 @@ _NUMBER_CLASS = bytes(
 # The literal first byte lets the regex engine skip to each digit at C speed.
 _NUMBER_REGION = re.compile(
     rb"d(?<!dd)(?<!dsd)(?<!dssd)"
-    rb"(?!(?:ddds(?:dd|d)s(?:dd|d)|(?:d|)s(?:dd|d)sdddd)(?:s{1,2}dd?)?(?![ds]))"
+    rb"(?!(?:ddds(?:dd|d)s(?:dd|d)|(?:d|)s(?:dd|d)sdddd)(?:s{1,2}dd?)?(?!s{0,2}d))"
     rb"(?:s{0,2}+d){7,}+"
 )
 # UK NI numbers ("QQ 12 34 56 C", "QQ123456C") and Spanish NIEs ("X1234567L") hold only 6–7 digits, between
@@ -632,7 +632,7 @@ def decide_write(
     if not result.is_sensitive or target_user is not None:
         return WriteDecision(user_id=target_user, forced=None)
     if user_at_hand is not None:
-        return WriteDecision(user_id=user_at_hand, forced=FORCED_SENSITIVE)
+        return WriteDecision(user_id=user_at_hand, forced=_FORCED_SENSITIVE)
     kinds = list(result.sensitive)
     words = ", ".join(_SENSITIVE_WORDS.get(k, k.replace("_", " ")) for k in kinds)
     raise SensitiveWithoutUserError(
