@@ -177,3 +177,56 @@ def test_the_name_of_an_expired_entry_can_be_created_again(world: World) -> None
     assert (result.created, result.entry.version, result.entry.expires_at) == (True, 1, None)
     again = world.read("flash-sale")
     assert (again.content, again.description) == ("Forty percent off.", "Next sale")
+
+
+def test_an_old_version_reads_as_it_was_not_with_todays_fields(world: World) -> None:
+    # Given version 1 saved as a "fact" of importance 0.9, then changed to a "procedure" of 0.2
+    world.save("refund-policy", "Refunds within 14 days.", category="fact", importance=0.9)
+    world.clock.advance(minutes=5)
+    world.save("refund-policy", "Refunds within 30 days.", category="procedure", importance=0.2)
+
+    # When version 1 is read
+    old = world.read("refund-policy", version=1)
+
+    # Then it carries its own content, category, importance and creation time
+    assert (old.content, old.category, old.importance) == ("Refunds within 14 days.", "fact", 0.9)
+    assert old.created_at == world.read("refund-policy").created_at
+
+
+def test_an_expired_entry_cannot_be_read_through_its_old_versions(world: World) -> None:
+    # Given an entry that expires in an hour, changed once
+    expires = iso(world.clock() + timedelta(hours=1))
+    world.save("flash-sale", "20% off until noon.", expires_at=expires)
+    world.save("flash-sale", "25% off until noon.")
+
+    # When the hour has passed
+    world.clock.advance(hours=2)
+
+    # Then neither the entry, nor any version of it, nor its history can be read
+    with pytest.raises(NotFoundError):
+        world.read("flash-sale")
+    for version in (1, 2):
+        with pytest.raises(NotFoundError):
+            world.read("flash-sale", version=version)
+    with pytest.raises(NotFoundError):
+        world.history("flash-sale")
+
+
+def test_a_save_without_expires_at_keeps_the_expiry_and_clear_expiry_removes_it(world: World) -> None:
+    # Given an entry that expires tomorrow
+    expires = iso(world.clock() + timedelta(days=1))
+    first = world.save("promo", "Free shipping.", expires_at=expires)
+
+    # When it is saved again without expires_at
+    kept = world.save("promo", "Free shipping on all orders.")
+
+    # Then it still expires tomorrow
+    assert kept.entry.expires_at == first.entry.expires_at is not None
+
+    # When it is saved asking to clear the expiry
+    cleared = world.save("promo", "Free shipping, always.", clear_expiry=True)
+
+    # Then it no longer expires, and is still there after the old expiry
+    assert cleared.entry.expires_at is None
+    world.clock.advance(days=2)
+    assert world.read("promo").content == "Free shipping, always."

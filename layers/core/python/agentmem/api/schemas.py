@@ -21,7 +21,10 @@ class SaveEntryBody(StrictBody):
     category: str | None = Field(default=None, description="[a-z0-9_]{1,32}; default `note`")
     importance: float | None = Field(default=None, description="0.0–1.0; default 0.5")
     visibility: Literal["private", "shared", "read_only"] | None = None
-    expires_at: str | None = Field(default=None, description="ISO-8601 time after which the entry is gone")
+    expires_at: str | None = Field(
+        default=None,
+        description="ISO-8601 time after which the entry is gone; left out keeps the current one, null removes it",
+    )
     version: int | None = Field(
         default=None, description="Land only if the stored version is this (0 = must not exist)"
     )

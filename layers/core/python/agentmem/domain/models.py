@@ -98,6 +98,11 @@ class HistoryItem:
     description: str
     content: str
     keep_until: str
+    category: str = "note"
+    importance: float = 0.5
+    visibility: Visibility = "shared"
+    created_at: str | None = None
+    expires_at: str | None = None
 
 
 @dataclass(frozen=True)
@@ -113,6 +118,7 @@ class EntryDraft:
     expires_at: str | None = None
     conversation: str | None = None
     updated_by: UpdatedBy = "api"
+    clear_expiry: bool = False  # with expires_at None: remove the expiry (None alone keeps it)
 
 
 @dataclass(frozen=True)

@@ -41,8 +41,9 @@ class SaveRequest:
     category: str | None = None
     importance: float | None = None
     visibility: Visibility | None = None
-    expires_at: str | None = None
+    expires_at: str | None = None  # None keeps the entry's expiry ...
     version: int | None = None
+    clear_expiry: bool = False  # ... unless this asks to remove it
 
 
 class EntryService:
@@ -79,6 +80,7 @@ class EntryService:
             category=check_category(request.category) if request.category is not None else None,
             importance=check_importance(request.importance) if request.importance is not None else None,
             expires_at=check_expires_at(request.expires_at, now) if request.expires_at is not None else None,
+            clear_expiry=request.clear_expiry,
             updated_by=updated_by,
         )
         expected = check_version(request.version) if request.version is not None else None
@@ -142,12 +144,11 @@ class EntryService:
         for item in self.store.history(layer, name, now):
             if item.version == version and item.operation != "delete":
                 return Entry(
-                    name=name, description=item.description, content=item.content,
-                    category=entry.category if entry else "note", importance=entry.importance if entry else 0.5,
-                    visibility="private" if layer.user_id else "shared", version=item.version,
-                    updated_by=item.updated_by, created_at=entry.created_at if entry else item.changed_at,
-                    updated_at=item.changed_at, content_hash=item.content_hash, memory=layer.memory,
-                    user_id=layer.user_id,
+                    name=name, description=item.description, content=item.content, category=item.category,
+                    importance=item.importance, visibility=item.visibility, version=item.version,
+                    updated_by=item.updated_by, created_at=item.created_at or item.changed_at,
+                    updated_at=item.changed_at, expires_at=item.expires_at, content_hash=item.content_hash,
+                    memory=layer.memory, user_id=layer.user_id,
                 )
         raise NotFoundError(f"version {version} of {name!r} is not kept (history lasts {HISTORY_DAYS} days)")
 

@@ -123,7 +123,9 @@ class SqliteEntryStore(EntryStore):
                 "updated_by": draft.updated_by,
                 "created_at": row["created_at"] if row is not None else now,
                 "updated_at": now,
-                "expires_at": draft.expires_at,
+                "expires_at": draft.expires_at
+                if draft.expires_at is not None or draft.clear_expiry or row is None
+                else row["expires_at"],
                 "conversation": draft.conversation if draft.conversation is not None
                 else (row["conversation"] if row is not None else None),
                 "content_hash": digest,
@@ -144,10 +146,7 @@ class SqliteEntryStore(EntryStore):
                     "INSERT INTO entries_fts (rowid, scope, name, description, content) VALUES (?, ?, ?, ?, ?)",
                     (rowid, _scope_token(layer), draft.name, values["description"], draft.content),
                 )
-            self._append_history(
-                conn, layer, draft.name, current + 1, "create" if row is None else "update", digest,
-                draft.updated_by, now, values["description"], draft.content, keep_history_until,
-            )
+            self._append_history(conn, values, "create" if row is None else "update", now, keep_history_until)
             stored = conn.execute(f"SELECT {_META_COLUMNS} FROM entries WHERE rowid=?", (rowid,)).fetchone()
         return _row_to_entry(stored, with_content=False), row is None
 
@@ -177,8 +176,8 @@ class SqliteEntryStore(EntryStore):
                 )
             self._remove_row(conn, row["rowid"])
             self._append_history(
-                conn, layer, name, row["version"] + 1, "delete", row["content_hash"], updated_by, now,
-                row["description"], row["content"], keep_history_until,
+                conn, {**dict(row), "version": row["version"] + 1, "updated_by": updated_by}, "delete", now,
+                keep_history_until,
             )
         return _row_to_entry(row, with_content=False)
 
@@ -189,14 +188,19 @@ class SqliteEntryStore(EntryStore):
 
     @staticmethod
     def _append_history(
-        conn: sqlite3.Connection, layer: Layer, name: str, version: int, operation: str, digest: str,
-        updated_by: str, now: str, description: str, content: str, keep_until: str,
+        conn: sqlite3.Connection, values: dict[str, Any], operation: str, now: str, keep_until: str
     ) -> None:
+        """A snapshot of one version, in the transaction that made it."""
         conn.execute(
             "INSERT INTO entry_history (account_id, memory, layer_user, name, version, operation, content_hash, "
-            "updated_by, changed_at, description, content, keep_until) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-            (layer.account_id, layer.memory, layer.user_key, name, version, operation, digest, updated_by, now,
-             description, content, keep_until),
+            "updated_by, changed_at, description, content, keep_until, category, importance, visibility, "
+            "created_at, expires_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                values["account_id"], values["memory"], values["layer_user"], values["name"], values["version"],
+                operation, values["content_hash"], values["updated_by"], now, values["description"],
+                values["content"], keep_until, values["category"], values["importance"], values["visibility"],
+                values["created_at"], values["expires_at"],
+            ),
         )
 
     # -- reads ------------------------------------------------------------------------------------------
@@ -226,14 +230,16 @@ class SqliteEntryStore(EntryStore):
     def history(self, layer: Layer, name: str, now: str) -> list[HistoryItem]:
         rows = self.db.connection().execute(
             "SELECT * FROM entry_history WHERE account_id=? AND memory=? AND layer_user=? AND name=? "
-            "AND keep_until > ? ORDER BY id DESC",
-            (layer.account_id, layer.memory, layer.user_key, name, now),
+            f"AND keep_until > ? AND {_LIVE} ORDER BY id DESC",
+            (layer.account_id, layer.memory, layer.user_key, name, now, now),
         ).fetchall()
         return [
             HistoryItem(
                 name=r["name"], version=r["version"], operation=r["operation"], content_hash=r["content_hash"],
                 updated_by=r["updated_by"], changed_at=r["changed_at"], description=r["description"],
-                content=r["content"], keep_until=r["keep_until"],
+                content=r["content"], keep_until=r["keep_until"], category=r["category"],
+                importance=r["importance"], visibility=r["visibility"], created_at=r["created_at"],
+                expires_at=r["expires_at"],
             )
             for r in rows
         ]

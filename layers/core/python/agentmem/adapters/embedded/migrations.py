@@ -88,4 +88,12 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (account_id, day, operation, billable)
     );
     """,
+    # 2: a history row is a whole snapshot of its version, so an old version reads as it was
+    """
+    ALTER TABLE entry_history ADD COLUMN category TEXT NOT NULL DEFAULT 'note';
+    ALTER TABLE entry_history ADD COLUMN importance REAL NOT NULL DEFAULT 0.5;
+    ALTER TABLE entry_history ADD COLUMN visibility TEXT NOT NULL DEFAULT 'shared';
+    ALTER TABLE entry_history ADD COLUMN created_at TEXT;
+    ALTER TABLE entry_history ADD COLUMN expires_at TEXT;
+    """,
 ]
