@@ -431,6 +431,19 @@ def test_accounts_create_prints_the_key_as_json(monkeypatch: pytest.MonkeyPatch,
     assert json.loads(result.stdout) == {"account": "acct_1", "key": "sk-first"}
 
 
+def test_accounts_create_of_a_taken_name_is_one_error_line(tmp_path: Path) -> None:
+    # Given a real embedded data dir that already has the account "acme"
+    first = run(None, "accounts", "create", "acme", "--data-dir", str(tmp_path), "--json")
+    assert first.exit_code == 0, first.output
+    # When "acme" is created again, and a name with a space is tried
+    again = run(None, "accounts", "create", "acme", "--data-dir", str(tmp_path))
+    spaced = run(None, "accounts", "create", "two words", "--data-dir", str(tmp_path))
+    # Then each fails with one line naming the problem and no traceback
+    assert again.exit_code == 1 and spaced.exit_code == 1
+    assert again.stderr.strip() == "error: conflict: an account named 'acme' already exists"
+    assert spaced.stderr.startswith("error: invalid: ") and "Traceback" not in spaced.output
+
+
 # --- the table renderer ---------------------------------------------------------------------------
 
 

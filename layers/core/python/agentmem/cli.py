@@ -182,10 +182,18 @@ def accounts_create(
 ) -> None:
     """Create an account and print its first account key (shown once)."""
     from agentmem.bootstrap import create_account
+    from agentmem.domain.errors import AgentmemError as ServiceError
     from agentmem.settings import load_settings
 
     settings = load_settings(data_dir=data_dir, backend=backend)
-    account_id, secret = create_account(settings, name)
+    try:
+        account_id, secret = create_account(settings, name)
+    except ServiceError as error:
+        click.echo(f"error: {error.code}: {error.message}", err=True)
+        ctx.exit(1)
+    except RuntimeError as error:  # a backend that cannot start here
+        click.echo(f"error: {error}", err=True)
+        ctx.exit(1)
     if _wants_json(ctx, as_json):
         _print_json({"account": account_id, "key": secret})
         return
