@@ -12,7 +12,10 @@ import json
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
-from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.exceptions import (
+    RequestUnsupportedContentType,
+    RequestValidationError,
+)
 from aws_lambda_powertools.event_handler.openapi.models import Server
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -64,6 +67,16 @@ def handle_agentmem_error(error: AgentmemError) -> Response[str]:
 @app.exception_handler(RequestValidationError)
 def handle_validation_error(error: RequestValidationError) -> Response[str]:
     return error_response(validation_to_invalid(error))
+
+
+@app.exception_handler(RequestUnsupportedContentType)
+def handle_unsupported_content_type(_: RequestUnsupportedContentType) -> Response[str]:
+    return error_response(InvalidError("the body must be JSON (Content-Type: application/json)", field="body"))
+
+
+@app.exception_handler(UnicodeDecodeError)
+def handle_undecodable_body(_: UnicodeDecodeError) -> Response[str]:
+    return error_response(InvalidError("the body is not UTF-8 text; send JSON encoded as UTF-8", field="body"))
 
 
 @app.not_found
@@ -133,6 +146,16 @@ def _default_to_json(event: dict[str, Any]) -> None:
             event["multiValueHeaders"] = multi
 
 
+def _is_json_array(event: dict[str, Any]) -> bool:
+    """Powertools would take a one-item JSON array for its item; the API's JSON bodies are objects."""
+    body = event.get("body")
+    if not body or event.get("isBase64Encoded"):
+        return False
+    headers = event.get("headers") or {}
+    declared = next((str(v) for k, v in headers.items() if k.lower() == "content-type"), "")
+    return declared.lower().startswith(content_types.APPLICATION_JSON) and str(body).lstrip().startswith("[")
+
+
 def _principal_from_authorizer(event: dict[str, Any]) -> Any:
     """On AWS the API-key authorizer has already authenticated the call; trust its context."""
     from ..domain.models import Principal
@@ -170,6 +193,8 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
             return _proxy_error(error)
         app.append_context(principal=principal)
         logger.append_keys(account_id=principal.account_id)
+    if _is_json_array(event):
+        return _proxy_error(InvalidError("the body must be a JSON object, not an array", field="body"))
     return app.resolve(event, context)
 
 

@@ -22,6 +22,10 @@ from .events import build_rest_event, decode_lambda_response
 # ones past its own limit, so both answers are the same 413.
 READ_LIMIT = 8 * 1024 * 1024
 SWEEP_EVERY_S = 60.0
+# The handler is a Lambda handler: Powertools keeps the current event and the caller in process-wide
+# state, and Lambda runs one event at a time. The server's threads read and write sockets in
+# parallel but call the handler one at a time, or one request would run with another's event.
+_HANDLER_LOCK = threading.Lock()
 
 
 @dataclass
@@ -78,7 +82,9 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
         try:
             length = int(self.headers.get("Content-Length") or 0)
         except ValueError:
-            self._error(400, "invalid", "Content-Length is not a number")
+            length = -1
+        if length < 0:
+            self._error(400, "invalid", "Content-Length is not a number of bytes")
             return
         if length > READ_LIMIT:
             self._error(413, "too_large", f"the request body is {length:,} bytes; at most 1,000,000 are accepted")
@@ -89,7 +95,8 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
             self.command, url.path, url.query, {k: v for k, v in self.headers.items()}, body,
             source_ip=self.client_address[0],
         )
-        result = type(self).handler(event, LocalContext())
+        with _HANDLER_LOCK:
+            result = type(self).handler(event, LocalContext())
         status, headers, payload = decode_lambda_response(result)
         self._reply(status, headers, payload)
 

@@ -8,7 +8,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
-from ...domain.errors import InvalidError, PreconditionFailedError, VersionConflictError
+from ...domain.errors import ForbiddenError, InvalidError, PreconditionFailedError, VersionConflictError
 from ...services.entries import SaveRequest
 from ..context import call, etag, json_response, precondition
 from ..presenters import entry_json, history_json, page
@@ -42,6 +42,8 @@ def read_entry(
 @router.put("/v1/memories/<memory>/entries/<name>", summary="Create or replace an entry", tags=["entries"])
 def save_entry(memory: str, name: str, body: Annotated[SaveEntryBody, Body()], user: User = None) -> Response[Any]:
     container, principal = call(router, "entries.save")
+    if principal.kind != "account" and body.visibility in ("shared", "read_only"):
+        raise ForbiddenError("a user key never writes the account layer, where shared and read_only entries live")
     from_header = precondition(router)
     if from_header is not None and body.version is not None and body.version != from_header:
         raise InvalidError("the body's version and the If-Match/If-None-Match header disagree", field="version")
@@ -49,6 +51,7 @@ def save_entry(memory: str, name: str, body: Annotated[SaveEntryBody, Body()], u
         content=body.content, description=body.description, category=body.category, importance=body.importance,
         visibility=body.visibility, expires_at=body.expires_at,
         version=from_header if from_header is not None else body.version,
+        clear_expiry="expires_at" in body.model_fields_set and body.expires_at is None,
     )
     try:
         result = container.entries.save(principal, memory, name, request, user=user)
@@ -92,7 +95,10 @@ def entry_history(memory: str, name: str, user: User = None) -> dict[str, Any]:
 def search_memory(
     memory: str, q: Annotated[str, Query(description="Words to find")], user: User = None,
     limit: Annotated[int | None, Query(description="At most 100; default 10")] = None,
+    cursor: Annotated[str | None, Query(description="next_cursor of the previous page")] = None,
 ) -> dict[str, Any]:
     container, principal = call(router, "entries.search")
-    ranked = container.entries.search(principal, memory, q, user=user, limit=limit)
-    return page([entry_json(r.entry, content=True, score=r.score) for r in ranked], None, mode="keyword")
+    ranked, next_cursor = container.entries.search_page(
+        principal, memory, q, user=user, limit=limit, cursor=cursor
+    )
+    return page([entry_json(r.entry, content=True, score=r.score) for r in ranked], next_cursor, mode="keyword")

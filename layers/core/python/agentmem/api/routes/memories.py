@@ -46,6 +46,8 @@ def delete_memory(memory: str, user: User = None) -> dict[str, Any]:
 
 
 @router.post("/v1/memories/<memory>/restore", summary="Bring a memory back from the trash", tags=["memories"])
-def restore_memory(memory: str, user: User = None) -> dict[str, Any]:
+def restore_memory(
+    memory: str, user: User = None, body: Annotated[EmptyBody | None, Body()] = None
+) -> dict[str, Any]:
     container, principal = call(router, "memories.restore")
     return memory_json(container.memories.restore(principal, memory, user))

@@ -1,0 +1,40 @@
+"""Functional tests: a real ``agentmem serve`` subprocess, spoken to over HTTP with ``requests``.
+
+The session's server runs on a free port with a temporary data dir. Tests that need a server of
+their own (first start, second start, ``AGENTMEM_API_KEY``) use ``functional_support.running_server``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+import requests
+from functional_support import Server, auth, running_server
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The session's server, with the `default` account's key from ``dev-key``."""
+    data_dir = tmp_path_factory.mktemp("functional") / "data"
+    with running_server(data_dir) as (base_url, _proc, log):
+        key = (data_dir / "dev-key").read_text().strip()
+        yield Server(base_url=base_url, key=key, data_dir=data_dir, log=log)
+
+
+@pytest.fixture
+def http(server: Server) -> Iterator[requests.Session]:
+    """A session authenticated with the default account's key."""
+    with requests.Session() as session:
+        session.headers.update(auth(server.key))
+        yield session
+
+
+@pytest.fixture
+def memory(server: Server, http: requests.Session) -> str:
+    """A fresh account memory of the default account."""
+    name = f"mem-{uuid.uuid4().hex[:12]}"
+    response = http.put(server.url(f"/v1/memories/{name}"))
+    assert response.status_code == 201, response.text
+    return name
