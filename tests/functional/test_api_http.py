@@ -502,6 +502,49 @@ def test_usage_counts_operations(server: Server, http: requests.Session, memory:
     assert http.get(server.url("/v1/usage"), params={"since": "2999-01-01"}).json()["items"] == []
 
 
+def test_refused_requests_are_not_counted(server: Server, http: requests.Session, memory: str) -> None:
+    # Given the current count of entry reads
+    before = _count(http, server, "entries.read")
+    # When reads fail: an entry that does not exist, and a limit out of range on a list
+    assert http.get(server.url(f"/v1/memories/{memory}/entries/absent")).status_code == 404
+    assert http.get(server.url(f"/v1/memories/{memory}/entries"), params={"limit": 0}).status_code == 400
+    # Then usage counts no read
+    assert _count(http, server, "entries.read") == before
+
+
+def test_a_wrong_method_is_405_with_allow(server: Server, http: requests.Session, memory: str) -> None:
+    # When a memory is PATCHed (not an operation of the API)
+    response = http.patch(server.url(f"/v1/memories/{memory}"), json={})
+    # Then the answer is 405 naming the methods that are served there
+    assert response.status_code == 405
+    assert response.headers["Allow"] == "DELETE, GET, PUT"
+    assert response.json()["error"]["code"] == "method_not_allowed"
+
+
+def test_head_of_an_entry_gives_its_etag_without_a_body(server: Server, http: requests.Session, memory: str) -> None:
+    # Given an entry at version 1
+    assert save(http, server, memory, "headed", {"content": "c", "description": "d"}).status_code == 201
+    # When it is asked for with HEAD
+    response = http.head(server.url(f"/v1/memories/{memory}/entries/headed"))
+    # Then the answer has the ETag and no body
+    assert (response.status_code, response.headers["ETag"], response.content) == (200, '"1"', b"")
+
+
+def test_openapi_lists_the_codes_each_operation_answers(server: Server) -> None:
+    # When the OpenAPI document is read
+    spec = requests.get(server.url("/v1/openapi.json"), timeout=10).json()
+    save_op = spec["paths"]["/v1/memories/{memory}/entries/{name}"]["put"]
+    # Then a save documents 201, 409, 412 and 422 and the error shape for 400, not a 422 validation answer
+    assert {"200", "201", "400", "409", "412", "413", "422"} <= set(save_op["responses"])
+    assert save_op["responses"]["400"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/Error"
+    }
+    assert {p["name"] for p in save_op["parameters"]} >= {"If-Match", "If-None-Match"}
+    assert "HTTPValidationError" not in spec["components"]["schemas"]
+    delete_op = spec["paths"]["/v1/keys/{key_id}"]["delete"]
+    assert "204" in delete_op["responses"] and "200" not in delete_op["responses"]
+
+
 # --- serve's key (§13) -------------------------------------------------------------------------------
 
 

@@ -1,11 +1,34 @@
-"""Powertools logger, tracer and metrics: one instance each for the process."""
+"""Powertools logger, tracer and metrics, one of each for the process.
+
+Metrics are emitted as single data points (CloudWatch embedded metric format) so nothing
+accumulates between events; where no one reads metric logs (``agentmem serve`` sets
+POWERTOOLS_METRICS_DISABLED) nothing is emitted at all.
+"""
 
 from __future__ import annotations
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
 SERVICE = "agentmem"
+NAMESPACE = "agentmem"
 
 logger = Logger(service=SERVICE)
 tracer = Tracer(service=SERVICE)
-metrics = Metrics(namespace="agentmem", service=SERVICE)
+
+
+def count(name: str, **dimensions: str) -> None:
+    """One data point of the count ``name`` with these dimensions."""
+    if is_metrics_disabled():
+        return
+    with single_metric(
+        name=name, unit=MetricUnit.Count, value=1, namespace=NAMESPACE,
+        default_dimensions={"service": SERVICE, **dimensions},
+    ):
+        pass
+
+
+def count_request(operation: str, billable: bool) -> None:
+    """A served request, by operation; memory tools are metered with billable=false (SPEC §9)."""
+    count("Requests", operation=operation, billable=str(billable).lower())

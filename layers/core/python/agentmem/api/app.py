@@ -7,8 +7,8 @@ in the SPEC §10 shape ``{"error": {"code", "message", ...}}``.
 
 from __future__ import annotations
 
-import base64
 import json
+import threading
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
@@ -16,37 +16,30 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
     RequestUnsupportedContentType,
     RequestValidationError,
 )
-from aws_lambda_powertools.event_handler.openapi.models import Server
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from .. import __version__
 from ..bootstrap import get_container
-from ..domain.errors import AgentmemError, InvalidError, NotFoundError, TooLargeError
-from ..observability import logger, metrics, tracer
+from ..domain.errors import AgentmemError, InvalidError, MethodNotAllowedError, NotFoundError, TooLargeError
+from ..observability import count, count_request, logger, tracer
+from . import openapi
+from .context import pending_usage
 from .routes import entries, keys, memories, system
 
 PUBLIC_PATHS = frozenset({"/v1/health", "/v1/openapi.json", "/v1/docs"})
-OPENAPI = {
-    "title": "agentmem",
-    "version": __version__,
-    "description": "Memory for AI agents: versioned entries in shared memories, conversations and workspaces.",
-    "security_schemes": {"bearer": {"type": "http", "scheme": "bearer"}},
-    "security": [{"bearer": []}],
-}
 
 app = APIGatewayRestResolver(enable_validation=True)
 for module in (system, keys, memories, entries):
     app.include_router(module.router)
-app.enable_swagger(path="/v1/docs", servers=[Server(url="/")], **OPENAPI)  # type: ignore[arg-type]
 
 
 @app.get("/v1/openapi.json", include_in_schema=False)
 def openapi_document() -> Response[str]:
-    return Response(
-        status_code=200,
-        content_type=content_types.APPLICATION_JSON,
-        body=app.get_openapi_json_schema(servers=[Server(url="/")], **OPENAPI),  # type: ignore[arg-type]
-    )
+    return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body=openapi.document_json(app))
+
+
+@app.get("/v1/docs", include_in_schema=False)
+def swagger_ui() -> Response[str]:
+    return Response(status_code=200, content_type="text/html", body=openapi.swagger_html(app))
 
 
 def error_body(error: AgentmemError) -> str:
@@ -82,13 +75,22 @@ def handle_undecodable_body(_: UnicodeDecodeError) -> Response[str]:
 @app.not_found
 def handle_not_found(_: Exception) -> Response[str]:
     event = app.current_event
+    allowed = sorted(
+        {route.method for route in app._static_routes + app._dynamic_routes if route.rule.match(event.path)}
+    )
+    if allowed:
+        response = error_response(MethodNotAllowedError(
+            f"{event.http_method} is not served on {event.path}; use {', '.join(allowed)}", allowed=allowed
+        ))
+        response.headers["Allow"] = ", ".join(allowed)
+        return response
     return error_response(NotFoundError(f"no such resource: {event.http_method} {event.path}"))
 
 
 @app.exception_handler(Exception)
 def handle_unexpected(error: Exception) -> Response[str]:
     logger.exception("unexpected error")
-    metrics.add_metric(name="UnexpectedErrors", unit="Count", value=1)
+    count("UnexpectedErrors")
     body = {"error": {"code": "internal", "message": "the service failed; the request may be retried"}}
     return Response(status_code=500, content_type=content_types.APPLICATION_JSON, body=json.dumps(body))
 
@@ -169,10 +171,7 @@ def _principal_from_authorizer(event: dict[str, Any]) -> Any:
     )
 
 
-@logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler(capture_response=False)
-@metrics.log_metrics
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+def _handle(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     container = get_container()
     app.context.clear()
     size = _body_size(event)
@@ -195,9 +194,28 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         logger.append_keys(account_id=principal.account_id)
     if _is_json_array(event):
         return _proxy_error(InvalidError("the body must be a JSON object, not an array", field="body"))
-    return app.resolve(event, context)
+    pending_usage.set(None)
+    result = app.resolve(event, context)
+    usage = pending_usage.get()
+    if usage is not None and int(result.get("statusCode", 500)) < 400:
+        account_id, operation, billable = usage
+        container.usage.record(account_id, operation, billable=billable)
+        count_request(operation, billable)
+    return result
 
 
-def decode_body(event: dict[str, Any]) -> bytes:
-    body = event.get("body") or ""
-    return base64.b64decode(body) if event.get("isBase64Encoded") else str(body).encode("utf-8")
+_instrumented = logger.inject_lambda_context(clear_state=True)(
+    tracer.capture_lambda_handler(_handle, capture_response=False)
+)
+
+# Powertools keeps the current event, caller and metrics in process-wide state, and Lambda runs one
+# event at a time per process. Callers that share a process between threads (the local server, the
+# SDK's in-process transport) are served one event at a time too, or one would run with another's event.
+_ONE_EVENT_AT_A_TIME = threading.Lock()
+
+
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """The API's Lambda entry point (``functions/api/handler.py`` re-exports it)."""
+    with _ONE_EVENT_AT_A_TIME:
+        result: dict[str, Any] = _instrumented(event, context)
+        return result

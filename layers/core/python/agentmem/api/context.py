@@ -3,26 +3,26 @@
 from __future__ import annotations
 
 import re
+from contextvars import ContextVar
 from typing import Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from aws_lambda_powertools.metrics import MetricUnit
 
 from ..bootstrap import Container, get_container
 from ..domain.errors import InvalidError
 from ..domain.models import Principal
-from ..observability import logger, metrics
+from ..observability import logger
+
+# (account, operation, billable) of the request being served; the handler records it when it succeeds
+pending_usage: ContextVar[tuple[str, str, bool] | None] = ContextVar("pending_usage", default=None)
 
 
 def call(router: Router, operation: str, *, billable: bool = True) -> tuple[Container, Principal]:
     """The container and the authenticated caller; counts the operation for usage."""
     container = get_container()
     principal: Principal = router.context["principal"]
-    container.usage.record(principal.account_id, operation, billable=billable)
-    metrics.add_dimension(name="operation", value=operation)
-    metrics.add_dimension(name="billable", value=str(billable).lower())
-    metrics.add_metric(name="Requests", unit=MetricUnit.Count, value=1)
+    pending_usage.set((principal.account_id, operation, billable))  # counted once the call succeeds
     logger.append_keys(operation=operation)
     return container, principal
 

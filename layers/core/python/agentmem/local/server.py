@@ -22,10 +22,6 @@ from .events import build_rest_event, decode_lambda_response
 # ones past its own limit, so both answers are the same 413.
 READ_LIMIT = 8 * 1024 * 1024
 SWEEP_EVERY_S = 60.0
-# The handler is a Lambda handler: Powertools keeps the current event and the caller in process-wide
-# state, and Lambda runs one event at a time. The server's threads read and write sockets in
-# parallel but call the handler one at a time, or one request would run with another's event.
-_HANDLER_LOCK = threading.Lock()
 
 
 @dataclass
@@ -54,7 +50,13 @@ def _quiet_powertools() -> None:
 class ApiRequestHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "agentmem"
-    handler: Any = None  # set by make_server: the Lambda handler to call
+    # Without TCP_NODELAY a kept-alive connection waits ~40 ms per response (Nagle's algorithm
+    # against the client's delayed ACK).
+    disable_nagle_algorithm = True
+    # a buffered writer: headers and body leave together when the request is done
+    wbufsize = 64 * 1024
+    handler: Any = None  # set by make_server: the Lambda handler to call (it serves one event at a time)
+    max_body_bytes = 1_000_000  # set by make_server from the settings, for the message of a 413
 
     def log_message(self, format: str, *args: Any) -> None:
         if os.environ.get("AGENTMEM_ACCESS_LOG"):
@@ -66,6 +68,8 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
             if key.lower() not in ("content-length", "connection"):
                 self.send_header(key, value)
         self.send_header("Content-Length", str(len(body)))
+        if self.close_connection:
+            self.send_header("Connection", "close")
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
@@ -73,7 +77,7 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
     def _error(self, status: int, code: str, message: str) -> None:
         body = json.dumps({"error": {"code": code, "message": message}}).encode()
         self.close_connection = True
-        self._reply(status, [("Content-Type", "application/json"), ("Connection", "close")], body)
+        self._reply(status, [("Content-Type", "application/json")], body)
 
     def _handle(self) -> None:
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
@@ -87,16 +91,18 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
             self._error(400, "invalid", "Content-Length is not a number of bytes")
             return
         if length > READ_LIMIT:
-            self._error(413, "too_large", f"the request body is {length:,} bytes; at most 1,000,000 are accepted")
+            accepted = type(self).max_body_bytes
+            self._error(413, "too_large", f"the request body is {length:,} bytes; at most {accepted:,} are accepted")
             return
         body = self.rfile.read(length) if length else None
         url = urlsplit(self.path)
+        # HEAD is a GET whose body is left out (as API Gateway answers it)
+        method = "GET" if self.command == "HEAD" else self.command
         event = build_rest_event(
-            self.command, url.path, url.query, {k: v for k, v in self.headers.items()}, body,
+            method, url.path, url.query, {k: v for k, v in self.headers.items()}, body,
             source_ip=self.client_address[0],
         )
-        with _HANDLER_LOCK:
-            result = type(self).handler(event, LocalContext())
+        result = type(self).handler(event, LocalContext())
         status, headers, payload = decode_lambda_response(result)
         self._reply(status, headers, payload)
 
@@ -109,7 +115,11 @@ def make_server(container: Container, host: str = "127.0.0.1", port: int = 8787)
     set_container(container)
     from ..api.app import lambda_handler
 
-    handler_class = type("BoundApiRequestHandler", (ApiRequestHandler,), {"handler": staticmethod(lambda_handler)})
+    handler_class = type(
+        "BoundApiRequestHandler",
+        (ApiRequestHandler,),
+        {"handler": staticmethod(lambda_handler), "max_body_bytes": container.settings.max_body_bytes},
+    )
     server = ThreadingHTTPServer((host, port), handler_class)
     server.daemon_threads = True
     return server

@@ -17,12 +17,13 @@ class MemoryStore(ABC):
 
     @abstractmethod
     def get_memory(
-        self, account_id: str, name: str, now: str, *, viewer: str | None = None
+        self, account_id: str, name: str, now: str, *, viewer: str | None = None, counts: bool = True
     ) -> MemoryRecord | None:
         """The memory with its ``entry_count`` and ``attached_to``; None when absent or purged.
 
         ``entry_count`` counts the layers ``viewer`` sees (the account's and the viewer's own);
-        every layer when there is no viewer (an account key acting for the account)."""
+        every layer when there is no viewer (an account key acting for the account). With
+        ``counts=False`` the record has no ``entry_count`` or ``attached_to`` (a cheaper lookup)."""
 
     @abstractmethod
     def list_memories(

@@ -85,7 +85,7 @@ class EntryService:
         )
         expected = check_version(request.version) if request.version is not None else None
         acting = acting_user(principal, user)
-        record = self.memories.get(principal, memory, acting)
+        record = self.memories.get(principal, memory, acting, counts=False)
         layer = entry_layer(record, acting, principal)
         if principal.kind == "user" and request.visibility in ("shared", "read_only"):
             raise ForbiddenError("a user key never writes the account layer; its saves go to its user's layer")
@@ -155,7 +155,7 @@ class EntryService:
     def read_shadowed(self, principal: Principal, memory: str, name: str, *, user: str) -> Entry:
         """A user's view: their own copy when they have one, else the account's (SPEC §2.3)."""
         check_name(name)
-        record = self.memories.get(principal, memory, acting_user(principal, user))
+        record = self.memories.get(principal, memory, acting_user(principal, user), counts=False)
         now = iso(self.clock())
         for layer in visible_layers(record, user, principal):
             entry = self.store.get(layer, name, now)
@@ -215,7 +215,7 @@ class EntryService:
         if len(query) > 1000:
             raise InvalidError("q is longer than 1,000 characters", field="q")
         acting = acting_user(principal, user)
-        record = self.memories.get(principal, memory, acting)
+        record = self.memories.get(principal, memory, acting, counts=False)
         layers = visible_layers(record, acting, principal)
         compiled = Query(query)
         candidates = self.store.search_candidates(layers, compiled.words, compiled.whole, iso(self.clock()))
@@ -230,4 +230,4 @@ class EntryService:
 
     def _layer(self, principal: Principal, memory: str, user: str | None) -> Layer:
         acting = acting_user(principal, user)
-        return entry_layer(self.memories.get(principal, memory, acting), acting, principal)
+        return entry_layer(self.memories.get(principal, memory, acting, counts=False), acting, principal)

@@ -35,11 +35,19 @@ class MemoryService:
                 raise ConflictError(f"a memory named {name!r} already exists in this account with another owner")
         return record, created
 
-    def get(self, principal: Principal, name: str, user: str | None = None) -> MemoryRecord:
-        """A live memory the caller may see; anything else is 404 (also another account's)."""
+    def get(
+        self, principal: Principal, name: str, user: str | None = None, *, counts: bool = True
+    ) -> MemoryRecord:
+        """A live memory the caller may see; anything else is 404 (also another account's).
+
+        ``counts=False`` leaves out ``entry_count`` and ``attached_to``: every entry call looks its
+        memory up first and needs neither, and counting is most of the cost of a read.
+        """
         check_memory_name(name)
         acting = acting_user(principal, user)
-        record = self.store.get_memory(principal.account_id, name, iso(self.clock()), viewer=acting)
+        record = self.store.get_memory(
+            principal.account_id, name, iso(self.clock()), viewer=acting, counts=counts
+        )
         if record is None or record.deleted_at is not None or not can_see_memory(record, acting, principal):
             raise NotFoundError(f"no memory named {name!r}")
         return record

@@ -52,11 +52,12 @@ class SqliteMemoryStore(MemoryStore):
         return current, created
 
     def get_memory(
-        self, account_id: str, name: str, now: str, *, viewer: str | None = None, include_purged: bool = False
+        self, account_id: str, name: str, now: str, *, viewer: str | None = None, counts: bool = True,
+        include_purged: bool = False,
     ) -> MemoryRecord | None:
+        extra = f", {_COUNT} AS entry_count, {_ATTACHED} AS attached" if counts else ""
         row = self.db.connection().execute(
-            f"SELECT m.*, {_COUNT} AS entry_count, {_ATTACHED} AS attached FROM memories m "
-            "WHERE m.account_id = :account AND m.name = :name",
+            f"SELECT m.*{extra} FROM memories m WHERE m.account_id = :account AND m.name = :name",
             {"account": account_id, "name": name, "now": now, "viewer": viewer},
         ).fetchone()
         if row is None:

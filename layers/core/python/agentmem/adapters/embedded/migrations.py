@@ -96,4 +96,10 @@ MIGRATIONS: list[str] = [
     ALTER TABLE entry_history ADD COLUMN created_at TEXT;
     ALTER TABLE entry_history ADD COLUMN expires_at TEXT;
     """,
+    # 3: counting a layer's live entries (the 500 limit, entry_count) and the whole-query match of
+    # search read this index alone, never the rows with their content
+    """
+    CREATE INDEX entries_live ON entries(account_id, memory, layer_user, expires_at, name, description)
+        WHERE conversation IS NULL;
+    """,
 ]

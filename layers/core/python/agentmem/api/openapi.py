@@ -1,0 +1,141 @@
+"""The OpenAPI document and Swagger UI, as the API really answers.
+
+Powertools generates the document from the routes; this adds what it cannot know: the
+status codes each operation answers (201, 204, 409, 412, ...), the §10 error shape in
+place of its 422 validation answer (we answer 400), and the conditional headers.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver
+from aws_lambda_powertools.event_handler.openapi.models import Server
+
+from .. import __version__
+
+TITLE = "agentmem"
+DESCRIPTION = (
+    "Memory for AI agents: versioned entries in shared memories, conversations and workspaces. "
+    "Authenticate with `Authorization: Bearer <api key>`. Errors answer `{\"error\": {\"code\", \"message\"}}`."
+)
+
+ERROR_SCHEMA = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["code", "message"],
+            "properties": {
+                "code": {"type": "string", "examples": ["invalid", "conflict", "rejected_injection"]},
+                "message": {"type": "string"},
+                "field": {"type": "string", "description": "The field a 400 is about"},
+                "current_version": {"type": "integer", "description": "On 409 conflict and 412"},
+            },
+            "additionalProperties": True,
+        }
+    },
+}
+
+_WHY = {
+    "400": "Invalid input (`invalid`, with `field`)",
+    "401": "Missing or unknown API key",
+    "403": "Not allowed for this key (a user key acting for another user, or on the account layer)",
+    "404": "No such resource (also another account's)",
+    "409": "Conflict: `conflict` with `current_version`, `layer_full`, or `attached` with `attached_to`",
+    "412": "`If-Match` / `If-None-Match` did not hold; carries `current_version`",
+    "413": "Body over 1 MB",
+    "422": "Refused by screening: `rejected_injection` or `sensitive_without_user`",
+}
+
+# status codes beyond 200/400/401 that an operation answers, by (method, path)
+_EXTRA: dict[tuple[str, str], dict[str, str]] = {
+    ("post", "/v1/keys"): {"201": "The key, with its secret (shown once)", "403": ""},
+    ("get", "/v1/keys"): {"403": ""},
+    ("delete", "/v1/keys/{key_id}"): {"204": "Revoked", "403": "", "404": ""},
+    ("get", "/v1/usage"): {"403": ""},
+    ("get", "/v1/memories"): {"403": ""},
+    ("put", "/v1/memories/{memory}"): {"201": "Created", "403": "", "409": ""},
+    ("get", "/v1/memories/{memory}"): {"404": ""},
+    ("delete", "/v1/memories/{memory}"): {"403": "", "404": "", "409": ""},
+    ("post", "/v1/memories/{memory}/restore"): {"404": "", "409": ""},
+    ("get", "/v1/memories/{memory}/entries"): {"403": "", "404": ""},
+    ("get", "/v1/memories/{memory}/entries/{name}"): {"403": "", "404": ""},
+    ("put", "/v1/memories/{memory}/entries/{name}"): {
+        "201": "Created; the stored entry without content, with `ETag`", "403": "", "404": "", "409": "",
+        "412": "", "413": "", "422": "",
+    },
+    ("delete", "/v1/memories/{memory}/entries/{name}"): {
+        "204": "Deleted", "403": "", "404": "", "409": "", "412": "",
+    },
+    ("get", "/v1/memories/{memory}/entries/{name}/history"): {"403": "", "404": ""},
+    ("get", "/v1/memories/{memory}/search"): {"403": "", "404": ""},
+}
+
+_CONDITIONAL_HEADERS = [
+    {"name": "If-Match", "in": "header", "required": False, "schema": {"type": "string"},
+     "description": 'Act only if the entry is at this version (`"3"`); else 412'},
+    {"name": "If-None-Match", "in": "header", "required": False, "schema": {"type": "string", "enum": ["*"]},
+     "description": "`*`: create only if the entry does not exist; else 412"},
+]
+
+
+def _error_response(description: str) -> dict[str, Any]:
+    schema = {"$ref": "#/components/schemas/Error"}
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def document(app: APIGatewayRestResolver) -> dict[str, Any]:
+    raw = app.get_openapi_json_schema(
+        servers=[Server(url="/")], security_schemes={"bearer": {"type": "http", "scheme": "bearer"}},  # type: ignore[dict-item]
+        security=[{"bearer": []}], title=TITLE, version=__version__, description=DESCRIPTION,
+    )
+    spec: dict[str, Any] = json.loads(raw)
+    schemas = spec.setdefault("components", {}).setdefault("schemas", {})
+    for unused in ("HTTPValidationError", "ValidationError", "ResponseValidationError"):
+        schemas.pop(unused, None)
+    schemas["Error"] = ERROR_SCHEMA
+    for path, operations in spec.get("paths", {}).items():
+        for method, operation in operations.items():
+            responses = operation.setdefault("responses", {})
+            responses.pop("422", None)
+            extra = _EXTRA.get((method, path), {})
+            if any(code in extra for code in ("201", "204")) and "200" in responses and method != "put":
+                responses.pop("200")
+            for code, description in extra.items():
+                if code in ("201", "204"):
+                    responses[code] = {"description": description}
+                else:
+                    responses[code] = _error_response(description or _WHY[code])
+            responses["400"] = _error_response(_WHY["400"])
+            if path != "/v1/health":
+                responses["401"] = _error_response(_WHY["401"])
+            else:
+                operation["security"] = []
+            if path == "/v1/memories/{memory}/entries/{name}" and method in ("put", "delete"):
+                operation.setdefault("parameters", []).extend(_CONDITIONAL_HEADERS)
+    return spec
+
+
+@cache
+def document_json(app: APIGatewayRestResolver) -> str:
+    return json.dumps(document(app))
+
+
+@cache
+def swagger_html(app: APIGatewayRestResolver) -> str:
+    from aws_lambda_powertools.event_handler.openapi import swagger_ui
+    from aws_lambda_powertools.event_handler.openapi.swagger_ui import generate_swagger_html
+
+    assets = Path(swagger_ui.__file__).parent
+    return generate_swagger_html(
+        document_json(app).replace("</", "<\\/"),
+        (assets / "swagger-ui-bundle.min.js").read_text(encoding="utf-8"),
+        (assets / "swagger-ui.min.css").read_text(encoding="utf-8"),
+        "",  # the assets are inlined: the page needs no network
+        None,
+    )
