@@ -1,0 +1,453 @@
+"""Where the time goes in read, save, list and search: cProfile plus a per-statement SQL breakdown.
+
+    .venv/bin/python bench/profile_entries.py [--layout memories|users] [--top 12]
+
+Loads the same 20 layers × 500 entries as ``bench/entries.py``, then:
+
+1. profiles each in-process operation with cProfile (top functions by own time);
+2. times every SQL statement each operation runs (a timing proxy around the thread's SQLite
+   connection; the product code is not changed);
+3. profiles one read over HTTP on the server's thread and on the client's, and measures reads/s
+   with the local server as it ships and with ``TCP_NODELAY`` set on the bench's own handler class
+   (the suggested fix), to show what the socket costs.
+
+Writes the report to stdout and to ``bench/results/profile-entries-{layout}.txt``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import cProfile
+import io
+import os
+import pstats
+import random
+import re
+import sqlite3
+import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from corpus import Corpus, EntryData
+from entries import LAYERS, LIST_PAGE, PER_LAYER, SEARCH_LIMIT, Agentmem
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+# --- SQL timing ---------------------------------------------------------------------------------------------
+
+
+def _statement_key(sql: str) -> str:
+    text = " ".join(sql.split())
+    text = re.sub(r"\(SELECT count\(\*\) FROM entries e .*?\)\) AS entry_count", "(count of the memory's entries)"
+                  " AS entry_count", text)
+    text = re.sub(r"\(SELECT group_concat.*?ORDER BY agent\)\) AS attached", "(attached agents) AS attached", text)
+    text = re.sub(r"VALUES \(.*?\)$", "VALUES (…)", text)
+    text = re.sub(r"IN \((?:\?,)*\?\)", "IN (?, …)", text)
+    text = re.sub(r"SET account_id=.*? WHERE", "SET … WHERE", text)
+    text = re.sub(r"INSERT INTO entries \(.*?\) VALUES", "INSERT INTO entries (…) VALUES", text)
+    return text[:150]
+
+
+class _TimedCursor:
+    def __init__(self, cursor: sqlite3.Cursor, key: str, totals: dict[str, list[float]]) -> None:
+        self._cursor, self._key, self._totals = cursor, key, totals
+
+    def _timed(self, method: str) -> Any:
+        start = time.perf_counter()
+        try:
+            return getattr(self._cursor, method)()
+        finally:
+            self._totals[self._key][1] += time.perf_counter() - start
+
+    def fetchone(self) -> Any:
+        return self._timed("fetchone")
+
+    def fetchall(self) -> Any:
+        return self._timed("fetchall")
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.fetchall())
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cursor, name)
+
+
+class TimingConnection:
+    """Wraps a sqlite3 connection: execute + fetch time per statement shape."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+        self.totals: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
+
+    def execute(self, sql: str, params: Any = ()) -> _TimedCursor:
+        key = _statement_key(sql)
+        start = time.perf_counter()
+        cursor = self._conn.execute(sql, params)
+        self.totals[key][1] += time.perf_counter() - start
+        self.totals[key][0] += 1
+        return _TimedCursor(cursor, key, self.totals)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+
+@contextlib.contextmanager
+def timed_sql(target: Agentmem) -> Iterator[TimingConnection]:
+    db = target.container.stores.entries.db  # one Database shared by every store
+    real = db.connection()
+    proxy = TimingConnection(real)
+    db._local.conn = proxy
+    try:
+        yield proxy
+    finally:
+        db._local.conn = real
+
+
+def sql_report(proxy: TimingConnection, operations: int, wall_s: float) -> str:
+    lines = [f"    {'ms/op':>7} {'share':>6} {'calls/op':>8}  statement"]
+    for key, (calls, seconds) in sorted(proxy.totals.items(), key=lambda kv: -kv[1][1]):
+        per_op = seconds / operations * 1e3
+        lines.append(f"    {per_op:>7.3f} {seconds / wall_s:>6.0%} {calls / operations:>8.1f}  {key}")
+    total = sum(s for _, s in proxy.totals.values())
+    lines.append(f"    {total / operations * 1e3:>7.3f} {total / wall_s:>6.0%}           all SQL; the operation took "
+                 f"{wall_s / operations * 1e3:.3f} ms in all")
+    return "\n".join(lines)
+
+
+# --- cProfile -------------------------------------------------------------------------------------------------
+
+
+def profile(call: Callable[..., object], arguments: Sequence[tuple[Any, ...]], top: int) -> tuple[str, float]:
+    for args in arguments[:20]:
+        call(*args)
+    profiler = cProfile.Profile()
+    start = time.perf_counter()
+    profiler.enable()
+    for args in arguments[20:]:
+        call(*args)
+    profiler.disable()
+    wall = time.perf_counter() - start
+    out = io.StringIO()
+    stats = pstats.Stats(profiler, stream=out)
+    stats.strip_dirs().sort_stats("tottime").print_stats(top)
+    text = out.getvalue()
+    body = text[text.index("   ncalls"):] if "   ncalls" in text else text
+    return "\n".join("    " + line for line in body.rstrip().splitlines()), wall
+
+
+def section(title: str) -> str:
+    return f"\n{'=' * 100}\n{title}\n{'=' * 100}"
+
+
+# --- what-if: the same SQL on a copy of the database ---------------------------------------------------------
+
+
+def what_if(target: Agentmem, reads: Sequence[tuple[int, str]], report: list[str]) -> None:
+    """Times the hot statements against a copy of the database, as they are and with the suggested changes.
+
+    The copy gets an extra partial index; the product's database and code are untouched.
+    """
+    from agentmem.adapters.embedded.memories import _ATTACHED, _COUNT
+
+    source = target.container.stores.entries.db.connection()
+    if isinstance(source, TimingConnection):
+        source = source._conn
+    with tempfile.TemporaryDirectory(prefix="agentmem-whatif-") as tmp:
+        copy = sqlite3.connect(Path(tmp) / "copy.db")
+        source.backup(copy)
+        copy.execute("PRAGMA journal_mode = WAL")
+        account = target.principal.account_id
+        now = "2026-01-01T00:00:00.000000Z"
+        layers = [target.where(layer) for layer, _ in reads[:400]]
+
+        def timed(sql: str, params: Callable[[str, str | None], Any]) -> float:
+            for memory, user in layers[:50]:
+                copy.execute(sql, params(memory, user)).fetchall()
+            start = time.perf_counter()
+            for memory, user in layers:
+                copy.execute(sql, params(memory, user)).fetchall()
+            return (time.perf_counter() - start) / len(layers) * 1e3
+
+        full = (f"SELECT m.*, {_COUNT} AS entry_count, {_ATTACHED} AS attached FROM memories m "
+                "WHERE m.account_id = :account AND m.name = :name")
+        lean = "SELECT * FROM memories WHERE account_id = ? AND name = ?"
+        scan = ("SELECT rowid, name, description FROM entries WHERE account_id=? AND memory=? AND layer_user=? "
+                "AND conversation IS NULL AND (expires_at IS NULL OR expires_at > ?)")
+        layer_count = ("SELECT count(*) FROM entries WHERE account_id=? AND memory=? AND layer_user=? "
+                       "AND conversation IS NULL AND (expires_at IS NULL OR expires_at > ?)")
+
+        def full_params(memory: str, user: str | None) -> dict[str, str]:
+            return {"account": account, "name": memory, "now": now, "viewer": user}
+
+        def lean_params(memory: str, user: str | None) -> tuple[str, str]:
+            return (account, memory)
+
+        def layer_params(memory: str, user: str | None) -> tuple[str, str, str, str]:
+            return (account, memory, user or "", now)
+
+        rows = [
+            ("memory lookup with entry count + attachments (what every entry call runs now)",
+             timed(full, full_params)),
+            ("memory lookup, the memories row only (primary key)", timed(lean, lean_params)),
+            ("layer count (a create's 500 check)", timed(layer_count, layer_params)),
+            ("layer scan of name + description (search's whole-query check)", timed(scan, layer_params)),
+        ]
+        copy.execute("CREATE INDEX whatif_live ON entries(account_id, memory, layer_user, expires_at, name, "
+                     "description) WHERE conversation IS NULL")
+        # no ANALYZE: the product never runs it, and without statistics the planner picks this index
+        rows += [
+            ("memory lookup with entry count, with a covering partial index", timed(full, full_params)),
+            ("layer count, with the covering partial index", timed(layer_count, layer_params)),
+            ("layer scan of name + description, with the covering partial index", timed(scan, layer_params)),
+        ]
+        copy.close()
+    report.append("\n  statement (on a copy of the database; the index exists only in the copy)        ms")
+    for label, ms in rows:
+        report.append(f"    {label:<84} {ms:>7.3f}")
+    report.append("\n  the partial index: CREATE INDEX … ON entries(account_id, memory, layer_user, expires_at, name, "
+                  "description) WHERE conversation IS NULL")
+
+
+def _lean_get_memory(self: Any, account_id: str, name: str, now: str, *, include_purged: bool = False,
+                     **_: Any) -> Any:
+    """What entry calls need of a memory: its primary-key row (no entry count, no attachments)."""
+    from agentmem.adapters.embedded import memories as memory_adapter
+
+    row = self.db.connection().execute(
+        "SELECT * FROM memories WHERE account_id = ? AND name = ?", (account_id, name)
+    ).fetchone()
+    if row is None or (not include_purged and row["purge_after"] is not None and row["purge_after"] <= now):
+        return None
+    return memory_adapter._record(row)
+
+
+def lean_memory_what_if(target: Agentmem, operations: Sequence[tuple[str, Callable[..., object],
+                                                                       Sequence[tuple[Any, ...]]]],
+                        entries: Sequence[EntryData], report: list[str]) -> None:
+    """p50 of each operation as it is, then with the memory lookup reduced to its primary-key row.
+
+    A monkeypatch in this process only, to measure the suggested fix: entry calls need the memory's row,
+    not its entry count (memory info and lists would keep the count).
+    """
+    import statistics
+
+    from agentmem.adapters.embedded import memories as memory_adapter
+
+    store_class = memory_adapter.SqliteMemoryStore
+    original = store_class.get_memory
+
+    def p50(call: Callable[..., object], arguments: Sequence[tuple[Any, ...]]) -> float:
+        for args_ in arguments[:20]:
+            call(*args_)
+        samples = []
+        for args_ in arguments[20:320]:
+            start = time.perf_counter_ns()
+            call(*args_)
+            samples.append(time.perf_counter_ns() - start)
+        return statistics.median(samples) / 1e6
+
+    rows = []
+    for name, call, arguments in operations:
+        if name.startswith("save (create"):
+            continue
+        before = p50(call, arguments)
+        store_class.get_memory = _lean_get_memory  # type: ignore[method-assign]
+        try:
+            after = p50(call, arguments[::-1])
+        finally:
+            store_class.get_memory = original  # type: ignore[method-assign]
+        rows.append((name, before, after))
+    report.append(f"\n  {'operation':<40} {'p50 now':>9} {'p50 lean':>9}   (ms; 300 samples each)")
+    for name, before, after in rows:
+        report.append(f"  {name:<40} {before:>9.3f} {after:>9.3f}")
+
+
+# --- HTTP ---------------------------------------------------------------------------------------------------
+
+
+def http_part(target: Agentmem, entries: Sequence[EntryData], top: int, report: list[str]) -> None:
+    from agentmem.client import Client
+    from agentmem.local.server import make_server
+
+    rng = random.Random(3)
+    picks = [entries[rng.randrange(len(entries))] for _ in range(1500)]
+    from agentmem.adapters.embedded import memories as memory_adapter
+
+    store_class = memory_adapter.SqliteMemoryStore
+    original_get = store_class.get_memory
+    for nodelay, lean in ((False, False), (True, False), (True, True)):
+        server = make_server(target.container, "127.0.0.1", 0)
+        # make_server builds a fresh handler subclass per server: this changes the bench's server only
+        server.RequestHandlerClass.disable_nagle_algorithm = nodelay  # type: ignore[attr-defined]
+        if lean:
+            store_class.get_memory = _lean_get_memory  # type: ignore[method-assign]
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        client = Client(url, target.secret)
+        handles = {}
+        for layer in range(LAYERS):
+            memory, user = target.where(layer)
+            handles[layer] = client.memory(memory, user=user)
+        label = ("as shipped" if not nodelay else "with TCP_NODELAY on the bench's handler (the suggested fix)"
+                 if not lean else "with TCP_NODELAY and a primary-key memory lookup (both suggested fixes)")
+        for e in picks[:30]:
+            handles[e.layer].read(e.name)
+        n = 1000 if nodelay else 60
+        start = time.perf_counter()
+        for e in picks[30 : 30 + n]:
+            handles[e.layer].read(e.name)
+        wall = time.perf_counter() - start
+        report.append(f"\nHTTP read, SDK client, 1 thread, server {label}: {wall / n * 1e3:.2f} ms per read, "
+                      f"{n / wall:,.0f} reads/s")
+        if nodelay and not lean:
+            _profile_http_read(server, url, target, picks[:n], n, top, report)
+        store_class.get_memory = original_get  # type: ignore[method-assign]
+        server.shutdown()
+        server.server_close()
+
+
+def _profile_http_read(server: Any, url: str, target: Agentmem, picks: Sequence[EntryData], n: int, top: int,
+                       report: list[str]) -> None:
+    """cProfile on the server's handler thread and on the client's, over ``n`` reads."""
+    from agentmem.client import Client
+
+    profiler = cProfile.Profile()
+    handler = server.RequestHandlerClass
+    original = handler.handle_one_request
+
+    def profiled(self: Any) -> None:
+        profiler.enable()
+        try:
+            original(self)
+        finally:
+            profiler.disable()
+
+    handler.handle_one_request = profiled
+    fresh = Client(url, target.secret)  # a new connection, so a new handler thread that is profiled
+    handles = {}
+    for layer in range(LAYERS):
+        memory, user = target.where(layer)
+        handles[layer] = fresh.memory(memory, user=user)
+    client_profiler = cProfile.Profile()
+    start = time.perf_counter()
+    client_profiler.enable()
+    for e in picks:
+        handles[e.layer].read(e.name)
+    client_profiler.disable()
+    wall = time.perf_counter() - start
+    handler.handle_one_request = original
+    for name, prof in (("server thread (handle_one_request; its socket wait is idle time between requests)",
+                        profiler),
+                       ("client thread (SDK Memory.read; its socket wait is the server's time)", client_profiler)):
+        for order in ("tottime", "cumulative"):
+            out = io.StringIO()
+            stats = pstats.Stats(prof, stream=out).strip_dirs()
+            total = stats.total_tt  # type: ignore[attr-defined]
+            stats.sort_stats(order).print_stats(top if order == "tottime" else 25)
+            text = out.getvalue()
+            body = text[text.index("   ncalls"):] if "   ncalls" in text else text
+            title = (f"\n  {name}: {total / n * 1e3:.3f} ms of profiled time per read (wall {wall / n * 1e3:.3f} ms "
+                     "per read with the profiler on); by own time:" if order == "tottime"
+                     else "\n  … by cumulative time:")
+            report.append(title + "\n" + "\n".join("    " + line for line in body.rstrip().splitlines()))
+
+
+# --- main ---------------------------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--layout", choices=["memories", "users"], default="memories")
+    parser.add_argument("--top", type=int, default=12)
+    parser.add_argument("--no-http", action="store_true")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+    os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
+    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+
+    corpus = Corpus()
+    entries = corpus.entries(LAYERS, PER_LAYER)
+    report: list[str] = []
+    emitted = io.StringIO()
+    with tempfile.TemporaryDirectory(prefix="agentmem-profile-") as tmp:
+        target = Agentmem(Path(tmp), args.layout)
+        print(f"loading {len(entries):,} entries ({args.layout} layout)…", file=sys.stderr, flush=True)
+        for e in sorted(entries, key=lambda e: (int(e.name[-3:]), e.layer)):
+            target.save(e)
+        rng = random.Random(1)
+        reads = [(e.layer, e.name) for e in (entries[rng.randrange(len(entries))] for _ in range(3000))]
+        updates = [(corpus.entry(e.layer, int(e.name[-3:]), revision=1),)
+                   for e in (entries[rng.randrange(len(entries))] for _ in range(800))]
+        lists = [(rng.randrange(LAYERS),) for _ in range(800)]
+        queries = Corpus.queries(entries, 300)
+        # creates into a fresh layer of the same shape, so the count and FTS work are those of a filling layer
+        extra = [EntryData(LAYERS, e.name, e.description, e.content, e.category, e.importance)
+                 for e in entries[:PER_LAYER]]
+        if args.layout == "memories":
+            target.container.memories.create(target.principal, f"m{LAYERS:02d}")
+
+        operations: list[tuple[str, Callable[..., object], Sequence[tuple[Any, ...]]]] = [
+            ("read", target.read, reads),
+            ("save (update)", target.save, updates),
+            ("save (create, into a filling layer)", target.save, [(e,) for e in extra]),
+            (f"list (first {LIST_PAGE})", target.list, lists),
+            (f"search (top {SEARCH_LIMIT})", target.search, queries),
+        ]
+        header = (f"agentmem profile — {LAYERS} layers × {PER_LAYER} entries, layout {args.layout}; "
+                  f"Python {sys.version.split()[0]}, SQLite {sqlite3.sqlite_version}, {os.cpu_count()} CPUs")
+        report.append(header)
+        for name, call, arguments in operations:
+            print(f"profiling {name}…", file=sys.stderr, flush=True)
+            text, wall = profile(call, arguments, args.top)
+            n = len(arguments) - 20
+            report.append(section(f"{name}: cProfile, {n} operations, {wall / n * 1e3:.3f} ms per operation "
+                                  "with the profiler on (top by own time)"))
+            report.append(text)
+        # creates were used up above: make a second fresh layer for the SQL breakdown of creates
+        extra2 = [EntryData(LAYERS + 1, e.name, e.description, e.content, e.category, e.importance)
+                  for e in entries[PER_LAYER : 2 * PER_LAYER]]
+        if args.layout == "memories":
+            target.container.memories.create(target.principal, f"m{LAYERS + 1:02d}")
+        report.append(section("SQL per operation (execute + fetch time per statement; no profiler)"))
+        for name, call, arguments in [*operations[:2], ("save (create, into a filling layer)", target.save,
+                                                        [(e,) for e in extra2]), *operations[3:]]:
+            for args_ in arguments[:20]:
+                call(*args_)
+            with timed_sql(target) as proxy:
+                start = time.perf_counter()
+                for args_ in arguments[20:]:
+                    call(*args_)
+                wall = time.perf_counter() - start
+            report.append(f"\n  {name}:")
+            report.append(sql_report(proxy, len(arguments) - 20, wall))
+        report.append(section("What-if: the hot statements as they are and with the suggested changes"))
+        what_if(target, reads, report)
+        report.append(section("What-if: entry calls with a primary-key memory lookup (monkeypatch in this process)"))
+        lean_memory_what_if(target, operations, entries, report)
+        if not args.no_http:
+            print("profiling HTTP…", file=sys.stderr, flush=True)
+            report.append(section("HTTP"))
+            with contextlib.redirect_stdout(emitted):  # the server's metric blobs (see the report)
+                http_part(target, entries, args.top, report)
+            blobs = emitted.getvalue().count('"_aws"')
+            report.append(f"\nThe server printed {blobs} CloudWatch EMF metric blobs to stdout during the HTTP part "
+                          "(POWERTOOLS_METRICS_DISABLED=true was set).")
+    text = "\n".join(report) + "\n"
+    print(text)
+    out = ROOT / "bench" / "results" / f"profile-entries-{args.layout}.txt"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    print(f"wrote {out.relative_to(ROOT)}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
