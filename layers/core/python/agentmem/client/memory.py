@@ -150,8 +150,23 @@ class Memory:
         """The memory's current description: entry count, the agents attaching it, trash times."""
         return self._remember(self.client.request_json("GET", self._path(), params=self._scope()))
 
-    def delete(self) -> MemoryInfo:
-        """Move the memory and its entries to the trash (``Attached`` while agents attach it)."""
+    @overload
+    def delete(self) -> MemoryInfo: ...
+
+    @overload
+    def delete(self, name: str, *, version: int | None = None, user: str | None = None) -> None: ...
+
+    def delete(
+        self, name: str | None = None, *, version: int | None = None, user: str | None = None
+    ) -> MemoryInfo | None:
+        """``delete("old-pricing", version=3)`` removes that ENTRY (as ``forget``);
+        ``delete()`` with no name moves the MEMORY and its entries to the trash (``Attached``
+        while agents attach it)."""
+        if name is not None:
+            self.delete_entry(name, version=version, user=user)
+            return None
+        if version is not None or user is not None:
+            raise TypeError("version= and user= go with an entry's name: delete(name, version=...)")
         return self._remember(self.client.request_json("DELETE", self._path(), params=self._scope()))
 
     def restore(self) -> MemoryInfo:
