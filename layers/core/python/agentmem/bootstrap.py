@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from .domain.clock import Clock, utcnow
+from .domain.clock import Clock, iso, utcnow
 from .ports.accounts import AccountStore
 from .ports.entries import EntryStore
 from .ports.memories import MemoryStore
@@ -42,12 +42,11 @@ class Container:
         """Housekeeping the embedded backend does itself (AWS has TTL): trash and expiry."""
         purged = self.memories.purge_due()
         expired = 0
+        now = iso(self.memories.clock())
         for store in self.stores.maintenance:
             purge = getattr(store, "purge_expired", None)
             if purge is not None:
-                from .domain.clock import iso
-
-                expired += int(purge(iso(self.memories.clock())))
+                expired += int(purge(now))
         self.usage.flush()
         return {"memories_purged": purged, "entries_expired": expired}
 
