@@ -12,8 +12,10 @@ from typing import Any
 
 from botocore.config import Config
 
-RETRIES = {"mode": "standard", "max_attempts": 5}
+MAX_ATTEMPTS = 5
 
 
 def client_config(**overrides: Any) -> Config:
-    return Config(retries=RETRIES, connect_timeout=3, read_timeout=10, **overrides)
+    return Config(
+        retries={"mode": "standard", "max_attempts": MAX_ATTEMPTS}, connect_timeout=3, read_timeout=10, **overrides
+    )
