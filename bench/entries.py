@@ -1,15 +1,16 @@
 """Entries benchmark: save, read, list and search at 500 entries per layer × 20 layers.
 
-    .venv/bin/python bench/entries.py            # full run (about 2–3 minutes on 2 cores)
-    .venv/bin/python bench/entries.py --quick    # smaller samples, one layout (under ~40 s)
+    .venv/bin/python bench/entries.py            # full run (about 1 minute on 2 cores)
+    .venv/bin/python bench/entries.py --quick    # smaller samples, one layout (about 20 s)
 
 Measures, on the embedded backend (SQLite file in a temporary directory):
 
 * in-process, through the services (``container.entries.save/read/list_entries/search``), in two
   layouts of the same 10,000 entries: 20 memories of one layer each, and one account memory with
   20 user layers;
-* over HTTP: the real local server (``agentmem.local.server.make_server``) in a thread, driven by the
-  SDK (``agentmem.client.Client``) on keep-alive connections, one and four client threads;
+* over HTTP: the real local server (``agentmem.local.server.make_server``, as it ships) in a thread,
+  driven by the SDK (``agentmem.client.Client``) on keep-alive connections: one and four client threads
+  in the benchmark's process, a raw ``requests.Session``, and SDK clients in a separate process;
 * LangGraph's ``SqliteStore`` on the same data (namespace = layer, key = entry name, value = the
   entry's fields), both as ``from_conn_string`` ships it and with the same journal settings as
   agentmem (WAL, ``synchronous=NORMAL``).
@@ -369,7 +370,8 @@ def _client_process(
 
 
 class _LineCounter(io.TextIOBase):
-    """Stands in for stdout while the server runs: counts the metric blobs Powertools prints, keeps error logs."""
+    """Stands in for stdout while the server runs: keeps error logs, and counts CloudWatch metric blobs
+    (there should be none: the server runs with POWERTOOLS_METRICS_DISABLED, where nothing is emitted)."""
 
     def __init__(self) -> None:
         self.blobs = 0
@@ -384,13 +386,12 @@ class _LineCounter(io.TextIOBase):
 
 def bench_http(target: Agentmem, entries: Sequence[EntryData], corpus: Corpus, queries: Sequence[tuple[int, str]],
                plan: Plan, rng: random.Random) -> dict[str, Any]:
-    """The local server as shipped, then the same server with TCP_NODELAY (the fix this benchmark suggests)."""
+    """The local server as it ships (``make_server``), driven by the SDK over keep-alive connections."""
     sink = _LineCounter()
     out: dict[str, Any] = {}
     try:
         with contextlib.redirect_stdout(sink):
-            out["as_shipped"] = _bench_server(target, entries, corpus, queries, plan, rng, nodelay=False)
-            out["tcp_nodelay"] = _bench_server(target, entries, corpus, queries, plan, rng, nodelay=True)
+            out.update(_bench_server(target, entries, corpus, queries, plan, rng))
     except Exception as error:
         # keep the in-process figures: report the failure, and the server's error logs, instead of losing the run
         out["error"] = f"{type(error).__name__}: {error}"
@@ -403,21 +404,17 @@ def bench_http(target: Agentmem, entries: Sequence[EntryData], corpus: Corpus, q
 
 
 def _bench_server(target: Agentmem, entries: Sequence[EntryData], corpus: Corpus, queries: Sequence[tuple[int, str]],
-                  plan: Plan, rng: random.Random, *, nodelay: bool) -> dict[str, Any]:
+                  plan: Plan, rng: random.Random) -> dict[str, Any]:
     from agentmem.client import Client, Entry
     from agentmem.client.transport import segment
     from agentmem.local.server import make_server
 
     server = make_server(target.container, "127.0.0.1", 0)
-    # make_server builds a new handler subclass per server, so this touches only the bench's server
-    server.RequestHandlerClass.disable_nagle_algorithm = nodelay  # type: ignore[attr-defined]
     url = f"http://127.0.0.1:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, name="bench-server", daemon=True)
     thread.start()
-    variant = "TCP_NODELAY" if nodelay else "as shipped"
     budget = plan.budget_s / 2
-    # as shipped, every request takes ~44 ms: fewer warm-up calls and samples keep the run short
-    warm, least = (10, 20) if nodelay else (3, 15)
+    warm, least = 10, 20
     try:
         client = Client(url, target.secret)
         handles = {}
@@ -430,7 +427,7 @@ def _bench_server(target: Agentmem, entries: Sequence[EntryData], corpus: Corpus
             handles[layer].read(name)
 
         picks = [entries[rng.randrange(len(entries))] for _ in range(plan.http_op * 2)]
-        log(f"HTTP ({variant}): read")
+        log("HTTP: read")
         ops["read"] = summarise(measure(read, [(e.layer, e.name) for e in picks], budget_s=budget, warmup=2 * warm,
                                         min_samples=least))
 
@@ -439,7 +436,7 @@ def _bench_server(target: Agentmem, entries: Sequence[EntryData], corpus: Corpus
                                       category=entry.category, importance=entry.importance)
 
         updates = [corpus.entry(e.layer, int(e.name[-3:]), revision=2) for e in picks[: plan.http_op]]
-        log(f"HTTP ({variant}): save (update)")
+        log("HTTP: save (update)")
         ops["save_update"] = summarise(measure(save, [(e,) for e in updates], budget_s=budget, warmup=warm,
                                                min_samples=least))
 
@@ -449,14 +446,14 @@ def _bench_server(target: Agentmem, entries: Sequence[EntryData], corpus: Corpus
                                limit=LIST_PAGE)
             assert len(page.items) == LIST_PAGE
 
-        log(f"HTTP ({variant}): list")
+        log("HTTP: list")
         ops["list"] = summarise(measure(listing, [(rng.randrange(LAYERS),) for _ in range(plan.http_op)],
                                         budget_s=budget, warmup=warm, min_samples=least))
 
         def search(layer: int, text: str) -> None:
             handles[layer].search(text, limit=SEARCH_LIMIT)
 
-        log(f"HTTP ({variant}): search")
+        log("HTTP: search")
         ops["search"] = summarise(measure(search, list(queries[: plan.http_op]), budget_s=budget, warmup=warm,
                                           min_samples=least))
 
@@ -465,20 +462,19 @@ def _bench_server(target: Agentmem, entries: Sequence[EntryData], corpus: Corpus
         runs: list[tuple[str, int, bool]] = [("SDK, 1 thread", 1, False), ("SDK, 4 threads", 4, False),
                                              ("raw requests.Session, 1 thread", 1, True)]
         for label, threads, raw in runs:
-            log(f"HTTP ({variant}): reads/s, {label}")
+            log(f"HTTP: reads/s, {label}")
             throughput[label] = _threads_reading(url, target.secret, targets, plan.http_seconds, threads, raw)
-        if nodelay:
-            context = multiprocessing.get_context("spawn")
-            for label, threads in (("SDK, 1 thread, client in another process", 1),
-                                   ("SDK, 4 threads, client in another process", 4)):
-                log(f"HTTP ({variant}): reads/s, {label}")
-                queue_ = context.Queue()
-                process = context.Process(
-                    target=_client_process, args=(url, target.secret, targets, plan.http_seconds, threads, queue_)
-                )
-                process.start()
-                throughput[label] = queue_.get(timeout=120)
-                process.join(timeout=30)
+        context = multiprocessing.get_context("spawn")
+        for label, threads in (("SDK, 1 thread, client in another process", 1),
+                               ("SDK, 4 threads, client in another process", 4)):
+            log(f"HTTP: reads/s, {label}")
+            queue_ = context.Queue()
+            process = context.Process(
+                target=_client_process, args=(url, target.secret, targets, plan.http_seconds, threads, queue_)
+            )
+            process.start()
+            throughput[label] = queue_.get(timeout=120)
+            process.join(timeout=30)
         return {"operations": ops, "reads_per_s": throughput}
     finally:
         server.shutdown()
@@ -605,10 +601,10 @@ def check_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
                     ratio = round(system[op]["p50_ms"] / other["p50_ms"], 2)
                     variant = "WAL" if ref == "sqlitestore_wal" else "as shipped"
                     add(f"{name}: {OPERATIONS[op]} p50 ≤ SqliteStore ({variant})", ratio, 1.0, "lower")
-    http = results.get("http", {}).get("as_shipped", {}).get("reads_per_s", {})
+    http = results.get("http", {}).get("reads_per_s", {})
     for label in ("SDK, 1 thread", "SDK, 4 threads"):
         if label in http:
-            add(f"HTTP reads/s ≥ {TARGETS['http_reads_per_s']:.0f}, local server as shipped, {label}",
+            add(f"HTTP reads/s ≥ {TARGETS['http_reads_per_s']:.0f}, local server, {label}",
                 http[label]["reads_per_s"], TARGETS["http_reads_per_s"], "higher")
     return checks
 
@@ -677,26 +673,22 @@ def print_report(results: dict[str, Any]) -> None:
     if http:
         print()
         print(f"Over HTTP: the local server in a thread of this process, SDK client on keep-alive ({http['layout']})")
-        print("'TCP_NODELAY' = the same server with disable_nagle_algorithm=True on the bench's handler class: "
-              "the fix suggested in docs/benchmarks.md, not what ships")
-        h2 = f"{'operation':<28} {'server':<12} {'n':>6} {'p50 ms':>9} {'p95 ms':>9} {'p99 ms':>9}"
+        h2 = f"{'operation':<28} {'n':>6} {'p50 ms':>9} {'p95 ms':>9} {'p99 ms':>9}"
         print(h2)
         print("-" * len(h2))
-        for op in http["as_shipped"]["operations"]:
-            for variant, label in (("as_shipped", "as shipped"), ("tcp_nodelay", "TCP_NODELAY")):
-                stats = http[variant]["operations"][op]
-                print(f"{OPERATIONS[op]:<28} {label:<12} {stats['n']:>6} {stats['p50_ms']:>9.3f} "
-                      f"{stats['p95_ms']:>9.3f} {stats['p99_ms']:>9.3f}")
+        for op, stats in http["operations"].items():
+            print(f"{OPERATIONS[op]:<28} {stats['n']:>6} {stats['p50_ms']:>9.3f} {stats['p95_ms']:>9.3f} "
+                  f"{stats['p99_ms']:>9.3f}")
         print()
-        h3 = f"{'reads/s':<44} {'server':<12} {'reads':>7} {'reads/s':>9} {'p50 ms':>8} {'p95 ms':>8}"
+        h3 = f"{'reads/s':<44} {'reads':>7} {'reads/s':>9} {'p50 ms':>8} {'p95 ms':>8}"
         print(h3)
         print("-" * len(h3))
-        for variant, label in (("as_shipped", "as shipped"), ("tcp_nodelay", "TCP_NODELAY")):
-            for run, row in http[variant]["reads_per_s"].items():
-                print(f"{run:<44} {label:<12} {row['reads']:>7} {row['reads_per_s']:>9,.0f} "
-                      f"{row['p50_ms']:>8.2f} {row['p95_ms']:>8.2f}")
-        print(f"(the server printed {http['metric_blobs_printed']} CloudWatch metric blobs to stdout meanwhile, "
-              "though POWERTOOLS_METRICS_DISABLED=true)")
+        for run, row in http["reads_per_s"].items():
+            print(f"{run:<44} {row['reads']:>7} {row['reads_per_s']:>9,.0f} {row['p50_ms']:>8.2f} "
+                  f"{row['p95_ms']:>8.2f}")
+        if http.get("metric_blobs_printed"):
+            print(f"(the server printed {http['metric_blobs_printed']} CloudWatch metric blobs to stdout, "
+                  "though POWERTOOLS_METRICS_DISABLED=true: it should print none)")
     print()
     print("Targets")
     for check in results["targets"]:
@@ -743,20 +735,16 @@ def markdown(results: dict[str, Any]) -> str:
         out += ["", f"**Over HTTP**: the run failed ({http['error']})."]
         http = None
     if http:
-        out += ["", f"**Over HTTP** (local server in a thread of the benchmark's process, {http['layout']}; "
-                "*TCP_NODELAY* = the same server with `disable_nagle_algorithm = True` set on the benchmark's own "
-                "handler class: the suggested fix, not what ships)", "",
-                "| operation | server | n | p50 ms | p95 ms | p99 ms |", "|---|---|--:|--:|--:|--:|"]
-        for op in http["as_shipped"]["operations"]:
-            for variant, label in (("as_shipped", "as shipped"), ("tcp_nodelay", "TCP_NODELAY")):
-                stats = http[variant]["operations"][op]
-                out.append(f"| {OPERATIONS[op]} | {label} | {stats['n']:,} | {stats['p50_ms']:.2f} | "
-                           f"{stats['p95_ms']:.2f} | {stats['p99_ms']:.2f} |")
-        out += ["", "| reads/s | server | reads | reads/s | p50 ms | p95 ms |", "|---|---|--:|--:|--:|--:|"]
-        for variant, label in (("as_shipped", "as shipped"), ("tcp_nodelay", "TCP_NODELAY")):
-            for run, row in http[variant]["reads_per_s"].items():
-                out.append(f"| {run} | {label} | {row['reads']:,} | {row['reads_per_s']:,.0f} | {row['p50_ms']:.2f} | "
-                           f"{row['p95_ms']:.2f} |")
+        out += ["", f"**Over HTTP** (the local server as it ships, in a thread of the benchmark's process, "
+                f"{http['layout']}; SDK on keep-alive connections)", "",
+                "| operation | n | p50 ms | p95 ms | p99 ms |", "|---|--:|--:|--:|--:|"]
+        for op, stats in http["operations"].items():
+            out.append(f"| {OPERATIONS[op]} | {stats['n']:,} | {stats['p50_ms']:.2f} | {stats['p95_ms']:.2f} | "
+                       f"{stats['p99_ms']:.2f} |")
+        out += ["", "| reads/s | reads | reads/s | p50 ms | p95 ms |", "|---|--:|--:|--:|--:|"]
+        for run, row in http["reads_per_s"].items():
+            out.append(f"| {run} | {row['reads']:,} | {row['reads_per_s']:,.0f} | {row['p50_ms']:.2f} | "
+                       f"{row['p95_ms']:.2f} |")
     out += ["", "**Targets**", "", "| target | this run | met |", "|---|--:|:-:|"]
     for check in results["targets"]:
         out.append(f"| {check['target']} | {_value_text(check)} | {'✅' if check['met'] else '❌'} |")
@@ -831,24 +819,24 @@ def plot(results: dict[str, Any], path: Path) -> None:
     ax.grid(axis="y", which="both", alpha=0.2)
     if http:
         bx = axes[1]
-        runs = list(http["tcp_nodelay"]["reads_per_s"])
+        rows = http["reads_per_s"]
+        runs = list(rows)
         y = np.arange(len(runs))
-        for offset, (variant, label, colour) in enumerate((("as_shipped", "server as shipped", "#1f77b4"),
-                                                           ("tcp_nodelay", "with TCP_NODELAY (suggested fix)",
-                                                            "#9ecae1"))):
-            rows = http[variant]["reads_per_s"]
-            values = [rows[run]["reads_per_s"] if run in rows else np.nan for run in runs]
-            bx.barh(y + (offset - 0.5) * 0.4, values, 0.4, color=colour, label=label)
+        values = [rows[run]["reads_per_s"] for run in runs]
+        bars = bx.barh(y, values, 0.6, color="#1f77b4")
+        for bar, row in zip(bars, (rows[run] for run in runs), strict=True):
+            bx.text(bar.get_width(), bar.get_y() + bar.get_height() / 2, f" {row['reads_per_s']:,.0f}/s, "
+                    f"p50 {row['p50_ms']:.2f} ms", va="center", fontsize=7)
+        bx.set_xlim(0, max(max(values), TARGETS["http_reads_per_s"]) * 1.45)
         bx.set_yticks(y)
         bx.set_yticklabels([run.replace(", client in another process", ",\nclient in another process")
                             for run in runs], fontsize=7)
         bx.axvline(TARGETS["http_reads_per_s"], color="grey", linestyle=":", linewidth=1)
-        bx.text(TARGETS["http_reads_per_s"], len(runs) - 0.4, f" target {TARGETS['http_reads_per_s']:.0f}/s",
+        bx.set_ylim(len(runs) - 0.5, -0.8)  # first run on top, room above it for the target's label
+        bx.text(TARGETS["http_reads_per_s"], -0.55, f" target {TARGETS['http_reads_per_s']:.0f}/s",
                 fontsize=7, color="grey")
-        bx.invert_yaxis()
         bx.set_xlabel("reads/s over HTTP (keep-alive)")
-        bx.set_title("HTTP reads/s")
-        bx.legend(fontsize=7, loc="upper right")
+        bx.set_title("HTTP reads/s, local server as shipped")
     info = results["machine"]
     fig.text(0.01, 0.01, f"{info['cpu_count']} CPUs {info['cpu_model']}, Python {info['python']}, "
              f"SQLite {info['sqlite']}, {info['date']}", fontsize=7, color="grey")
@@ -860,7 +848,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer samples, one layout (under ~40 s)")
+    parser.add_argument("--quick", action="store_true", help="fewer samples, one layout (about 20 s)")
     parser.add_argument("--layout", choices=["both", "memories", "users"], default=None,
                         help="which agentmem layouts to run (default: both; --quick: memories)")
     parser.add_argument("--no-http", action="store_true", help="skip the HTTP part")

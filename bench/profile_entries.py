@@ -7,9 +7,10 @@ Loads the same 20 layers × 500 entries as ``bench/entries.py``, then:
 1. profiles each in-process operation with cProfile (top functions by own time);
 2. times every SQL statement each operation runs (a timing proxy around the thread's SQLite
    connection; the product code is not changed);
-3. profiles one read over HTTP on the server's thread and on the client's, and measures reads/s
-   with the local server as it ships and with ``TCP_NODELAY`` set on the bench's own handler class
-   (the suggested fix), to show what the socket costs.
+3. measures how much WAL one save (update) writes, against LangGraph's ``SqliteStore`` ``put`` of the
+   same entries (the commit is most of a save's time);
+4. profiles reads over HTTP on the server's thread and on the client's, against the local server as it
+   ships, and measures reads/s on one connection.
 
 Writes the report to stdout and to ``bench/results/profile-entries-{layout}.txt``.
 """
@@ -35,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from corpus import Corpus, EntryData
-from entries import LAYERS, LIST_PAGE, PER_LAYER, SEARCH_LIMIT, Agentmem
+from entries import LAYERS, LIST_PAGE, PER_LAYER, SEARCH_LIMIT, Agentmem, LangGraphStore
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -146,127 +147,39 @@ def section(title: str) -> str:
     return f"\n{'=' * 100}\n{title}\n{'=' * 100}"
 
 
-# --- what-if: the same SQL on a copy of the database ---------------------------------------------------------
+# --- WAL written per save -----------------------------------------------------------------------------------
 
 
-def what_if(target: Agentmem, reads: Sequence[tuple[int, str]], report: list[str]) -> None:
-    """Times the hot statements against a copy of the database, as they are and with the suggested changes.
+def wal_per_save(target: Agentmem, data_dir: Path, entries: Sequence[EntryData],
+                 updates: Sequence[EntryData], report: list[str]) -> None:
+    """WAL bytes (and 4 KiB page frames) one save (update) appends, agentmem against SqliteStore's put.
 
-    The copy gets an extra partial index; the product's database and code are untouched.
+    Automatic checkpoints are switched off on the measuring connection meanwhile, so the WAL only grows.
     """
-    from agentmem.adapters.embedded.memories import _ATTACHED, _COUNT
 
-    source = target.container.stores.entries.db.connection()
-    if isinstance(source, TimingConnection):
-        source = source._conn
-    with tempfile.TemporaryDirectory(prefix="agentmem-whatif-") as tmp:
-        copy = sqlite3.connect(Path(tmp) / "copy.db")
-        source.backup(copy)
-        copy.execute("PRAGMA journal_mode = WAL")
-        account = target.principal.account_id
-        now = "2026-01-01T00:00:00.000000Z"
-        layers = [target.where(layer) for layer, _ in reads[:400]]
+    def grown(conn: Any, wal: Path, call: Callable[[EntryData], object]) -> tuple[float, float]:
+        conn.execute("PRAGMA wal_autocheckpoint = 0")
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        before = wal.stat().st_size if wal.exists() else 0
+        for entry in updates:
+            call(entry)
+        size = (wal.stat().st_size - before) / len(updates)
+        page = conn.execute("PRAGMA page_size").fetchone()[0]
+        conn.execute("PRAGMA wal_autocheckpoint = 1000")
+        return size, size / (page + 24)  # a WAL frame is a page plus a 24-byte header
 
-        def timed(sql: str, params: Callable[[str, str | None], Any]) -> float:
-            for memory, user in layers[:50]:
-                copy.execute(sql, params(memory, user)).fetchall()
-            start = time.perf_counter()
-            for memory, user in layers:
-                copy.execute(sql, params(memory, user)).fetchall()
-            return (time.perf_counter() - start) / len(layers) * 1e3
-
-        full = (f"SELECT m.*, {_COUNT} AS entry_count, {_ATTACHED} AS attached FROM memories m "
-                "WHERE m.account_id = :account AND m.name = :name")
-        lean = "SELECT * FROM memories WHERE account_id = ? AND name = ?"
-        scan = ("SELECT rowid, name, description FROM entries WHERE account_id=? AND memory=? AND layer_user=? "
-                "AND conversation IS NULL AND (expires_at IS NULL OR expires_at > ?)")
-        layer_count = ("SELECT count(*) FROM entries WHERE account_id=? AND memory=? AND layer_user=? "
-                       "AND conversation IS NULL AND (expires_at IS NULL OR expires_at > ?)")
-
-        def full_params(memory: str, user: str | None) -> dict[str, str]:
-            return {"account": account, "name": memory, "now": now, "viewer": user}
-
-        def lean_params(memory: str, user: str | None) -> tuple[str, str]:
-            return (account, memory)
-
-        def layer_params(memory: str, user: str | None) -> tuple[str, str, str, str]:
-            return (account, memory, user or "", now)
-
-        rows = [
-            ("memory lookup with entry count + attachments (what every entry call runs now)",
-             timed(full, full_params)),
-            ("memory lookup, the memories row only (primary key)", timed(lean, lean_params)),
-            ("layer count (a create's 500 check)", timed(layer_count, layer_params)),
-            ("layer scan of name + description (search's whole-query check)", timed(scan, layer_params)),
-        ]
-        copy.execute("CREATE INDEX whatif_live ON entries(account_id, memory, layer_user, expires_at, name, "
-                     "description) WHERE conversation IS NULL")
-        # no ANALYZE: the product never runs it, and without statistics the planner picks this index
-        rows += [
-            ("memory lookup with entry count, with a covering partial index", timed(full, full_params)),
-            ("layer count, with the covering partial index", timed(layer_count, layer_params)),
-            ("layer scan of name + description, with the covering partial index", timed(scan, layer_params)),
-        ]
-        copy.close()
-    report.append("\n  statement (on a copy of the database; the index exists only in the copy)        ms")
-    for label, ms in rows:
-        report.append(f"    {label:<84} {ms:>7.3f}")
-    report.append("\n  the partial index: CREATE INDEX … ON entries(account_id, memory, layer_user, expires_at, name, "
-                  "description) WHERE conversation IS NULL")
-
-
-def _lean_get_memory(self: Any, account_id: str, name: str, now: str, *, include_purged: bool = False,
-                     **_: Any) -> Any:
-    """What entry calls need of a memory: its primary-key row (no entry count, no attachments)."""
-    from agentmem.adapters.embedded import memories as memory_adapter
-
-    row = self.db.connection().execute(
-        "SELECT * FROM memories WHERE account_id = ? AND name = ?", (account_id, name)
-    ).fetchone()
-    if row is None or (not include_purged and row["purge_after"] is not None and row["purge_after"] <= now):
-        return None
-    return memory_adapter._record(row)
-
-
-def lean_memory_what_if(target: Agentmem, operations: Sequence[tuple[str, Callable[..., object],
-                                                                       Sequence[tuple[Any, ...]]]],
-                        entries: Sequence[EntryData], report: list[str]) -> None:
-    """p50 of each operation as it is, then with the memory lookup reduced to its primary-key row.
-
-    A monkeypatch in this process only, to measure the suggested fix: entry calls need the memory's row,
-    not its entry count (memory info and lists would keep the count).
-    """
-    import statistics
-
-    from agentmem.adapters.embedded import memories as memory_adapter
-
-    store_class = memory_adapter.SqliteMemoryStore
-    original = store_class.get_memory
-
-    def p50(call: Callable[..., object], arguments: Sequence[tuple[Any, ...]]) -> float:
-        for args_ in arguments[:20]:
-            call(*args_)
-        samples = []
-        for args_ in arguments[20:320]:
-            start = time.perf_counter_ns()
-            call(*args_)
-            samples.append(time.perf_counter_ns() - start)
-        return statistics.median(samples) / 1e6
-
-    rows = []
-    for name, call, arguments in operations:
-        if name.startswith("save (create"):
-            continue
-        before = p50(call, arguments)
-        store_class.get_memory = _lean_get_memory  # type: ignore[method-assign]
-        try:
-            after = p50(call, arguments[::-1])
-        finally:
-            store_class.get_memory = original  # type: ignore[method-assign]
-        rows.append((name, before, after))
-    report.append(f"\n  {'operation':<40} {'p50 now':>9} {'p50 lean':>9}   (ms; 300 samples each)")
-    for name, before, after in rows:
-        report.append(f"  {name:<40} {before:>9.3f} {after:>9.3f}")
+    conn = target.container.stores.entries.db.connection()
+    if isinstance(conn, TimingConnection):
+        conn = conn._conn
+    ours = grown(conn, data_dir / "agentmem.db-wal", target.save)
+    with tempfile.TemporaryDirectory(prefix="agentmem-wal-") as tmp:
+        store = LangGraphStore(Path(tmp) / "store.db", tuned=True)
+        store.bulk_load(entries)
+        theirs = grown(store.conn, Path(tmp) / "store.db-wal", store.put)
+        store.close()
+    report.append(f"\n  {'':<44} {'WAL bytes':>10} {'frames':>7}   (per save, mean of {len(updates)})")
+    report.append(f"  {'agentmem save (update)':<44} {ours[0]:>10,.0f} {ours[1]:>7.1f}")
+    report.append(f"  {'SqliteStore put (update), WAL':<44} {theirs[0]:>10,.0f} {theirs[1]:>7.1f}")
 
 
 # --- HTTP ---------------------------------------------------------------------------------------------------
@@ -278,38 +191,27 @@ def http_part(target: Agentmem, entries: Sequence[EntryData], top: int, report: 
 
     rng = random.Random(3)
     picks = [entries[rng.randrange(len(entries))] for _ in range(1500)]
-    from agentmem.adapters.embedded import memories as memory_adapter
-
-    store_class = memory_adapter.SqliteMemoryStore
-    original_get = store_class.get_memory
-    for nodelay, lean in ((False, False), (True, False), (True, True)):
-        server = make_server(target.container, "127.0.0.1", 0)
-        # make_server builds a fresh handler subclass per server: this changes the bench's server only
-        server.RequestHandlerClass.disable_nagle_algorithm = nodelay  # type: ignore[attr-defined]
-        if lean:
-            store_class.get_memory = _lean_get_memory  # type: ignore[method-assign]
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        url = f"http://127.0.0.1:{server.server_address[1]}"
+    server = make_server(target.container, "127.0.0.1", 0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
         client = Client(url, target.secret)
         handles = {}
         for layer in range(LAYERS):
             memory, user = target.where(layer)
             handles[layer] = client.memory(memory, user=user)
-        label = ("as shipped" if not nodelay else "with TCP_NODELAY on the bench's handler (the suggested fix)"
-                 if not lean else "with TCP_NODELAY and a primary-key memory lookup (both suggested fixes)")
         for e in picks[:30]:
             handles[e.layer].read(e.name)
-        n = 1000 if nodelay else 60
+        n = 1000
         start = time.perf_counter()
         for e in picks[30 : 30 + n]:
             handles[e.layer].read(e.name)
         wall = time.perf_counter() - start
-        report.append(f"\nHTTP read, SDK client, 1 thread, server {label}: {wall / n * 1e3:.2f} ms per read, "
+        report.append(f"\nHTTP read, SDK client, 1 thread, local server as shipped: {wall / n * 1e3:.2f} ms per read, "
                       f"{n / wall:,.0f} reads/s")
-        if nodelay and not lean:
-            _profile_http_read(server, url, target, picks[:n], n, top, report)
-        store_class.get_memory = original_get  # type: ignore[method-assign]
+        _profile_http_read(server, url, target, picks[:n], n, top, report)
+    finally:
         server.shutdown()
         server.server_close()
 
@@ -428,18 +330,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                 wall = time.perf_counter() - start
             report.append(f"\n  {name}:")
             report.append(sql_report(proxy, len(arguments) - 20, wall))
-        report.append(section("What-if: the hot statements as they are and with the suggested changes"))
-        what_if(target, reads, report)
-        report.append(section("What-if: entry calls with a primary-key memory lookup (monkeypatch in this process)"))
-        lean_memory_what_if(target, operations, entries, report)
+        report.append(section("WAL written per save (update): what its COMMIT writes"))
+        wal_per_save(target, Path(tmp), entries, [u for (u,) in updates[:200]], report)
         if not args.no_http:
             print("profiling HTTP…", file=sys.stderr, flush=True)
             report.append(section("HTTP"))
-            with contextlib.redirect_stdout(emitted):  # the server's metric blobs (see the report)
+            with contextlib.redirect_stdout(emitted):  # anything the server prints (there should be nothing)
                 http_part(target, entries, args.top, report)
             blobs = emitted.getvalue().count('"_aws"')
-            report.append(f"\nThe server printed {blobs} CloudWatch EMF metric blobs to stdout during the HTTP part "
-                          "(POWERTOOLS_METRICS_DISABLED=true was set).")
+            if blobs:
+                report.append(f"\nThe server printed {blobs} CloudWatch EMF metric blobs to stdout during the HTTP "
+                              "part, though POWERTOOLS_METRICS_DISABLED=true was set: it should print none.")
     text = "\n".join(report) + "\n"
     print(text)
     out = ROOT / "bench" / "results" / f"profile-entries-{args.layout}.txt"

@@ -230,3 +230,17 @@ def test_a_save_without_expires_at_keeps_the_expiry_and_clear_expiry_removes_it(
     assert cleared.entry.expires_at is None
     world.clock.advance(days=2)
     assert world.read("promo").content == "Free shipping, always."
+
+
+def test_lifting_an_expiry_keeps_the_old_versions_readable(world: World) -> None:
+    # Given version 1 saved to expire in an hour, and version 2 saved without any expiry
+    world.save("promo", "Free shipping today.", expires_at=iso(world.clock() + timedelta(hours=1)))
+    world.save("promo", "Free shipping, always.", clear_expiry=True)
+
+    # When the hour has passed
+    world.clock.advance(hours=2)
+
+    # Then the entry is live, and version 1 is still in its history and readable
+    assert world.read("promo").version == 2
+    assert [h.version for h in world.history("promo")] == [2, 1]
+    assert world.read("promo", version=1).content == "Free shipping today."

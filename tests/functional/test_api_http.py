@@ -517,7 +517,7 @@ def test_a_wrong_method_is_405_with_allow(server: Server, http: requests.Session
     response = http.patch(server.url(f"/v1/memories/{memory}"), json={})
     # Then the answer is 405 naming the methods that are served there
     assert response.status_code == 405
-    assert response.headers["Allow"] == "DELETE, GET, PUT"
+    assert response.headers["Allow"] == "DELETE, GET, HEAD, PUT"
     assert response.json()["error"]["code"] == "method_not_allowed"
 
 

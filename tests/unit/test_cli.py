@@ -203,6 +203,16 @@ def test_entries_put_sends_the_options_and_prints_the_new_version() -> None:
     assert result.stdout.strip() == "saved company/refunds at version 4"
 
 
+def test_entries_put_no_expiry_sends_an_explicit_null() -> None:
+    # Given a server that stores the entry
+    fake = FakeTransport(answer(200, {**ENTRY, "version": 2}))
+    # When it is saved with --no-expiry
+    result = run(fake, "entries", "put", "company", "promo", "--content", "Always.", "--no-expiry")
+    # Then the body asks to remove the expiry with an explicit null
+    assert result.exit_code == 0, result.output
+    assert fake.sent[0]["json"] == {"content": "Always.", "expires_at": None}
+
+
 def test_entries_put_reads_the_content_from_stdin() -> None:
     # Given content piped in
     fake = FakeTransport(answer(201, {**ENTRY, "version": 1}))

@@ -418,6 +418,7 @@ def _read_content(content: str | None, file: IO[str] | None) -> str:
 @click.option("--importance", type=float, default=None)
 @click.option("--visibility", type=click.Choice(["private", "shared", "read_only"]), default=None)
 @click.option("--expires-at", default=None, help="ISO-8601 time after which the entry is gone.")
+@click.option("--no-expiry", is_flag=True, help="Remove the entry's expiry (a save without --expires-at keeps it).")
 @click.option("--user", default=None, help=_USER_HELP)
 @json_option
 @click.pass_context
@@ -433,10 +434,13 @@ def entries_put(
     importance: float | None,
     visibility: str | None,
     expires_at: str | None,
+    no_expiry: bool,
     user: str | None,
     as_json: bool,
 ) -> None:
     """Create or replace an entry."""
+    if no_expiry and expires_at is not None:
+        raise click.UsageError("use --expires-at or --no-expiry, not both")
     text = _read_content(content, file)
     entry = _memory(ctx, memory).save(
         name,
@@ -448,6 +452,7 @@ def entries_put(
         importance=importance,
         visibility=visibility,
         expires_at=expires_at,
+        clear_expiry=no_expiry,
     )
     if _wants_json(ctx, as_json):
         _print_json(entry)

@@ -75,9 +75,8 @@ def handle_undecodable_body(_: UnicodeDecodeError) -> Response[str]:
 @app.not_found
 def handle_not_found(_: Exception) -> Response[str]:
     event = app.current_event
-    allowed = sorted(
-        {route.method for route in app._static_routes + app._dynamic_routes if route.rule.match(event.path)}
-    )
+    methods = {route.method for route in app._static_routes + app._dynamic_routes if route.rule.match(event.path)}
+    allowed = sorted(methods | ({"HEAD"} if "GET" in methods else set()))
     if allowed:
         response = error_response(MethodNotAllowedError(
             f"{event.http_method} is not served on {event.path}; use {', '.join(allowed)}", allowed=allowed

@@ -111,11 +111,13 @@ def document(app: APIGatewayRestResolver) -> dict[str, Any]:
                     responses[code] = {"description": description}
                 else:
                     responses[code] = _error_response(description or _WHY[code])
-            responses["400"] = _error_response(_WHY["400"])
-            if path != "/v1/health":
-                responses["401"] = _error_response(_WHY["401"])
-            else:
+            if path == "/v1/health":
                 operation["security"] = []
+                continue
+            for code in ("400", "401", "403"):  # any call may be malformed, unauthenticated, or not its key's
+                responses[code] = _error_response(_WHY[code])
+            if method in ("put", "post"):
+                responses["413"] = _error_response(_WHY["413"])
             if path == "/v1/memories/{memory}/entries/{name}" and method in ("put", "delete"):
                 operation.setdefault("parameters", []).extend(_CONDITIONAL_HEADERS)
     return spec

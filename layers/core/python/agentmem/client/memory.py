@@ -188,13 +188,17 @@ class Memory:
         importance: float | None = None,
         visibility: str | None = None,
         expires_at: str | None = None,
+        clear_expiry: bool = False,
     ) -> Entry:
         """Create the entry ``name`` or replace it.
 
         With ``version=N`` the save lands only if the stored version is N (0: the entry must
         not exist), else ``Conflict`` with ``current_version``. A new entry needs a
-        ``description``; saving without one keeps the current one.
+        ``description``; saving without one keeps the current one. An expiry is kept too,
+        unless ``expires_at`` sets a new one or ``clear_expiry=True`` removes it.
         """
+        if clear_expiry and expires_at is not None:
+            raise ValueError("pass expires_at or clear_expiry=True, not both")
         body: dict[str, Any] = {"content": content}
         optional: dict[str, Any] = {
             "description": description,
@@ -205,6 +209,8 @@ class Memory:
             "version": version,
         }
         body.update({key: value for key, value in optional.items() if value is not None})
+        if clear_expiry:
+            body["expires_at"] = None
         data = self.client.request_json("PUT", self._entry_path(name), params=self._layer(user), body=body)
         entry = Entry.from_dict(data)
         if entry.content is None:

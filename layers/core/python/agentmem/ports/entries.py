@@ -48,7 +48,8 @@ class EntryStore(ABC):
 
     @abstractmethod
     def history(self, layer: Layer, name: str, now: str) -> list[HistoryItem]:
-        """The entry's kept history, newest first."""
+        """The entry's kept history (``keep_until`` after ``now``), newest first, expired or not:
+        the service decides what an expiry hides."""
 
     @abstractmethod
     def existing_names(self, layer: Layer, names: Sequence[str], now: str) -> set[str]:

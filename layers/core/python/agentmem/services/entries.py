@@ -141,7 +141,7 @@ class EntryService:
                 raise NotFoundError(f"no entry named {name!r} in this layer")
             return entry
         check_version(version)
-        for item in self.store.history(layer, name, now):
+        for item in self._visible_history(layer, name, now):
             if item.version == version and item.operation != "delete":
                 return Entry(
                     name=name, description=item.description, content=item.content, category=item.category,
@@ -189,10 +189,19 @@ class EntryService:
         check_name(name, allow_checkpoint=True)
         layer = self._layer(principal, memory, user)
         now = iso(self.clock())
-        items = self.store.history(layer, name, now)
+        items = self._visible_history(layer, name, now)
         # a live entry whose changes are all older than the keep time has an empty history, not a 404
         if not items and self.store.get(layer, name, now) is None:
             raise NotFoundError(f"no history for {name!r} in this layer")
+        return items
+
+    def _visible_history(self, layer: Layer, name: str, now: str) -> list[HistoryItem]:
+        """An entry that expired takes its history with it; a live one keeps every kept version,
+        including versions that had an expiry of their own before it was lifted."""
+        items = self.store.history(layer, name, now)
+        latest = items[0] if items else None
+        if latest and latest.operation != "delete" and latest.expires_at and latest.expires_at <= now:
+            return []
         return items
 
     def search(

@@ -230,8 +230,8 @@ class SqliteEntryStore(EntryStore):
     def history(self, layer: Layer, name: str, now: str) -> list[HistoryItem]:
         rows = self.db.connection().execute(
             "SELECT * FROM entry_history WHERE account_id=? AND memory=? AND layer_user=? AND name=? "
-            f"AND keep_until > ? AND {_LIVE} ORDER BY id DESC",
-            (layer.account_id, layer.memory, layer.user_key, name, now, now),
+            "AND keep_until > ? ORDER BY id DESC",
+            (layer.account_id, layer.memory, layer.user_key, name, now),
         ).fetchall()
         return [
             HistoryItem(
