@@ -7,8 +7,9 @@ PORT   ?= 8787
 PYTEST_ARGS ?=
 
 NODE_STAMP := node_modules/.installed
+ARCH   ?= arm64
 
-.PHONY: install emulators run test lint typecheck unit bench clean
+.PHONY: install emulators run test lint typecheck unit bench bench-cold-start layers synth clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -38,11 +39,20 @@ typecheck: install
 test: install emulators lint typecheck  ## everything CI checks
 	$(BIN)/pytest -n 2 --dist loadfile -q $(PYTEST_ARGS)
 
-unit: install
+unit: install emulators
 	$(BIN)/pytest -q tests/unit
 
 bench: install
 	$(BIN)/python bench/entries.py
+
+bench-cold-start: install
+	$(BIN)/python bench/cold_start.py
+
+layers: install  ## the Lambda dependency layer: pip for the Lambda platform, no Docker (ARCH=x86_64 for Intel)
+	PYTHON=$(BIN)/python bash layers/deps/build.sh $(ARCH)
+
+synth: layers emulators  ## both stacks into cdk.out, offline; fails on any unacknowledged cdk-nag finding
+	CDK_CONTEXT_JSON='{"agentmem:architecture": "$(ARCH)"}' $(BIN)/python app.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -6,13 +6,21 @@ against every backend. Backends are listed in ``BUILDERS`` (conftest.py parametr
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
-from agentmem.bootstrap import Container, build_container
+import boto3
+import dynamodb_local
+from agentmem.adapters.aws.dynamodb import build_dynamodb_stores
+from agentmem.adapters.aws.dynamodb.entries import DynamoEntryStore
+from agentmem.bootstrap import Container, Stores, build_container
 from agentmem.domain.models import Entry, HistoryItem, Principal, SaveResult
 from agentmem.services.entries import SaveRequest
 from agentmem.settings import Settings
@@ -34,14 +42,60 @@ class FakeClock:
         self.now += timedelta(**delta)
 
 
-def build_embedded(data_dir: Path, clock: FakeClock) -> Container:
-    return build_container(Settings(backend="embedded", data_dir=data_dir), clock=clock)
+@contextmanager
+def build_embedded(data_dir: Path, clock: FakeClock) -> Iterator[Container]:
+    yield build_container(Settings(backend="embedded", data_dir=data_dir), clock=clock)
 
 
-# One line per backend: the AWS backend joins by adding "aws": build_aws here.
-BUILDERS: dict[str, Callable[[Path, FakeClock], Container]] = {
+_boto3_session: boto3.Session | None = None
+
+
+def _session() -> boto3.Session:
+    """One boto3 session per process: it loads DynamoDB's service model once, not once per test."""
+    global _boto3_session
+    if _boto3_session is None:
+        _boto3_session = boto3.Session()
+    return _boto3_session
+
+
+def aws_container(settings: Settings, clock: FakeClock, *, create_table: bool = False) -> Container:
+    """The DynamoDB adapters on this process's DynamoDB Local, on the table ``settings.table``."""
+    server = dynamodb_local.shared()
+    # the endpoint and dummy credentials, as botocore reads them, while the client is made
+    with mock.patch.dict(os.environ, server.environment()):
+        dynamodb = build_dynamodb_stores(settings, _session(), create_missing_table=create_table)
+    stores = Stores(
+        accounts=dynamodb.accounts, memories=dynamodb.memories, entries=dynamodb.entries, usage=dynamodb.usage
+    )
+    return build_container(settings, clock=clock, stores=stores)
+
+
+@contextmanager
+def build_aws(data_dir: Path, clock: FakeClock) -> Iterator[Container]:
+    """A table of this test's own, deleted afterwards (DynamoDB Local makes one in milliseconds)."""
+    settings = Settings(backend="aws", data_dir=data_dir, table=f"agentmem-{uuid.uuid4().hex[:12]}")
+    container = aws_container(settings, clock, create_table=True)
+    try:
+        yield container
+    finally:
+        dynamodb = container.stores.entries
+        assert isinstance(dynamodb, DynamoEntryStore)
+        dynamodb.models.connection.client.delete_table(TableName=settings.table)
+
+
+# One line per backend.
+BUILDERS: dict[str, Callable[[Path, FakeClock], AbstractContextManager[Container]]] = {
     "embedded": build_embedded,
+    "aws": build_aws,
 }
+
+
+def twin_container(container: Container, clock: FakeClock) -> Container:
+    """Another container on the same storage: a second process, or a second Lambda instance, with
+    nothing in memory in common with the first."""
+    if container.settings.backend == "aws":
+        return aws_container(container.settings, clock)
+    return build_container(container.settings, clock=clock)
 
 
 @dataclass

@@ -407,7 +407,9 @@ def test_serve_builds_settings_from_the_flags_and_starts_the_server(
     # Given a stand-in server module that records how it was started
     started: list[tuple[Any, str, int]] = []
     server = types.ModuleType("agentmem.local.server")
-    server.serve = lambda settings, host, port: started.append((settings, host, port))  # type: ignore[attr-defined]
+    server.serve = lambda settings, host, port, create_resources: started.append(  # type: ignore[attr-defined]
+        (settings, host, port)
+    )
     monkeypatch.setitem(sys.modules, "agentmem.local.server", server)
     # When serve runs with a data dir and a port
     result = run(None, "serve", "--data-dir", str(tmp_path / "data"), "--port", "9999")

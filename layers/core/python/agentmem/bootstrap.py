@@ -10,8 +10,12 @@ from dataclasses import dataclass, field
 
 from .domain.clock import Clock, iso, utcnow
 from .ports.accounts import AccountStore
+from .ports.blobs import BlobStore
+from .ports.embedder import Embedder
 from .ports.entries import EntryStore
+from .ports.jobs import Jobs
 from .ports.memories import MemoryStore
+from .ports.search_index import SearchIndex
 from .ports.usage import UsageStore
 from .services.entries import EntryService
 from .services.keys import DEFAULT_ACCOUNT, KeyService
@@ -30,6 +34,17 @@ class Stores:
 
 
 @dataclass
+class Adapters:
+    """Blobs, jobs and the search index: what the conversations, workspaces and recall services use."""
+
+    embedder: Embedder
+    journal: BlobStore
+    workspaces: BlobStore
+    search_index: SearchIndex | None = None  # None: recall answers in keyword mode
+    jobs: Jobs | None = None
+
+
+@dataclass
 class Container:
     settings: Settings
     stores: Stores
@@ -37,6 +52,20 @@ class Container:
     memories: MemoryService
     entries: EntryService
     usage: UsageMeter
+    adapters: Adapters | None = None  # built on first use: the API's cold start needs none of them
+
+    def require_adapters(self) -> Adapters:
+        if self.adapters is None:
+            self.adapters = build_adapters(self.settings)
+        return self.adapters
+
+    @property
+    def search_index(self) -> SearchIndex | None:
+        return self.require_adapters().search_index
+
+    @property
+    def embedder(self) -> Embedder:
+        return self.require_adapters().embedder
 
     def sweep(self) -> dict[str, int]:
         """Housekeeping the embedded backend does itself (AWS has TTL): trash and expiry."""
@@ -51,32 +80,86 @@ class Container:
         return {"memories_purged": purged, "entries_expired": expired}
 
 
-def build_stores(settings: Settings) -> Stores:
-    if settings.backend == "embedded":
-        if os.environ.get("AWS_LAMBDA_FUNCTION_NAME"):
-            raise RuntimeError("the embedded backend does not run inside Lambda; set AGENTMEM_BACKEND=aws")
-        from .adapters.embedded.accounts import SqliteAccountStore
-        from .adapters.embedded.database import Database
-        from .adapters.embedded.entries import SqliteEntryStore
-        from .adapters.embedded.memories import SqliteMemoryStore
-        from .adapters.embedded.usage import SqliteUsageStore
+def build_stores(settings: Settings, *, create_resources: bool = False) -> Stores:
+    """The record stores of the configured backend; ``create_resources`` makes a missing table (local AWS mode)."""
+    if settings.backend == "aws":
+        from .adapters.aws.dynamodb import build_dynamodb_stores
 
-        db = Database(settings.data_dir / "agentmem.db")
-        db.setup()
-        entries = SqliteEntryStore(db)
-        return Stores(
-            accounts=SqliteAccountStore(db),
-            memories=SqliteMemoryStore(db),
-            entries=entries,
-            usage=SqliteUsageStore(db),
-            maintenance=[entries],
-        )
-    raise RuntimeError(f"backend {settings.backend!r} is not available in this build")
+        dynamo = build_dynamodb_stores(settings, create_missing_table=create_resources)
+        return Stores(accounts=dynamo.accounts, memories=dynamo.memories, entries=dynamo.entries, usage=dynamo.usage)
+    if os.environ.get("AWS_LAMBDA_FUNCTION_NAME"):
+        raise RuntimeError("the embedded backend does not run inside Lambda; set AGENTMEM_BACKEND=aws")
+    from .adapters.embedded.accounts import SqliteAccountStore
+    from .adapters.embedded.database import Database
+    from .adapters.embedded.entries import SqliteEntryStore
+    from .adapters.embedded.memories import SqliteMemoryStore
+    from .adapters.embedded.usage import SqliteUsageStore
+
+    db = Database(settings.data_dir / "agentmem.db")
+    db.setup()
+    entries = SqliteEntryStore(db)
+    return Stores(
+        accounts=SqliteAccountStore(db),
+        memories=SqliteMemoryStore(db),
+        entries=entries,
+        usage=SqliteUsageStore(db),
+        maintenance=[entries],
+    )
 
 
-def build_container(settings: Settings | None = None, *, clock: Clock = utcnow) -> Container:
+def build_adapters(settings: Settings, *, create_resources: bool = False) -> Adapters:
+    """Blob stores, jobs and the search index of the configured backend (imported only when used)."""
+    from .adapters.embedded.embedder import HashingEmbedder
+
+    embedder = HashingEmbedder()
+    if settings.backend == "aws":
+        import boto3
+
+        from .adapters.aws.s3 import S3BlobStore
+
+        session = boto3.Session()
+        journal = S3BlobStore(settings.journal_bucket, boto3_session=session)
+        workspaces = S3BlobStore(settings.workspace_bucket, boto3_session=session)
+        if create_resources:
+            journal.ensure_bucket()
+            workspaces.ensure_bucket()
+        jobs: Jobs | None = None
+        if settings.state_machine_arn:
+            from .adapters.aws.stepfunctions import StepFunctionsJobs
+
+            jobs = StepFunctionsJobs(settings.state_machine_arn, boto3_session=session)
+        index: SearchIndex | None = None
+        if settings.opensearch_endpoint:
+            from .adapters.aws.opensearch import OpenSearchIndex
+
+            index = OpenSearchIndex.connect(
+                settings.opensearch_endpoint, dimension=embedder.dimension, boto3_session=session
+            )
+            if create_resources:
+                index.setup()
+        return Adapters(embedder=embedder, journal=journal, workspaces=workspaces, search_index=index, jobs=jobs)
+    from .adapters.embedded.blobs import FileBlobStore
+    from .adapters.embedded.search_index import InMemorySearchIndex
+
+    blobs = settings.data_dir / "blobs"
+    return Adapters(
+        embedder=embedder,
+        journal=FileBlobStore(blobs / "journal"),
+        workspaces=FileBlobStore(blobs / "workspaces"),
+        search_index=InMemorySearchIndex(embedder.dimension),
+    )
+
+
+def build_container(
+    settings: Settings | None = None,
+    *,
+    clock: Clock = utcnow,
+    stores: Stores | None = None,
+    adapters: Adapters | None = None,
+    create_resources: bool = False,
+) -> Container:
     settings = settings or load_settings()
-    stores = build_stores(settings)
+    stores = stores or build_stores(settings, create_resources=create_resources)
     memories = MemoryService(stores.memories, clock)
     return Container(
         settings=settings,
@@ -85,6 +168,7 @@ def build_container(settings: Settings | None = None, *, clock: Clock = utcnow) 
         memories=memories,
         entries=EntryService(stores.entries, memories, clock),
         usage=UsageMeter(stores.usage, clock),
+        adapters=adapters,
     )
 
 

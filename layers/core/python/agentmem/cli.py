@@ -157,13 +157,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     help="Where the embedded backend keeps its data [default ./.agentmem].",
 )
 @click.option("--backend", type=BACKENDS, default=None, help="Storage backend [default embedded].")
-def serve(host: str, port: int, data_dir: Path | None, backend: str | None) -> None:
+@click.option(
+    "--create-resources",
+    is_flag=True,
+    help="With --backend aws: create the table and buckets if missing (for emulators given by AWS_ENDPOINT_URL_*).",
+)
+def serve(host: str, port: int, data_dir: Path | None, backend: str | None, create_resources: bool) -> None:
     """Run the API locally."""
     from agentmem.local.server import serve as run_server
     from agentmem.settings import load_settings
 
     settings = load_settings(data_dir=data_dir, backend=backend)
-    run_server(settings, host=host, port=port)
+    if create_resources and settings.backend != "aws":
+        raise click.UsageError("--create-resources goes with --backend aws")
+    run_server(settings, host=host, port=port, create_resources=create_resources)
 
 
 @cli.group()

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..bootstrap import Container, build_container, ensure_default_account, set_container
+from ..bootstrap import Container, build_adapters, build_container, ensure_default_account, set_container
 from ..settings import Settings
 from .events import build_rest_event, decode_lambda_response
 
@@ -138,10 +138,15 @@ def _announce_key(settings: Settings, secret: str | None) -> None:
         print(f"API key of the 'default' account: {key_file}")
 
 
-def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8787) -> None:
-    """Run until interrupted; sweeps the trash and expired entries every minute."""
+def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8787, *, create_resources: bool = False) -> None:
+    """Run until interrupted; sweeps the trash and expired entries every minute.
+
+    ``create_resources`` (AWS backend against emulators): make the table and buckets if missing.
+    """
     Path(settings.data_dir).mkdir(parents=True, exist_ok=True)
-    container = build_container(settings)
+    container = build_container(settings, create_resources=create_resources)
+    if create_resources:
+        container.adapters = build_adapters(settings, create_resources=True)
     secret = ensure_default_account(container)
     server = make_server(container, host, port)
     _announce_key(settings, secret)

@@ -62,7 +62,12 @@ class ThreadJobRunner(Jobs):
             self._runs[run_id] = JobRun(run_id=run_id, name=run_id, state="running")
             self._running[name] = run_id
             self._finished[run_id] = threading.Event()
-        self._pool.submit(self._run, name, run_id, body)
+        try:
+            self._pool.submit(self._run, name, run_id, body)
+        except RuntimeError:  # the runner is closed: forget the run, or its name would stay "running"
+            with self._lock:
+                del self._runs[run_id], self._running[name], self._finished[run_id]
+            raise
         logger.info("job started", extra={"job": name, "run_id": run_id})
         return run_id
 

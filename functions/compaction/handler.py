@@ -1,0 +1,30 @@
+"""The scheduled sweep (EventBridge): housekeeping the store does not do by itself.
+
+Today it runs the container's sweep — the trash purge of memories past their 30 days (SPEC §3.1), and
+on backends without a TTL the removal of expired entries — and logs what it did. Starting summary
+passes for conversations left over their threshold joins with the conversations issue.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentmem.bootstrap import Container, get_container
+from agentmem.observability import logger, tracer
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+
+def handle(container: Container) -> dict[str, int]:
+    result = container.sweep()
+    logger.info("compaction sweep done", extra=result)
+    return result
+
+
+_instrumented = logger.inject_lambda_context(clear_state=True)(
+    tracer.capture_lambda_handler(lambda event, context: handle(get_container()), capture_response=False)
+)
+
+
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
+    result: dict[str, int] = _instrumented(event, context)
+    return result

@@ -1,0 +1,1 @@
+"""One construct per capability: storage, search, api, indexer, summaries, compaction, monitoring."""

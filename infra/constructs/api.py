@@ -1,0 +1,236 @@
+"""The REST API: one Lambda (the "Lambdalith") behind API Gateway, with an API-key Lambda authorizer.
+
+Every path goes to the same function. ``/v1/health``, ``/v1/openapi.json`` and ``/v1/docs`` are
+routed without the authorizer; everything else passes it first, and the function trusts the
+principal it puts in the request context.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_apigateway as apigw
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from ..config import DeploymentConfig
+from ..nag import acknowledge
+from ..stacks.shared import SharedResources
+from .function import AgentmemFunction, FunctionSpec, retention
+from .grants import (
+    OBJECT_DELETE,
+    OBJECT_READ,
+    OBJECT_WRITE,
+    TABLE_KEY_LOOKUP,
+    TABLE_READ,
+    TABLE_WRITE,
+    grant_bedrock_model,
+    grant_bucket,
+    grant_start_execution,
+    grant_table,
+)
+from .packaging import Layers
+
+PUBLIC_PATHS = ("health", "openapi.json", "docs")  # under /v1; agentmem.api.app.PUBLIC_PATHS
+# bodies API Gateway passes through as bytes (base64 to the function): workspace uploads
+BINARY_MEDIA_TYPES = [
+    "application/octet-stream", "application/zip", "application/gzip", "application/pdf",
+    "image/*", "audio/*", "video/*", "font/*",
+]
+ACCESS_LOG_FORMAT = {
+    "requestId": "$context.requestId",
+    "extendedRequestId": "$context.extendedRequestId",
+    "requestTime": "$context.requestTime",
+    "ip": "$context.identity.sourceIp",
+    "httpMethod": "$context.httpMethod",
+    "resourcePath": "$context.resourcePath",
+    "path": "$context.path",
+    "status": "$context.status",
+    "responseLength": "$context.responseLength",
+    "responseLatency": "$context.responseLatency",
+    "integrationLatency": "$context.integrationLatency",
+    "accountId": "$context.authorizer.account_id",
+    "keyId": "$context.authorizer.key_id",
+    "error": "$context.error.message",
+    "xrayTraceId": "$context.xrayTraceId",
+}
+
+
+@dataclass(frozen=True)
+class GatewayError:
+    """A response API Gateway gives itself, in the SPEC §10 error shape."""
+
+    response: apigw.ResponseType
+    status: str
+    code: str
+    message: str | None = None  # None: API Gateway's own message
+
+    def template(self) -> str:
+        message = json.dumps(self.message) if self.message else "$context.error.messageString"
+        return f'{{"error": {{"code": "{self.code}", "message": {message}}}}}'
+
+
+GATEWAY_ERRORS = (
+    GatewayError(apigw.ResponseType.UNAUTHORIZED, "401", "unauthorized",
+                 "missing or invalid API key: send 'Authorization: Bearer <key>'"),
+    GatewayError(apigw.ResponseType.ACCESS_DENIED, "403", "forbidden"),
+    GatewayError(apigw.ResponseType.THROTTLED, "429", "rate_limited", "too many requests; retry with backoff"),
+    GatewayError(apigw.ResponseType.QUOTA_EXCEEDED, "429", "rate_limited"),
+    GatewayError(apigw.ResponseType.REQUEST_TOO_LARGE, "413", "too_large"),
+    GatewayError(apigw.ResponseType.MISSING_AUTHENTICATION_TOKEN, "404", "not_found"),
+    GatewayError(apigw.ResponseType.DEFAULT_4_XX, "400", "invalid"),
+    GatewayError(apigw.ResponseType.DEFAULT_5_XX, "500", "internal",
+                 "the service failed; the request may be retried"),
+)
+
+
+class AgentmemApi(Construct):
+    def __init__(
+        self, scope: Construct, construct_id: str, *, config: DeploymentConfig, layers: Layers,
+        environment: dict[str, str], shared: SharedResources, state_machine_arn: str,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.config = config
+        self.handler = self._build_api_function(layers, environment, shared, state_machine_arn)
+        self.authorizer_function = self._build_authorizer_function(layers, environment, shared.table)
+        self.access_logs = logs.LogGroup(
+            self, "AccessLogs", retention=retention(config.log_retention_days), removal_policy=RemovalPolicy.DESTROY
+        )
+        self.rest_api = self._build_rest_api()
+        self.authorizer = self._build_authorizer()
+        self._build_routes()
+        self._build_gateway_responses()
+
+    @property
+    def url(self) -> str:
+        return self.rest_api.url
+
+    # -- functions ---------------------------------------------------------------------------------------
+    def _build_api_function(
+        self, layers: Layers, environment: dict[str, str], shared: SharedResources, state_machine_arn: str
+    ) -> AgentmemFunction:
+        api = AgentmemFunction(
+            self, "Api", layers=layers, config=self.config, environment=environment,
+            spec=FunctionSpec(
+                name="api", description="agentmem: the REST API (functions/api/handler.lambda_handler)",
+                memory_mb=self.config.api_memory_mb, timeout=Duration.seconds(29),
+            ),
+        )
+        grant_table(api, shared.table, TABLE_READ + TABLE_WRITE)
+        grant_bucket(api, shared.journal_bucket, OBJECT_READ, arn_label=shared.journal_arn_label, list_objects=True)
+        grant_bucket(
+            api, shared.workspace_bucket, OBJECT_READ + OBJECT_WRITE + OBJECT_DELETE,
+            arn_label=shared.workspace_arn_label, list_objects=True,
+        )
+        grant_start_execution(api, state_machine_arn)
+        grant_bedrock_model(api, self.config.embedding_model_id)  # a recall query is embedded first
+        return api
+
+    def _build_authorizer_function(
+        self, layers: Layers, environment: dict[str, str], table: dynamodb.ITable
+    ) -> AgentmemFunction:
+        authorizer = AgentmemFunction(
+            self, "Authorizer", layers=layers, config=self.config, environment=environment,
+            spec=FunctionSpec(
+                name="authorizer", description="agentmem: API-key authorizer (Bearer key → account, user, kind)",
+                memory_mb=512, timeout=Duration.seconds(10),
+            ),
+        )
+        grant_table(authorizer, table, TABLE_KEY_LOOKUP, indexes=False)  # one GetItem on KEY#{sha256}
+        return authorizer
+
+    # -- API Gateway -------------------------------------------------------------------------------------
+    def _build_rest_api(self) -> apigw.RestApi:
+        api = apigw.RestApi(
+            self, "RestApi",
+            rest_api_name=f"{self.config.name}-api",
+            description="agentmem REST API (SPEC §10)",
+            endpoint_types=[apigw.EndpointType.REGIONAL],
+            binary_media_types=BINARY_MEDIA_TYPES,
+            cloud_watch_role=True,  # API Gateway's account-level role, needed for access and execution logs
+            cloud_watch_role_removal_policy=RemovalPolicy.RETAIN,
+            deploy_options=apigw.StageOptions(
+                stage_name=self.config.stage_name,
+                throttling_rate_limit=self.config.throttle_rate,
+                throttling_burst_limit=self.config.throttle_burst,
+                tracing_enabled=True,
+                logging_level=apigw.MethodLoggingLevel.ERROR,
+                data_trace_enabled=False,  # request bodies carry user content: never in execution logs
+                access_log_destination=apigw.LogGroupLogDestination(self.access_logs),
+                access_log_format=apigw.AccessLogFormat.custom(json.dumps(ACCESS_LOG_FORMAT)),
+            ),
+        )
+        role = api.node.try_find_child("CloudWatchRole")
+        if role is not None:
+            acknowledge(
+                role, "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+                "AmazonAPIGatewayPushToCloudWatchLogs]",
+                "API Gateway's CloudWatch role is one account-wide setting for every REST API in the region; "
+                "AWS documents this managed policy for it, and it cannot be scoped to one API's log groups.",
+            )
+        acknowledge(
+            api.node.default_child, "AwsSolutions-APIG2",  # type: ignore[arg-type]
+            "Requests are validated by the function (Pydantic models, SPEC §10 error bodies naming the field); "
+            "a gateway validator would answer in another shape than the embedded server does.",
+        )
+        acknowledge(
+            api.deployment_stage, "AwsSolutions-APIG3",
+            "No WAF by default: the stage is throttled and every data route needs an API key. A web ACL can be "
+            "associated with the stage by the operator where the traffic calls for one (it has a monthly cost).",
+        )
+        return api
+
+    def _build_authorizer(self) -> apigw.TokenAuthorizer:
+        return apigw.TokenAuthorizer(
+            self, "ApiKeyAuthorizer",
+            handler=self.authorizer_function.function,
+            identity_source=apigw.IdentitySource.header("Authorization"),
+            results_cache_ttl=Duration.seconds(self.config.authorizer_cache_seconds),
+        )
+
+    def _build_routes(self) -> None:
+        integration = apigw.LambdaIntegration(
+            self.handler.function, proxy=True, scope_permission_to_method=False  # one permission for the API
+        )
+        root = self.rest_api.root
+        v1 = root.add_resource("v1")
+        protected = [
+            root.add_method("ANY", integration, authorizer=self.authorizer),
+            root.add_resource("{proxy+}").add_method("ANY", integration, authorizer=self.authorizer),
+            v1.add_method("ANY", integration, authorizer=self.authorizer),
+            # a sibling of the public resources: API Gateway does not fall back from /v1/* to /{proxy+}
+            v1.add_resource("{proxy+}").add_method("ANY", integration, authorizer=self.authorizer),
+        ]
+        for method in protected:
+            acknowledge(
+                method, "AwsSolutions-COG4",
+                "Callers are programs holding agentmem API keys (SPEC §10), not Cognito users: this method "
+                "uses the API-key Lambda authorizer instead of a Cognito user pool.",
+            )
+        for path in PUBLIC_PATHS:
+            method = v1.add_resource(path).add_method(
+                "ANY", integration, authorization_type=apigw.AuthorizationType.NONE
+            )
+            acknowledge(
+                method, "AwsSolutions-APIG4",
+                f"/v1/{path} is public by contract (SPEC §10: liveness and the API's own documentation need no "
+                "key); the function answers 405 for any method it does not serve there.",
+            )
+            acknowledge(
+                method, "AwsSolutions-COG4",
+                f"/v1/{path} is public by contract and has no authorizer at all.",
+            )
+
+    def _build_gateway_responses(self) -> None:
+        for error in GATEWAY_ERRORS:
+            headers = {"Content-Type": "'application/json'"}
+            if error.status == "401":
+                headers["WWW-Authenticate"] = "'Bearer'"
+            self.rest_api.add_gateway_response(
+                f"{error.response.response_type}Response",
+                type=error.response, status_code=error.status, response_headers=headers,
+                templates={"application/json": error.template()},
+            )

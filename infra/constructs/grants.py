@@ -1,0 +1,60 @@
+"""Least-privilege grants, spelled out: each function gets named actions on named resources.
+
+CDK's ``grant_read_write_data`` and friends hand out more than a function uses (Scan, DescribeTable,
+every index); these helpers list the actions and the table's own indexes by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aws_cdk import Aws
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_s3 as s3
+
+from ..nag import acknowledge
+from ..table_schema import gsi_names
+from .function import AgentmemFunction
+
+TABLE_READ = ("dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:ConditionCheckItem")
+TABLE_WRITE = ("dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem")
+TABLE_KEY_LOOKUP = ("dynamodb:GetItem",)
+TABLE_COUNTER_UPDATE = ("dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem")
+
+OBJECT_READ = ("s3:GetObject",)
+OBJECT_WRITE = ("s3:PutObject",)
+OBJECT_DELETE = ("s3:DeleteObject",)
+BUCKET_LIST = ("s3:ListBucket",)
+
+OBJECTS_REASON = (
+    "Object keys are chosen at run time (journal/{account}/{agent}/..., workspace paths), so the object "
+    "actions are granted on this one bucket's objects ({bucket}/*), never on other buckets."
+)
+
+
+def grant_table(fn: AgentmemFunction, table: dynamodb.ITable, actions: Sequence[str], *, indexes: bool = True) -> None:
+    """``actions`` on the table and, with ``indexes``, on its global secondary indexes by name."""
+    resources = [table.table_arn]
+    if indexes:
+        resources += [f"{table.table_arn}/index/{name}" for name in gsi_names()]
+    fn.grant(actions, resources)
+
+
+def grant_bucket(
+    fn: AgentmemFunction, bucket: s3.IBucket, object_actions: Sequence[str], *, arn_label: str,
+    list_objects: bool = False,
+) -> None:
+    """``object_actions`` on the bucket's objects; ``arn_label`` is how cdk-nag names the bucket's ARN."""
+    fn.grant(object_actions, [bucket.arn_for_objects("*")])
+    if list_objects:
+        fn.grant(BUCKET_LIST, [bucket.bucket_arn])
+    acknowledge(fn.role, f"AwsSolutions-IAM5[Resource::{arn_label}/*]", OBJECTS_REASON)
+
+
+def grant_start_execution(fn: AgentmemFunction, state_machine_arn: str) -> None:
+    fn.grant(["states:StartExecution"], [state_machine_arn])
+
+
+def grant_bedrock_model(fn: AgentmemFunction, model_id: str) -> None:
+    fn.grant(["bedrock:InvokeModel"], [f"arn:{Aws.PARTITION}:bedrock:{Aws.REGION}::foundation-model/{model_id}"])
+

@@ -1,0 +1,1 @@
+"""The two stacks: stateful (data that must outlive deploys) and stateless (everything that runs)."""

@@ -1,0 +1,25 @@
+"""The stateful stack: the table, the buckets and the search collection. Deploy rarely; delete never."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import Stack
+from constructs import Construct
+
+from ..config import DeploymentConfig
+from ..constructs.search import SearchCollection
+from ..constructs.storage import Storage
+from .shared import publish
+
+
+class StatefulStack(Stack):
+    def __init__(self, scope: Construct, construct_id: str, *, config: DeploymentConfig, **kwargs: Any) -> None:
+        super().__init__(
+            scope, construct_id, description="agentmem: table, journal and workspace buckets, search collection",
+            **kwargs,
+        )
+        self.config = config
+        self.storage = Storage(self, "Storage", config=config)
+        self.search = SearchCollection(self, "Search", config=config)
+        publish(self, config, self.storage, self.search)

@@ -1,0 +1,85 @@
+"""The stateless stack: the functions, the REST API, the summary state machine, the schedule, alarms.
+
+It imports the stateful stack's resources by export name (``shared.py``); replacing or deleting this
+stack never touches stored data.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import CfnOutput, Stack
+from constructs import Construct
+
+from ..config import DeploymentConfig
+from ..constructs.api import AgentmemApi
+from ..constructs.compaction import CompactionSchedule
+from ..constructs.function import base_environment
+from ..constructs.indexer import SearchIndexer
+from ..constructs.monitoring import Monitoring
+from ..constructs.packaging import Layers
+from ..constructs.search import SearchAccess
+from ..constructs.summaries import SummaryPipeline
+from .shared import SharedResources
+
+
+class StatelessStack(Stack):
+    def __init__(self, scope: Construct, construct_id: str, *, config: DeploymentConfig, **kwargs: Any) -> None:
+        super().__init__(
+            scope, construct_id, description="agentmem: API, functions, summary pass, schedule, alarms", **kwargs
+        )
+        shared = SharedResources.import_into(self, config)
+        layers = Layers(self, "Layers", config=config)
+        # the settings every function reads (agentmem.settings.Settings, AGENTMEM_*)
+        settings = base_environment({
+            "AGENTMEM_TABLE": shared.table_name,
+            "AGENTMEM_JOURNAL_BUCKET": shared.journal_bucket.bucket_name,
+            "AGENTMEM_WORKSPACE_BUCKET": shared.workspace_bucket.bucket_name,
+            "AGENTMEM_OPENSEARCH_ENDPOINT": shared.collection_endpoint,
+            "AGENTMEM_EMBEDDING_MODEL_ID": config.embedding_model_id,
+            "AGENTMEM_SUMMARY_MODEL_ID": config.summary_model_id,
+        })
+
+        # the summarise task is what the state machine calls: it cannot also be given the machine's ARN
+        self.summaries = SummaryPipeline(
+            self, "Summaries", config=config, layers=layers, environment=settings, shared=shared
+        )
+        with_machine = {**settings, "AGENTMEM_STATE_MACHINE_ARN": self.summaries.state_machine_arn}
+        self.api = AgentmemApi(
+            self, "Api", config=config, layers=layers, environment=with_machine, shared=shared,
+            state_machine_arn=self.summaries.state_machine_arn,
+        )
+        self.indexer = SearchIndexer(
+            self, "Indexer", config=config, layers=layers, environment=settings, table=shared.table
+        )
+        self.compaction = CompactionSchedule(
+            self, "Compaction", config=config, layers=layers, environment=with_machine, table=shared.table,
+            state_machine_arn=self.summaries.state_machine_arn,
+        )
+        self.search_access = SearchAccess(
+            self, "SearchAccess", collection_name=shared.collection_name, collection_arn=shared.collection_arn,
+            readers=[self.api.handler.role], writers=[self.indexer.indexer.role],
+        )
+        self.monitoring = self._build_monitoring(config)
+        self._build_outputs()
+
+    def _build_monitoring(self, config: DeploymentConfig) -> Monitoring:
+        monitoring = Monitoring(self, "Alarms")
+        monitoring.watch_functions([
+            ("Api", self.api.handler.function, 1),
+            ("Authorizer", self.api.authorizer_function.function, config.authorizer_error_alarm_threshold),
+            ("Indexer", self.indexer.indexer.function, 1),
+            ("Summarise", self.summaries.task.function, 1),
+            ("Compaction", self.compaction.sweeper.function, 1),
+        ])
+        monitoring.watch_api(self.api.rest_api)
+        monitoring.watch_state_machine(self.summaries.state_machine)
+        monitoring.watch_indexing(self.indexer.indexer.function, self.indexer.failed_batches)
+        return monitoring
+
+    def _build_outputs(self) -> None:
+        CfnOutput(
+            self, "ApiUrl", value=self.api.url, description="AGENTMEM_URL: the stage URL; API paths start with /v1"
+        )
+        CfnOutput(self, "StateMachineArn", value=self.summaries.state_machine_arn,
+                  description="AGENTMEM_STATE_MACHINE_ARN")

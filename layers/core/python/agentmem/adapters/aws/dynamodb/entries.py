@@ -1,0 +1,271 @@
+"""Entries on DynamoDB: versions checked by conditional writes, history and counters in the same transaction.
+
+Round trips (requests to DynamoDB) of each operation of the store:
+
+- ``save``: ONE ``TransactWriteItems`` — the entry Put (conditioned on the stored item being exactly the
+  one the save was decided from — version, ``updated_at``, content hash — or absent), its history row
+  Put, and on a create the layer counter (``entries < 500``) and the memory's total. A cancelled
+  transaction returns the stored item (``ALL_OLD``), so a conflict needs no second read.
+  * a create (``version=0``, or no version and a new name): 1 request;
+  * a save of an entry this process read or wrote lately (``SnapshotCache``; the entry service reads
+    before most saves): 1 request, with or without a version;
+  * ``version=N`` of an entry this process has not seen: ``GetItem`` + transaction, 2 requests;
+  * no version, an existing entry this process has not seen: the create attempt fails returning the
+    item, then the update: 2 transactions;
+  * a version that does not match: ``VersionConflictError`` from the item the failed transaction (or
+    the read) returned — never retried; a last-writer-wins save that lost a race tries again from the
+    returned item (one more transaction per race lost);
+  * a create into a full layer: + one query of the by_memory_expiry index, one transaction per 90
+    expired entries removed, a ``GetItem`` and a COUNT query checking the counter, and the retry.
+- ``delete``: ONE transaction (entry Delete conditioned like a save, history row, counters) when the
+  entry is in the cache; else ``GetItem`` + transaction.
+- ``get``: one consistent ``GetItem``.
+- ``list_layer``: one ``Query`` of the by_layer_updated index per page (more only when expired rows,
+  filtered out, leave the page short).
+- ``history``: one consistent ``Query`` of the entry's history rows.
+- ``search_candidates``: one consistent ``Query`` per layer per MB of the layer's entries.
+- ``existing_names``: one ``BatchGetItem`` per 100 names.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Sequence
+from typing import cast
+
+from pynamodb.expressions.condition import Condition
+
+from ....domain.cursor import decode_cursor, encode_cursor
+from ....domain.errors import ConflictError, InvalidError, LayerFullError, NotFoundError, VersionConflictError
+from ....domain.models import Entry, EntryDraft, HistoryItem, Layer, Page
+from ....ports.entries import EntryStore
+from . import layout
+from .entry_rows import from_raw, history_row, is_counted, is_live, merged_row, to_entry, to_history_item
+from .layer_space import LayerSpace, count_in_layer, count_in_memory
+from .models import BoundModels, EntryRow, HistoryRow
+from .snapshots import Snapshot, SnapshotCache
+from .transactions import Cancelled, WriteSet
+
+MAX_WRITE_ATTEMPTS = 40
+
+
+def _live_filter(now: str) -> Condition:
+    return cast(Condition, EntryRow.expires_at.does_not_exist() | (EntryRow.expires_at > now))
+
+
+def _stored_exactly(row: EntryRow | None) -> Condition:
+    """The condition that the stored item is still ``row`` (the very write it was read from)."""
+    if row is None:
+        return EntryRow.sk.does_not_exist()
+    return cast(Condition, (
+        (EntryRow.version == row.version)
+        & (EntryRow.updated_at == row.updated_at)
+        & (EntryRow.content_hash == row.content_hash)
+    ))
+
+
+def _decode_listing_cursor(cursor: str) -> tuple[str, str]:
+    value = decode_cursor(cursor)
+    if not (isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) for v in value)):
+        raise InvalidError("cursor is not one this service gave out", field="cursor")
+    return value[0], value[1]
+
+
+class DynamoEntryStore(EntryStore):
+    def __init__(self, models: BoundModels, cache: SnapshotCache | None = None) -> None:
+        self.models = models
+        self.cache = cache or SnapshotCache()
+        self.space = LayerSpace(models)
+        self.on_ttl_removed = self.space.on_ttl_removed  # the stream indexer's hook for TTL deletions
+
+    # -- writes -----------------------------------------------------------------------------------------
+    def save(
+        self,
+        layer: Layer,
+        draft: EntryDraft,
+        *,
+        expected_version: int | None,
+        now: str,
+        keep_history_until: str,
+        layer_limit: int,
+    ) -> tuple[Entry, bool]:
+        key = (layout.layer_pk(layer), layout.entry_sk(draft.name))
+        snapshot = self.cache.get(key)
+        if snapshot is None:
+            # a create needs nothing stored: try it as one, the condition tells if it is not
+            snapshot = Snapshot(None, fresh=False) if expected_version in (None, 0) else self._read(key)
+        freed = False
+        for attempt in range(MAX_WRITE_ATTEMPTS):
+            stored = snapshot.row
+            live = stored if stored is not None and is_live(stored, now) else None
+            current = int(live.version) if live is not None else 0
+            if expected_version is not None and expected_version != current:
+                if not snapshot.fresh:
+                    snapshot = self._read(key)
+                    continue
+                raise VersionConflictError(
+                    _conflict_message(draft.name, current, expected_version), current_version=current
+                )
+            if live is None and draft.description is None:
+                if not snapshot.fresh:
+                    snapshot = self._read(key)
+                    continue
+                raise InvalidError("description is required when the entry is new", field="description")
+            row = merged_row(self.models, layer, draft, live, now)
+            writes = WriteSet(self.models.connection)
+            writes.put("entry", row, _stored_exactly(stored), all_old=True)
+            writes.put("history", history_row(
+                self.models, layer, row, "create" if live is None else "update", int(row.version), row.updated_by,
+                now, keep_history_until,
+            ))
+            delta = int(is_counted(row)) - int(stored is not None and is_counted(stored))
+            if stored is None or delta:
+                # a new item also registers its layer (a counter, even at 0), so a purge finds it
+                count_in_layer(writes, self.models, layer, delta, limit=layer_limit if delta > 0 else None)
+            expiring = row.expires_at is not None and is_counted(row)
+            if delta or expiring:
+                count_in_memory(writes, self.models, layer, delta, expiring=expiring, require_live=True)
+            try:
+                writes.commit()
+            except Cancelled as cancelled:
+                if cancelled.contended:
+                    snapshot = self._read(key)  # others kept the entry busy: decide again from what they left
+                    continue
+                if cancelled.failed("entry"):
+                    # someone else wrote first: decide again from the item as it is now
+                    snapshot = Snapshot(from_raw(self.models, cancelled.old_item("entry")), fresh=True)
+                    self.cache.put(key, snapshot.row)
+                    if attempt >= 3:
+                        time.sleep(random.uniform(0, 0.005 * attempt))
+                    continue
+                if cancelled.failed("memory"):
+                    raise NotFoundError(f"no memory named {layer.memory!r}") from None
+                if cancelled.failed("counter"):
+                    if not freed:
+                        freed = True
+                        self.space.free(layer, now)
+                        continue
+                    held = self.space.counted(cancelled.old_item("counter"))
+                    raise LayerFullError(
+                        f"this layer already holds {held} entries, the most it may; "
+                        "delete one or use another layer",
+                        limit=layer_limit,
+                    ) from None
+                raise
+            self.cache.put(key, row)
+            return to_entry(row, with_content=False), live is None
+        raise ConflictError(f"entry {draft.name!r} is being changed by too many writers at once; try again")
+
+    def delete(
+        self,
+        layer: Layer,
+        name: str,
+        *,
+        expected_version: int | None,
+        now: str,
+        keep_history_until: str,
+        updated_by: str,
+    ) -> Entry:
+        key = (layout.layer_pk(layer), layout.entry_sk(name))
+        snapshot = self.cache.get(key)
+        if snapshot is None or (snapshot.row is not None and snapshot.row.content is None):
+            snapshot = self._read(key)
+        for _attempt in range(MAX_WRITE_ATTEMPTS):
+            stored = snapshot.row
+            live = stored if stored is not None and is_live(stored, now) else None
+            if live is None or (expected_version is not None and expected_version != int(live.version)):
+                if not snapshot.fresh:
+                    snapshot = self._read(key)
+                    continue
+                if live is None:
+                    raise NotFoundError(f"no entry named {name!r} in this layer")
+                current = int(live.version)
+                raise VersionConflictError(
+                    _conflict_message(name, current, expected_version or 0), current_version=current
+                )
+            writes = WriteSet(self.models.connection)
+            writes.delete("entry", live, _stored_exactly(live), all_old=True)
+            writes.put("history", history_row(
+                self.models, layer, live, "delete", int(live.version) + 1, updated_by, now, keep_history_until,
+            ))
+            if is_counted(live):
+                count_in_layer(writes, self.models, layer, -1)
+                count_in_memory(writes, self.models, layer, -1)
+            try:
+                writes.commit()
+            except Cancelled as cancelled:
+                if cancelled.contended:
+                    snapshot = self._read(key)
+                    continue
+                if cancelled.failed("entry"):
+                    snapshot = Snapshot(from_raw(self.models, cancelled.old_item("entry")), fresh=True)
+                    self.cache.put(key, snapshot.row)
+                    continue
+                if cancelled.failed("memory"):
+                    raise NotFoundError(f"no memory named {layer.memory!r}") from None
+                raise
+            self.cache.put(key, None)
+            return to_entry(live, with_content=False)
+        raise ConflictError(f"entry {name!r} is being changed by too many writers at once; try again")
+
+    # -- reads ------------------------------------------------------------------------------------------
+    def _read(self, key: tuple[str, str]) -> Snapshot:
+        try:
+            row: EntryRow | None = self.models.entry.get(key[0], key[1], consistent_read=True)
+        except self.models.entry.DoesNotExist:
+            row = None
+        self.cache.put(key, row)
+        return Snapshot(row, fresh=True)
+
+    def get(self, layer: Layer, name: str, now: str) -> Entry | None:
+        row = self._read((layout.layer_pk(layer), layout.entry_sk(name))).row
+        return to_entry(row, with_content=True) if row is not None and is_live(row, now) else None
+
+    def list_layer(self, layer: Layer, now: str, *, limit: int, cursor: str | None) -> Page:
+        after = None
+        if cursor:
+            after = EntryRow.lu_sk < layout.listing_sk(*_decode_listing_cursor(cursor))
+        rows = list(self.models.entry.by_layer_updated.query(
+            layout.layer_pk(layer), range_key_condition=after, filter_condition=_live_filter(now),
+            scan_index_forward=False, limit=limit + 1, page_size=limit + 1,
+        ))
+        items = [to_entry(r, with_content=False) for r in rows[:limit]]
+        more = len(rows) > limit
+        return Page(items=items, next_cursor=encode_cursor([items[-1].updated_at, items[-1].name]) if more else None)
+
+    def history(self, layer: Layer, name: str, now: str) -> list[HistoryItem]:
+        # newest first: the key orders an entry's runs by creation, each run's versions in order
+        rows = self.models.history.query(
+            layout.layer_pk(layer), HistoryRow.sk.startswith(layout.history_prefix(name)),
+            filter_condition=HistoryRow.keep_until > now, consistent_read=True, scan_index_forward=False,
+        )
+        return [to_history_item(r) for r in rows]
+
+    def existing_names(self, layer: Layer, names: Sequence[str], now: str) -> set[str]:
+        pk = layout.layer_pk(layer)
+        keys = [(pk, layout.entry_sk(n)) for n in dict.fromkeys(names)]
+        rows = self.models.entry.batch_get(keys, consistent_read=True, attributes_to_get=["name", "expires_at"])
+        return {r.name for r in rows if is_live(r, now)}
+
+    def search_candidates(self, layers: Sequence[Layer], words: Sequence[str], whole: str, now: str) -> list[Entry]:
+        # Every live entry of the layers (without checkpoints) is a candidate; the domain ranks them.
+        # A word filter in DynamoDB would save no read capacity (filters apply after the read).
+        if not words and not whole:
+            return []
+        found: list[Entry] = []
+        for layer in layers:
+            rows = self.models.entry.query(
+                layout.layer_pk(layer), EntryRow.sk.startswith(layout.ENTRY_PREFIX),
+                filter_condition=EntryRow.conversation.does_not_exist() & _live_filter(now), consistent_read=True,
+            )
+            found += [to_entry(r, with_content=True) for r in rows]
+        return found
+
+
+def _conflict_message(name: str, current: int, sent: int) -> str:
+    if current == 0:
+        return f"entry {name!r} does not exist (you sent version {sent})"
+    if sent == 0:
+        return f"entry {name!r} already exists at version {current} (you asked that it must not exist)"
+    return f"entry {name!r} is at version {current} (you sent {sent}); read it again and retry"

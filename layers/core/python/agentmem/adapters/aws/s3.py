@@ -1,0 +1,105 @@
+"""Blobs on S3: journal segments and workspace files, one bucket each (names from settings).
+
+A create-only write is a conditional PutObject with ``If-None-Match: *``: S3 answers 412 when an object
+is already there, which becomes ``BlobExistsError``. While another conditional write of the same key
+is in flight S3 may answer 409 ``ConditionalRequestConflict`` instead; that one is retried, since
+its outcome decides whether ours can land.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import boto3
+from botocore.exceptions import ClientError
+
+from ...domain.clock import iso
+from ...ports.blobs import BlobExistsError, BlobInfo, BlobNotFoundError, BlobStore, check_key
+from .config import client_config
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+_CONFLICT_RETRIES = 3
+_CONFLICT_PAUSE_S = 0.05
+_EXISTS_CODES = frozenset({"PreconditionFailed", "412"})
+_MISSING_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
+
+
+def _code(error: ClientError) -> str:
+    return str(error.response.get("Error", {}).get("Code", ""))
+
+
+class S3BlobStore(BlobStore):
+    def __init__(
+        self,
+        bucket: str,
+        *,
+        boto3_client: S3Client | None = None,
+        boto3_session: boto3.session.Session | None = None,
+        page_size: int = 1000,
+    ) -> None:
+        self.bucket = bucket
+        self.page_size = page_size  # keys per ListObjectsV2 page (S3's maximum is 1000)
+        self.client: S3Client = boto3_client or (boto3_session or boto3.session.Session()).client(
+            "s3", config=client_config()
+        )
+
+    def put(self, key: str, data: bytes, *, if_none_match: bool = False) -> None:
+        check_key(key)
+        for attempt in range(_CONFLICT_RETRIES + 1):
+            try:
+                if if_none_match:
+                    self.client.put_object(Bucket=self.bucket, Key=key, Body=data, IfNoneMatch="*")
+                else:
+                    self.client.put_object(Bucket=self.bucket, Key=key, Body=data)
+                return
+            except ClientError as error:
+                code = _code(error)
+                if if_none_match and code in _EXISTS_CODES:
+                    raise BlobExistsError(f"a blob already exists at {key!r}", key=key) from None
+                if code == "ConditionalRequestConflict" and attempt < _CONFLICT_RETRIES:
+                    time.sleep(_CONFLICT_PAUSE_S * (attempt + 1))
+                    continue
+                raise
+
+    def get(self, key: str) -> bytes:
+        check_key(key)
+        try:
+            response = self.client.get_object(Bucket=self.bucket, Key=key)
+        except ClientError as error:
+            if _code(error) in _MISSING_CODES:
+                raise BlobNotFoundError(f"no blob at {key!r}") from None
+            raise
+        return response["Body"].read()
+
+    def delete(self, key: str) -> None:
+        check_key(key)
+        self.client.delete_object(Bucket=self.bucket, Key=key)
+
+    def list(self, prefix: str = "") -> Iterator[BlobInfo]:
+        paginator = self.client.get_paginator("list_objects_v2")
+        pages = paginator.paginate(Bucket=self.bucket, Prefix=prefix, PaginationConfig={"PageSize": self.page_size})
+        for page in pages:
+            for item in page.get("Contents", []):
+                yield BlobInfo(key=item["Key"], size=item["Size"], last_modified=iso(item["LastModified"]))
+
+    def ensure_bucket(self) -> bool:
+        """Create the bucket when it is missing (local mode's ``--create-resources``); True when created."""
+        try:
+            self.client.head_bucket(Bucket=self.bucket)
+            return False
+        except ClientError as error:
+            if _code(error) not in ("404", "NoSuchBucket", "NotFound"):
+                raise
+        region = self.client.meta.region_name
+        if region and region != "us-east-1":
+            self.client.create_bucket(
+                Bucket=self.bucket,
+                CreateBucketConfiguration={"LocationConstraint": region},  # type: ignore[typeddict-item]
+            )
+        else:
+            self.client.create_bucket(Bucket=self.bucket)
+        return True

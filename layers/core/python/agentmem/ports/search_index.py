@@ -1,0 +1,103 @@
+"""The semantic (vector + text) index behind recall (SPEC §6.2): OpenSearch Serverless on AWS, in-process embedded.
+
+The index is a derived copy kept up to date asynchronously from the store's change stream; it may be
+stale, and the authoritative store re-applies visibility and expiry to every candidate it returns.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..domain.models import ACCOUNT_LAYER
+
+FieldType = Literal["text", "keyword", "text+keyword", "float", "long", "date"]
+
+# What a document may hold, and how each field is indexed. Both adapters refuse anything else, so a
+# field that works embedded works on OpenSearch (whose mapping is strict).
+DOCUMENT_FIELDS: Mapping[str, FieldType] = {
+    "kind": "keyword",  # "entry" (journal messages join with the recall issue)
+    "account": "keyword",
+    "memory": "keyword",
+    "user": "keyword",  # the layer: the user id, or "" (ACCOUNT_LAYER) for the account layer
+    "name": "text+keyword",
+    "description": "text",
+    "content": "text",
+    "category": "keyword",
+    "importance": "float",
+    "version": "long",
+    "updated_at": "date",
+    "expires_at": "date",
+}
+TEXT_FIELDS: tuple[str, ...] = tuple(k for k, v in DOCUMENT_FIELDS.items() if v in ("text", "text+keyword"))
+KEYWORD_FIELDS: tuple[str, ...] = tuple(k for k, v in DOCUMENT_FIELDS.items() if v in ("keyword", "text+keyword"))
+# SPEC §6.1: a word in the name or description counts more than one in the content
+TEXT_BOOST: Mapping[str, float] = {"name": 2.0, "description": 2.0, "content": 1.0}
+
+Filters = Mapping[str, str | Sequence[str]]
+
+
+def entry_doc_id(account_id: str, memory: str, user_id: str | None, name: str) -> str:
+    """The document id of an entry: one per (account, memory, layer, name). No component holds a ``/``."""
+    return f"entry/{account_id}/{memory}/{user_id if user_id is not None else ACCOUNT_LAYER}/{name}"
+
+
+def check_document(fields: Mapping[str, Any]) -> None:
+    unknown = sorted(set(fields) - set(DOCUMENT_FIELDS))
+    if unknown:
+        raise ValueError(f"fields not in the index mapping: {', '.join(unknown)}")
+
+
+def check_filters(filters: Filters) -> None:
+    unknown = sorted(set(filters) - set(KEYWORD_FIELDS))
+    if unknown:
+        raise ValueError(f"only keyword fields filter a query, not: {', '.join(unknown)}")
+
+
+def filter_values(value: str | Sequence[str]) -> list[str]:
+    return [value] if isinstance(value, str) else list(value)
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    doc_id: str
+    score: float
+    fields: Mapping[str, Any] = field(default_factory=dict)
+
+
+class SearchIndex(ABC):
+    """Documents of ``DOCUMENT_FIELDS`` plus one vector each, addressed by our own ``doc_id``.
+
+    ``upsert`` replaces the whole document (fields and vector) of ``doc_id``; ``delete`` removes it and
+    is not an error when it is absent. Both are idempotent, so replaying a change stream is harmless.
+    """
+
+    @property
+    @abstractmethod
+    def dimension(self) -> int:
+        """The vector length every document and query vector has (the embedder's)."""
+
+    @abstractmethod
+    def setup(self) -> None:
+        """Create the index and its mapping if missing (idempotent)."""
+
+    @abstractmethod
+    def upsert(self, doc_id: str, fields: Mapping[str, Any], vector: Sequence[float]) -> None:
+        """Create or replace the document. ValueError for a field outside the mapping or a wrong-length vector."""
+
+    @abstractmethod
+    def delete(self, doc_id: str) -> None: ...
+
+    @abstractmethod
+    def query(
+        self, text: str | None, vector: Sequence[float] | None, filters: Filters, k: int
+    ) -> list[SearchHit]:
+        """At most ``k`` documents matching every filter (a keyword field equal to the value, or to any
+        of a list), best first.
+
+        ``vector`` alone: the nearest neighbours. ``text`` alone: documents holding query words in
+        ``TEXT_FIELDS`` (name and description weigh more). Both: documents matching either, scores
+        added — a placeholder; the recall issue fuses the semantic and keyword lists itself (RRF).
+        """

@@ -1,0 +1,79 @@
+"""The CDK app, synthesised once per test session (jsii is slow) with a stand-in dependency layer.
+
+Synthesis runs cdk-nag's AWS Solutions checks; when they fail, the templates are still written and
+the other tests read them, while test_nag.py reports the findings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "18,20")
+os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
+
+STACKS = ("Stateful", "Stateless")
+
+
+@dataclass
+class Synthesis:
+    outdir: Path
+    templates: dict[str, dict[str, Any]]
+    seconds: float
+    error: str | None = None  # the synthesis error (cdk-nag findings), if any
+    acknowledged: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    def validation_report(self) -> dict[str, Any]:
+        path = self.outdir / "validation-report.json"
+        return json.loads(path.read_text()) if path.is_file() else {"pluginReports": []}
+
+    def resources(self, stack: str, kind: str) -> dict[str, dict[str, Any]]:
+        return {k: v for k, v in self.templates[stack]["Resources"].items() if v["Type"] == kind}
+
+
+@pytest.fixture(scope="session")
+def synthesis(tmp_path_factory: pytest.TempPathFactory) -> Synthesis:
+    from infra import nag
+    from infra.application import build_app
+
+    # no `make layers` in tests: a stand-in with a recipe file beside a one-package python/ folder
+    stand_in = tmp_path_factory.mktemp("deps-layer-stand-in")
+    (stand_in / "python" / "standin-1.0.dist-info").mkdir(parents=True)
+    (stand_in / "python" / "standin-1.0.dist-info" / "top_level.txt").write_text("standin\n")
+    (stand_in / "requirements.txt").write_text("standin\n")
+    (stand_in / "build.sh").write_text("exit 0\n")
+    outdir = tmp_path_factory.mktemp("cdk.out")
+    started = time.perf_counter()
+    app, _, _ = build_app({"agentmem:depsLayerDir": str(stand_in)}, outdir=str(outdir))
+    error = None
+    try:
+        app.synth()
+    except RuntimeError as failure:  # cdk-nag's validation failed: the templates are written all the same
+        error = str(failure)
+    seconds = time.perf_counter() - started
+    templates = {name: json.loads((outdir / f"{name}.template.json").read_text()) for name in STACKS}
+    return Synthesis(outdir, templates, seconds, error, dict(nag.ACKNOWLEDGED))
+
+
+@pytest.fixture(scope="session")
+def stateful(synthesis: Synthesis) -> Any:
+    from aws_cdk.assertions import Template
+
+    return Template.from_json(synthesis.templates["Stateful"])
+
+
+@pytest.fixture(scope="session")
+def stateless(synthesis: Synthesis) -> Any:
+    from aws_cdk.assertions import Template
+
+    return Template.from_json(synthesis.templates["Stateless"])

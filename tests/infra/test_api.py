@@ -1,0 +1,120 @@
+"""The REST API: one function behind API Gateway, an API-key authorizer, throttling and access logs."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_cdk.assertions import Match
+
+from infra.constructs.api import BINARY_MEDIA_TYPES, PUBLIC_PATHS
+
+
+def _paths(synthesis: Any) -> dict[str, str]:
+    """Resource logical id → full path, rebuilt from the resources' parents."""
+    resources = synthesis.resources("Stateless", "AWS::ApiGateway::Resource")
+    paths: dict[str, str] = {}
+
+    def path_of(logical_id: str) -> str:
+        if logical_id not in resources:
+            return ""
+        props = resources[logical_id]["Properties"]
+        parent = props["ParentId"]
+        parent_id = parent.get("Ref")
+        return f"{path_of(parent_id) if parent_id else ''}/{props['PathPart']}"
+
+    for logical_id in resources:
+        paths[logical_id] = path_of(logical_id)
+    return paths
+
+
+def _methods(synthesis: Any) -> dict[str, dict[str, Any]]:
+    """Path → method properties (the root is "/")."""
+    paths = _paths(synthesis)
+    found = {}
+    for method in synthesis.resources("Stateless", "AWS::ApiGateway::Method").values():
+        resource = method["Properties"]["ResourceId"]
+        path = paths.get(resource.get("Ref", ""), "/") if isinstance(resource, dict) and "Ref" in resource else "/"
+        found[path] = method["Properties"]
+    return found
+
+
+def test_rest_api_is_regional_and_takes_binary_uploads(stateless: Any) -> None:
+    stateless.resource_count_is("AWS::ApiGateway::RestApi", 1)
+    stateless.has_resource_properties("AWS::ApiGateway::RestApi", {
+        "EndpointConfiguration": {"Types": ["REGIONAL"]},
+        "BinaryMediaTypes": BINARY_MEDIA_TYPES,
+    })
+
+
+def test_every_path_goes_to_the_one_api_function_as_a_proxy(synthesis: Any) -> None:
+    methods = _methods(synthesis)
+    assert set(methods) >= {"/", "/{proxy+}", "/v1", "/v1/{proxy+}", *(f"/v1/{p}" for p in PUBLIC_PATHS)}
+    targets = set()
+    for method in methods.values():
+        assert method["HttpMethod"] == "ANY"
+        assert method["Integration"]["Type"] == "AWS_PROXY"
+        targets.add(json.dumps(method["Integration"]["Uri"]))
+    assert len(targets) == 1 and "ApiFunction" in targets.pop()
+
+
+def test_public_paths_skip_the_authorizer_and_the_rest_require_it(synthesis: Any) -> None:
+    (authorizer_id,) = synthesis.resources("Stateless", "AWS::ApiGateway::Authorizer")
+    for path, method in _methods(synthesis).items():
+        if path in {f"/v1/{p}" for p in PUBLIC_PATHS}:
+            assert method["AuthorizationType"] == "NONE", path
+            assert "AuthorizerId" not in method, path
+        else:
+            assert method["AuthorizationType"] == "CUSTOM", path
+            assert method["AuthorizerId"] == {"Ref": authorizer_id}, path
+
+
+def test_authorizer_reads_the_bearer_header_with_the_authorizer_function_and_caches(stateless: Any) -> None:
+    stateless.has_resource_properties("AWS::ApiGateway::Authorizer", {
+        "Type": "TOKEN",
+        "IdentitySource": "method.request.header.Authorization",
+        "AuthorizerResultTtlInSeconds": 300,
+        "AuthorizerUri": Match.object_like({"Fn::Join": Match.array_with([
+            Match.array_with([{"Fn::GetAtt": [Match.string_like_regexp("ApiAuthorizerFunction"), "Arn"]}])
+        ])}),
+    })
+
+
+def test_stage_is_throttled_traced_and_writes_access_logs(synthesis: Any, stateless: Any) -> None:
+    stateless.has_resource_properties("AWS::ApiGateway::Stage", {
+        "StageName": "prod",
+        "TracingEnabled": True,
+        "MethodSettings": [Match.object_like({
+            "HttpMethod": "*", "ResourcePath": "/*", "ThrottlingRateLimit": 100, "ThrottlingBurstLimit": 200,
+            "DataTraceEnabled": False, "LoggingLevel": "ERROR",
+        })],
+        "AccessLogSetting": Match.object_like({"DestinationArn": Match.any_value()}),
+    })
+    (stage,) = synthesis.resources("Stateless", "AWS::ApiGateway::Stage").values()
+    access_format = json.loads(stage["Properties"]["AccessLogSetting"]["Format"])
+    assert access_format["requestId"] == "$context.requestId"
+    assert access_format["accountId"] == "$context.authorizer.account_id"
+    destination = json.dumps(stage["Properties"]["AccessLogSetting"]["DestinationArn"])
+    assert "ApiAccessLogs" in destination
+
+
+def test_gateway_errors_answer_in_the_api_error_shape(synthesis: Any) -> None:
+    responses = {
+        r["Properties"]["ResponseType"]: r["Properties"]
+        for r in synthesis.resources("Stateless", "AWS::ApiGateway::GatewayResponse").values()
+    }
+    unauthorized = responses["UNAUTHORIZED"]
+    assert unauthorized["StatusCode"] == "401"
+    body = json.loads(unauthorized["ResponseTemplates"]["application/json"])
+    assert body["error"]["code"] == "unauthorized"
+    assert responses["THROTTLED"]["StatusCode"] == "429"
+    assert '"code": "rate_limited"' in responses["THROTTLED"]["ResponseTemplates"]["application/json"]
+    assert responses["DEFAULT_5XX"]["StatusCode"] == "500"
+
+
+def test_api_gateway_may_invoke_the_function_and_the_authorizer(synthesis: Any) -> None:
+    permissions = synthesis.resources("Stateless", "AWS::Lambda::Permission").values()
+    invoked = {json.dumps(p["Properties"]["FunctionName"]) for p in permissions
+               if p["Properties"]["Principal"] == "apigateway.amazonaws.com"}
+    assert any("ApiFunction" in f for f in invoked)
+    assert any("ApiAuthorizerFunction" in f for f in invoked)

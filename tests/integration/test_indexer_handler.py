@@ -1,0 +1,227 @@
+"""The stream indexer: DynamoDB Streams records (DynamoDB JSON, as Lambda delivers them) → the search index.
+
+The index is the embedded in-process one, injected; the records follow the table layout the handler
+documents, which is the DynamoDB adapter's (``adapters/aws/dynamodb/layout.py``): PK
+``A#{account}#M#{memory}#{L | U#{user}}``, SK ``E#{name}``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from decimal import Decimal
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from agentmem.adapters.embedded.embedder import HashingEmbedder
+from agentmem.adapters.embedded.search_index import InMemorySearchIndex
+from agentmem.bootstrap import set_container
+from boto3.dynamodb.types import TypeSerializer
+from moto_server import FakeLambdaContext
+
+from functions.indexer.handler import entry_text, handle, lambda_handler
+
+EMBEDDER = HashingEmbedder(32)
+NOW = "2026-03-02T09:00:00.000000Z"
+SERIALIZER = TypeSerializer()
+
+
+class FixedClock:
+    def __call__(self) -> Any:
+        from agentmem.domain.clock import parse_iso
+
+        return parse_iso(NOW)
+
+
+def ddb(item: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: SERIALIZER.serialize(Decimal(str(v)) if isinstance(v, float) else v) for k, v in item.items()}
+
+
+def entry_item(name: str, *, user: str | None = None, version: int = 1, **extra: Any) -> dict[str, Any]:
+    return {
+        "PK": f"A#acct_1#M#company#{'L' if user is None else 'U#' + user}",
+        "SK": f"E#{name}",
+        "name": name,
+        "memory": "company",
+        "user_id": user,
+        "description": f"About {name}",
+        "content": f"The {name} note: refunds are paid back within 14 days.",
+        "category": "fact",
+        "importance": 0.75,
+        "version": version,
+        "updated_at": "2026-03-01T10:00:00.000000Z",
+        **extra,
+    }
+
+
+def record(
+    event: str, item: Mapping[str, Any], *, old: Mapping[str, Any] | None = None, seq: int = 1, ttl: bool = False
+) -> dict[str, Any]:
+    keys = {"PK": item["PK"], "SK": item["SK"]}
+    stream: dict[str, Any] = {
+        "ApproximateCreationDateTime": 1772442000,
+        "Keys": ddb(keys),
+        "SequenceNumber": f"{seq:021d}",
+        "SizeBytes": 256,
+        "StreamViewType": "NEW_AND_OLD_IMAGES",
+    }
+    if event != "REMOVE":
+        stream["NewImage"] = ddb(item)
+    if old is not None or event == "REMOVE":
+        stream["OldImage"] = ddb(old if old is not None else item)
+    made: dict[str, Any] = {
+        "eventID": f"event-{seq}",
+        "eventName": event,
+        "eventVersion": "1.1",
+        "eventSource": "aws:dynamodb",
+        "awsRegion": "us-east-1",
+        "dynamodb": stream,
+        "eventSourceARN": "arn:aws:dynamodb:us-east-1:123456789012:table/agentmem/stream/2026-03-01T00:00:00.000",
+    }
+    if ttl:
+        made["userIdentity"] = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
+    return made
+
+
+def batch(*records: dict[str, Any]) -> dict[str, Any]:
+    return {"Records": list(records)}
+
+
+@pytest.fixture
+def index() -> InMemorySearchIndex:
+    return InMemorySearchIndex(EMBEDDER.dimension)
+
+
+def run(index: InMemorySearchIndex, *records: dict[str, Any]) -> dict[str, Any]:
+    return handle(batch(*records), index, EMBEDDER, clock=FixedClock())
+
+
+def test_an_inserted_entry_is_indexed_with_its_fields_and_vector(index: InMemorySearchIndex) -> None:
+    # When a new account-layer entry and a user's entry arrive on the stream
+    answer = run(index, record("INSERT", entry_item("refund-policy"), seq=1),
+                 record("INSERT", entry_item("diet", user="ana"), seq=2))
+    # Then both are in the index, under their own layer, with every field the mapping has
+    assert answer == {"batchItemFailures": []}
+    account_doc = index.get("entry/acct_1/company//refund-policy")
+    assert account_doc == {
+        "kind": "entry", "account": "acct_1", "memory": "company", "user": "", "name": "refund-policy",
+        "description": "About refund-policy",
+        "content": "The refund-policy note: refunds are paid back within 14 days.",
+        "category": "fact", "importance": 0.75, "version": 1, "updated_at": "2026-03-01T10:00:00.000000Z",
+    }
+    assert (index.get("entry/acct_1/company/ana/diet") or {})["user"] == "ana"
+    # And a search by meaning finds them
+    hits = index.query(None, EMBEDDER.embed_one(entry_text(account_doc)), {"user": ""}, 1)
+    assert [hit.doc_id for hit in hits] == ["entry/acct_1/company//refund-policy"]
+
+
+def test_a_modified_entry_replaces_its_document_and_a_removed_one_leaves(index: InMemorySearchIndex) -> None:
+    first = entry_item("refund-policy")
+    second = entry_item("refund-policy", version=2, content="Refunds now take 30 days.")
+    run(index, record("INSERT", first, seq=1))
+    run(index, record("MODIFY", second, old=first, seq=2))
+    assert (index.get("entry/acct_1/company//refund-policy") or {})["content"] == "Refunds now take 30 days."
+    assert (index.get("entry/acct_1/company//refund-policy") or {})["version"] == 2
+    run(index, record("REMOVE", second, seq=3))
+    assert index.get("entry/acct_1/company//refund-policy") is None
+    assert len(index) == 0
+
+
+def test_a_replayed_batch_leaves_the_same_index(index: InMemorySearchIndex) -> None:
+    records = [record("INSERT", entry_item("a"), seq=1), record("MODIFY", entry_item("a", version=2), seq=2),
+               record("INSERT", entry_item("b"), seq=3), record("REMOVE", entry_item("b"), seq=4)]
+    run(index, *records)
+    once = index.get("entry/acct_1/company//a")
+    run(index, *records)
+    assert index.get("entry/acct_1/company//a") == once and len(index) == 1
+
+
+def test_checkpoints_and_every_other_item_of_the_table_are_skipped(index: InMemorySearchIndex) -> None:
+    checkpoint = entry_item("context.3f2a9c", user="ana", conversation="order-42")
+    flagged = entry_item("summary-note", user="ana", conversation="order-42")
+    others = [
+        {"PK": "A#acct_1#M#company#L", "SK": "H#refund-policy#2026-03-01T10:00:00.000000Z#0000000001"},  # history
+        {"PK": "A#acct_1#M#company", "SK": "C#L", "entries": 3},  # layer counter
+        {"PK": "A#acct_1", "SK": "M#company", "name": "company"},  # memory
+        {"PK": "A#acct_1", "SK": "ACCOUNT", "name": "acme"},  # account
+        {"PK": "KEY#abc", "SK": "KEY", "account_id": "acct_1"},  # key
+        {"PK": "A#acct_1", "SK": "U#2026-03-02#entries.save#1", "count": 7},  # usage
+        {"PK": "E#odd", "SK": "E#odd"},  # an entry-like sort key under a key that is not a layer
+        {"PK": "A#acct_1#X#company#L", "SK": "E#odd"},
+    ]
+    answer = run(index, record("INSERT", checkpoint, seq=1), record("INSERT", flagged, seq=2),
+                 record("REMOVE", checkpoint, seq=3),
+                 *[record("INSERT", item, seq=10 + n) for n, item in enumerate(others)])
+    assert answer == {"batchItemFailures": []}
+    assert len(index) == 0
+
+
+def test_an_entry_already_expired_is_removed_not_indexed(index: InMemorySearchIndex) -> None:
+    run(index, record("INSERT", entry_item("promo"), seq=1))
+    expired = entry_item("promo", version=2, expires_at="2026-03-01T00:00:00Z")
+    run(index, record("MODIFY", expired, seq=2))
+    assert index.get("entry/acct_1/company//promo") is None
+    later = entry_item("promo", version=3, expires_at="2026-04-01T00:00:00Z")
+    run(index, record("MODIFY", later, seq=3))
+    assert (index.get("entry/acct_1/company//promo") or {})["expires_at"] == "2026-04-01T00:00:00Z"
+
+
+class FlakyIndex(InMemorySearchIndex):
+    """Fails every write of one document, as an index that times out would."""
+
+    def upsert(self, doc_id: str, fields: Mapping[str, Any], vector: Any) -> None:
+        if doc_id.endswith("/broken"):
+            raise TimeoutError("the index timed out")
+        super().upsert(doc_id, fields, vector)
+
+
+def test_the_batch_stops_at_a_failing_record_and_reports_it_and_the_rest_for_retry() -> None:
+    # Given an index that times out on one document, in the middle of a batch
+    index = FlakyIndex(EMBEDDER.dimension)
+    answer = run(index, record("INSERT", entry_item("fine"), seq=1), record("INSERT", entry_item("broken"), seq=2),
+                 record("INSERT", entry_item("after"), seq=3))
+    # Then the records from the failure on come back (in stream order), and none of them was applied
+    assert answer == {"batchItemFailures": [{"itemIdentifier": f"{2:021d}"}, {"itemIdentifier": f"{3:021d}"}]}
+    assert index.get("entry/acct_1/company//fine") is not None
+    assert index.get("entry/acct_1/company//after") is None
+
+
+def test_an_entry_removed_by_ttl_is_also_counted_out_through_the_hook(index: InMemorySearchIndex) -> None:
+    # Given an indexed entry and a checkpoint
+    promo, checkpoint = entry_item("promo", user="ana"), entry_item("context.3f2a9c", user="ana", conversation="c1")
+    run(index, record("INSERT", promo, seq=1))
+    removed: list[dict[str, Any]] = []
+    # When TTL removes both, and an API delete removes another entry
+    answer = handle(
+        batch(record("REMOVE", promo, seq=2, ttl=True), record("REMOVE", checkpoint, seq=3, ttl=True),
+              record("REMOVE", entry_item("deleted"), seq=4)),
+        index, EMBEDDER, clock=FixedClock(), on_ttl_removed=removed.append,
+    )
+    # Then the entry left the index, and the hook got the raw old image of each TTL removal only
+    assert answer == {"batchItemFailures": []}
+    assert index.get("entry/acct_1/company/ana/promo") is None
+    assert [image["SK"] for image in removed] == [{"S": "E#promo"}, {"S": "E#context.3f2a9c"}]
+    assert removed[0]["importance"] == {"N": "0.75"}
+
+
+@pytest.fixture
+def wired(index: InMemorySearchIndex) -> Iterator[InMemorySearchIndex]:
+    stores = SimpleNamespace(entries=SimpleNamespace())  # an entry store without a TTL hook (the embedded one)
+    set_container(SimpleNamespace(search_index=index, embedder=EMBEDDER, stores=stores))  # type: ignore[arg-type]
+    yield index
+    set_container(None)
+
+
+def test_the_lambda_entry_point_indexes_through_the_container(wired: InMemorySearchIndex) -> None:
+    answer = lambda_handler(batch(record("INSERT", entry_item("refund-policy"))), FakeLambdaContext("agentmem-indexer"))
+    assert answer == {"batchItemFailures": []}
+    assert wired.get("entry/acct_1/company//refund-policy") is not None
+
+
+def test_the_lambda_entry_point_says_what_is_missing_from_the_container() -> None:
+    set_container(SimpleNamespace(search_index=None, embedder=EMBEDDER))  # type: ignore[arg-type]
+    try:
+        with pytest.raises(RuntimeError, match=r"no search index is configured: set AGENTMEM_OPENSEARCH_ENDPOINT"):
+            lambda_handler(batch(record("INSERT", entry_item("x"))), FakeLambdaContext("agentmem-indexer"))
+    finally:
+        set_container(None)
