@@ -11,12 +11,23 @@ ARCH   ?= arm64
 
 .PHONY: install emulators run test lint typecheck unit bench bench-cold-start layers synth clean
 
-$(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+RUN_STAMP := $(VENV)/.run-installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+
+# what the service needs to run (the embedded backend): small and quick
+$(RUN_STAMP): pyproject.toml | $(VENV)/bin/python
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
+	rm -f $(VENV)/.run-installed-*
+	touch $(RUN_STAMP)
+
+# everything the checks need: the AWS extras, the CDK, linters, test tools
+$(STAMP): pyproject.toml | $(VENV)/bin/python
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[dev,aws]"
 	rm -f $(VENV)/.installed-*
-	touch $(STAMP)
+	touch $(STAMP) $(RUN_STAMP)
 
 install: $(STAMP)
 
@@ -27,7 +38,7 @@ $(NODE_STAMP): package.json
 
 emulators: $(NODE_STAMP)
 
-run: install  ## the service on the embedded backend, data in ./.agentmem
+run: $(RUN_STAMP)  ## the service on the embedded backend, data in ./.agentmem
 	$(BIN)/agentmem serve --port $(PORT)
 
 lint: install
