@@ -81,12 +81,7 @@ class SqliteEntryStore(EntryStore):
     ) -> tuple[Entry, bool]:
         key = (layer.account_id, layer.memory, layer.user_key, draft.name)
         with self.db.write() as conn:
-            row = conn.execute(
-                "SELECT rowid, * FROM entries WHERE account_id=? AND memory=? AND layer_user=? AND name=?", key
-            ).fetchone()
-            if row is not None and row["expires_at"] is not None and row["expires_at"] <= now:
-                self._remove_row(conn, row["rowid"])
-                row = None
+            row = self._live_row(conn, key, now)
             current = row["version"] if row is not None else 0
             if expected_version is not None and expected_version != current:
                 raise VersionConflictError(
@@ -162,12 +157,7 @@ class SqliteEntryStore(EntryStore):
     ) -> Entry:
         key = (layer.account_id, layer.memory, layer.user_key, name)
         with self.db.write() as conn:
-            row = conn.execute(
-                "SELECT rowid, * FROM entries WHERE account_id=? AND memory=? AND layer_user=? AND name=?", key
-            ).fetchone()
-            if row is not None and row["expires_at"] is not None and row["expires_at"] <= now:
-                self._remove_row(conn, row["rowid"])
-                row = None
+            row = self._live_row(conn, key, now)
             if row is None:
                 raise NotFoundError(f"no entry named {name!r} in this layer")
             if expected_version is not None and expected_version != row["version"]:
@@ -180,6 +170,16 @@ class SqliteEntryStore(EntryStore):
                 keep_history_until,
             )
         return _row_to_entry(row, with_content=False)
+
+    def _live_row(self, conn: sqlite3.Connection, key: tuple[str, str, str, str], now: str) -> sqlite3.Row | None:
+        """The entry's row inside a write transaction; an expired one is removed first (the store's TTL)."""
+        row: sqlite3.Row | None = conn.execute(
+            "SELECT rowid, * FROM entries WHERE account_id=? AND memory=? AND layer_user=? AND name=?", key
+        ).fetchone()
+        if row is not None and row["expires_at"] is not None and row["expires_at"] <= now:
+            self._remove_row(conn, row["rowid"])
+            return None
+        return row
 
     @staticmethod
     def _remove_row(conn: sqlite3.Connection, rowid: int) -> None:
