@@ -108,7 +108,9 @@ class SqliteEntryStore(EntryStore):
                 "memory": layer.memory,
                 "layer_user": layer.user_key,
                 "name": draft.name,
-                "description": draft.description if draft.description is not None else row["description"],
+                # a new entry without a description was refused above, so a missing one comes from the row
+                "description": draft.description if draft.description is not None or row is None
+                else row["description"],
                 "category": draft.category or (row["category"] if row is not None else DEFAULT_CATEGORY),
                 "importance": draft.importance
                 if draft.importance is not None
