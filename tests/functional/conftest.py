@@ -1,7 +1,8 @@
 """Functional tests: a real ``agentmem serve`` subprocess, spoken to over HTTP with ``requests``.
 
 The session's server runs on a free port with a temporary data dir. Tests that need a server of
-their own (first start, second start, ``AGENTMEM_API_KEY``) use ``functional_support.running_server``.
+their own (first start, second start, ``AGENTMEM_API_KEY``) use ``functional_support.running_server``;
+on the AWS backend, ``functional_support.running_aws_server`` (DynamoDB Local, stopped when the session ends).
 """
 
 from __future__ import annotations
@@ -9,9 +10,17 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 
+import dynamodb_local  # tests/support, on sys.path through tests/conftest.py
 import pytest
 import requests
 from functional_support import Server, auth, running_server
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _stop_dynamodb_local() -> Iterator[None]:
+    """This process's DynamoDB Local (if a test started it) ends with the session."""
+    yield
+    dynamodb_local.stop_shared()
 
 
 @pytest.fixture(scope="session")

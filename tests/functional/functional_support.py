@@ -1,5 +1,6 @@
-"""Helpers of the functional tests: run ``agentmem serve`` as a subprocess, make accounts with the
-operator command, and read the store's SQLite file read-only to prove a request changed nothing."""
+"""Helpers of the functional tests: run ``agentmem serve`` as a subprocess (on the embedded backend, or on
+the AWS backend against DynamoDB Local and moto's S3), make accounts with the operator command, and read
+the store (the SQLite file read-only, or a consistent Scan of the table) to prove a request changed nothing."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,11 @@ if not AGENTMEM.exists():  # not run from the project's virtualenv
 START_TIMEOUT_S = 30.0
 # The store's tables; `usage` is left out on purpose: every request is counted, refused or not.
 STORE_TABLES = ("accounts", "api_keys", "memories", "attachments", "entries", "entry_history")
+# The AWS backend's single table: usage counters (SK ``U#...``) are left out for the same reason.
+USAGE_SK_PREFIX = "U#"
+AWS_START_TIMEOUT_S = 60.0
+
+Snapshot = dict[str, list[Any]]
 
 
 @dataclass(frozen=True)
@@ -34,9 +41,18 @@ class Server:
     key: str
     data_dir: Path
     log: Path
+    backend: str = "embedded"
+    # on the AWS backend: the environment the server runs with (table, buckets, emulator endpoints)
+    aws_env: Mapping[str, str] | None = field(default=None, compare=False, hash=False, repr=False)
 
     def url(self, path: str) -> str:
         return self.base_url + path
+
+    def snapshot(self) -> Snapshot:
+        """Everything the store holds but the usage counters, read outside the server."""
+        if self.aws_env is None:
+            return store_snapshot(self.data_dir)
+        return table_snapshot(self.aws_env)
 
 
 def auth(key: str) -> dict[str, str]:
@@ -56,8 +72,8 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _wait_healthy(proc: subprocess.Popen[bytes], base_url: str, log: Path) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_S
+def _wait_healthy(proc: subprocess.Popen[bytes], base_url: str, log: Path, timeout: float = START_TIMEOUT_S) -> None:
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"agentmem serve exited with {proc.returncode}:\n{log.read_text()}")
@@ -67,7 +83,7 @@ def _wait_healthy(proc: subprocess.Popen[bytes], base_url: str, log: Path) -> No
         except requests.ConnectionError:
             pass
         time.sleep(0.1)
-    raise RuntimeError(f"agentmem serve did not become healthy in {START_TIMEOUT_S}s:\n{log.read_text()}")
+    raise RuntimeError(f"agentmem serve did not become healthy in {timeout}s:\n{log.read_text()}")
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -81,45 +97,92 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 @contextmanager
-def running_server(data_dir: Path, **env: str) -> Iterator[tuple[str, subprocess.Popen[bytes], Path]]:
-    """``agentmem serve`` on a free port; yields (base_url, process, log file). Always stopped."""
-    data_dir.mkdir(parents=True, exist_ok=True)
-    log = data_dir.parent / f"{data_dir.name}-serve-{uuid.uuid4().hex[:6]}.log"
+def _serve(args: list[str], env: Mapping[str, str], log: Path,
+           timeout: float = START_TIMEOUT_S) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """``agentmem serve ARGS --port P`` on a free port; yields (base_url, process). Always stopped."""
     for _attempt in range(3):  # a free port can be taken between finding it and binding it
         port = free_port()
         base_url = f"http://127.0.0.1:{port}"
         with log.open("wb") as out:
             proc = subprocess.Popen(
-                [str(AGENTMEM), "serve", "--port", str(port), "--data-dir", str(data_dir)],
-                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=clean_env(**env),
+                [str(AGENTMEM), "serve", *args, "--port", str(port)],
+                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=dict(env),
             )
         try:
-            _wait_healthy(proc, base_url, log)
+            _wait_healthy(proc, base_url, log, timeout)
         except RuntimeError:
             _stop(proc)
             if "Address already in use" in log.read_text():
                 continue
             raise
         try:
-            yield base_url, proc, log
+            yield base_url, proc
         finally:
             _stop(proc)
         return
     raise RuntimeError("could not find a free port for agentmem serve")
 
 
-def create_account(data_dir: Path, name: str) -> dict[str, Any]:
-    """``agentmem accounts create NAME --json`` against the data dir (the operator command)."""
+@contextmanager
+def running_server(data_dir: Path, **env: str) -> Iterator[tuple[str, subprocess.Popen[bytes], Path]]:
+    """``agentmem serve`` on a free port; yields (base_url, process, log file). Always stopped."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    log = data_dir.parent / f"{data_dir.name}-serve-{uuid.uuid4().hex[:6]}.log"
+    with _serve(["--data-dir", str(data_dir)], clean_env(**env), log) as (base_url, proc):
+        yield base_url, proc, log
+
+
+def aws_environment(s3_endpoint: str, data_dir: Path) -> dict[str, str]:
+    """The environment of ``agentmem`` on the AWS backend: this process's DynamoDB Local (started on first
+    use), moto's S3 at ``s3_endpoint``, and a table and buckets of names of its own."""
+    import dynamodb_local  # tests/support, on sys.path through tests/conftest.py
+
+    suffix = uuid.uuid4().hex[:10]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTMEM_", "AWS_"))}
+    env.update(dynamodb_local.shared().environment())
+    env.update({
+        "AWS_ENDPOINT_URL_S3": s3_endpoint, "AWS_DEFAULT_REGION": "us-east-1",
+        "AGENTMEM_BACKEND": "aws", "AGENTMEM_TABLE": f"agentmem-{suffix}",
+        "AGENTMEM_JOURNAL_BUCKET": f"journal-{suffix}", "AGENTMEM_WORKSPACE_BUCKET": f"workspace-{suffix}",
+        "AGENTMEM_DATA_DIR": str(data_dir),
+    })
+    return env
+
+
+@contextmanager
+def running_aws_server(data_dir: Path) -> Iterator[Server]:
+    """``agentmem serve --backend aws --create-resources`` against DynamoDB Local and a moto server of its
+    own (for S3), with the dev key it wrote to ``data_dir``. The server and moto are always stopped;
+    DynamoDB Local is this process's shared one (``dynamodb_local.stop_shared`` ends it)."""
+    from moto_server import MotoServer  # tests/support
+
+    data_dir.mkdir(parents=True, exist_ok=True)
+    log = data_dir.parent / f"{data_dir.name}-serve-aws-{uuid.uuid4().hex[:6]}.log"
+    moto = MotoServer().start()
+    try:
+        env = aws_environment(moto.url, data_dir)
+        with _serve(["--backend", "aws", "--create-resources"], env, log, AWS_START_TIMEOUT_S) as (base_url, _proc):
+            key = (data_dir / "dev-key").read_text().strip()
+            yield Server(base_url=base_url, key=key, data_dir=data_dir, log=log, backend="aws", aws_env=env)
+    finally:
+        moto.stop()
+
+
+def create_account(data_dir: Path, name: str, aws_env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """``agentmem accounts create NAME --json`` against the data dir, or with ``--backend aws`` and the AWS
+    server's environment (the operator command)."""
+    where = ["--data-dir", str(data_dir)] if aws_env is None else ["--backend", "aws"]
     done = subprocess.run(
-        [str(AGENTMEM), "accounts", "create", name, "--data-dir", str(data_dir), "--json"],
-        capture_output=True, text=True, env=clean_env(), timeout=60, check=False,
+        [str(AGENTMEM), "accounts", "create", name, *where, "--json"],
+        capture_output=True, text=True, env=clean_env() if aws_env is None else dict(aws_env), timeout=60,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     created: dict[str, Any] = json.loads(done.stdout)
     return created
 
 
-def store_snapshot(data_dir: Path) -> dict[str, list[tuple[Any, ...]]]:
+def store_snapshot(data_dir: Path) -> Snapshot:
     """Every row of the store's tables, read from the SQLite file read-only."""
     uri = f"file:{data_dir / 'agentmem.db'}?mode=ro"
     conn = sqlite3.connect(uri, uri=True, timeout=30)
@@ -130,3 +193,19 @@ def store_snapshot(data_dir: Path) -> dict[str, list[tuple[Any, ...]]]:
         }
     finally:
         conn.close()
+
+
+@cache
+def _dynamodb(endpoint: str) -> Any:
+    import boto3
+
+    return boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1",
+                        aws_access_key_id="test", aws_secret_access_key="test")
+
+
+def table_snapshot(aws_env: Mapping[str, str]) -> Snapshot:
+    """Every item of the AWS backend's table but the usage counters: a consistent Scan, every page."""
+    client = _dynamodb(aws_env["AWS_ENDPOINT_URL_DYNAMODB"])
+    pages = client.get_paginator("scan").paginate(TableName=aws_env["AGENTMEM_TABLE"], ConsistentRead=True)
+    items = [item for page in pages for item in page["Items"] if not item["SK"]["S"].startswith(USAGE_SK_PREFIX)]
+    return {"table": sorted(items, key=lambda item: (item["PK"]["S"], item["SK"]["S"]))}

@@ -1,6 +1,11 @@
 """Bad input on every endpoint (SPEC §2.1, §10, §12): each answer is a 4xx, never a 5xx, in the
 ``{"error": {"code", "message", ...}}`` shape with a message naming the culprit, and NOTHING is
-stored: the store's SQLite file, read read-only, is the same before and after the request."""
+stored: the store is the same before and after the request.
+
+Every test runs on both backends (the module's ``target`` server): the embedded one, whose SQLite file is
+read read-only, and the AWS one (``agentmem serve --backend aws`` on DynamoDB Local and moto's S3), whose
+table is read with a consistent Scan. Usage counters are left out on both: every request is counted. The
+same table of cases, with the same expected answers, shows the API answers alike on both backends."""
 
 from __future__ import annotations
 
@@ -8,12 +13,13 @@ import json
 import socket
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 import requests
-from functional_support import Server, auth, store_snapshot
+from functional_support import Server, auth, running_aws_server
 
 KEY_ACCOUNT = "account"
 KEY_USER = "user"  # alice's user key
@@ -30,21 +36,37 @@ class World:
     key_id: str
 
 
+BACKENDS = ("embedded", "aws")
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The server the module's requests go to: the session's embedded one, or one on the AWS backend."""
+    if request.param == "embedded":
+        server: Server = request.getfixturevalue("server")
+        assert requests.get(server.url("/v1/health"), timeout=10).json()["backend"] == "embedded"
+        yield server
+        return
+    with running_aws_server(tmp_path_factory.mktemp("functional-aws") / "data") as server:
+        assert requests.get(server.url("/v1/health"), timeout=10).json()["backend"] == "aws"
+        yield server
+
+
 @pytest.fixture(scope="module")
-def world(server: Server) -> World:
+def world(target: Server) -> World:
     run = uuid.uuid4().hex[:8]
     memory, trashed = f"bad-{run}", f"bad-trash-{run}"
     with requests.Session() as s:
-        s.headers.update(auth(server.key))
-        assert s.put(server.url(f"/v1/memories/{memory}")).status_code == 201
-        note = s.put(server.url(f"/v1/memories/{memory}/entries/note"), json={"content": "a note", "description": "d"})
+        s.headers.update(auth(target.key))
+        assert s.put(target.url(f"/v1/memories/{memory}")).status_code == 201
+        note = s.put(target.url(f"/v1/memories/{memory}/entries/note"), json={"content": "a note", "description": "d"})
         assert note.status_code == 201
-        mine = s.put(server.url(f"/v1/memories/{memory}/entries/mine"), params={"user": "alice"},
+        mine = s.put(target.url(f"/v1/memories/{memory}/entries/mine"), params={"user": "alice"},
                      json={"content": "alice's", "description": "d"})
         assert mine.status_code == 201
-        assert s.put(server.url(f"/v1/memories/{trashed}")).status_code == 201
-        assert s.delete(server.url(f"/v1/memories/{trashed}")).status_code == 200
-        key = s.post(server.url("/v1/keys"), json={"user": "alice"})
+        assert s.put(target.url(f"/v1/memories/{trashed}")).status_code == 201
+        assert s.delete(target.url(f"/v1/memories/{trashed}")).status_code == 200
+        key = s.post(target.url("/v1/keys"), json={"user": "alice"})
         assert key.status_code == 201
     return World(memory=memory, trashed=trashed, user_key=key.json()["secret"], key_id=key.json()["id"])
 
@@ -370,15 +392,15 @@ def assert_refused(response: requests.Response, case: Case) -> None:
 
 
 @pytest.mark.parametrize("case", [c for _, c in CASES], ids=[i for i, _ in CASES])
-def test_bad_input_is_refused_and_nothing_is_stored(server: Server, world: World, case: Case) -> None:
+def test_bad_input_is_refused_and_nothing_is_stored(target: Server, world: World, case: Case) -> None:
     # Given the store as it is
-    before = store_snapshot(server.data_dir)
+    before = target.snapshot()
     # When the bad request is sent
-    response = send(case, server, world)
+    response = send(case, target, world)
     # Then it is refused with a 4xx in the §10 shape, with a helpful message
     assert_refused(response, case)
     # And nothing is stored
-    assert store_snapshot(server.data_dir) == before
+    assert target.snapshot() == before
 
 
 def test_case_ids_are_unique() -> None:
@@ -389,21 +411,21 @@ def test_case_ids_are_unique() -> None:
 
 
 @pytest.mark.parametrize("endpoint", ["entries.put", "memories.put-new", "memories.restore", "keys.create"])
-def test_the_valid_request_does_change_the_store(server: Server, world: World, endpoint: str) -> None:
+def test_the_valid_request_does_change_the_store(target: Server, world: World, endpoint: str) -> None:
     """The control: the snapshot sees a change when one is made, so 'nothing stored' can fail."""
     # Given the store as it is, and a valid version of requests the table spoils
     case = BODY_ENDPOINTS[endpoint]
-    before = store_snapshot(server.data_dir)
+    before = target.snapshot()
     # When it is sent
-    response = send(case, server, world)
+    response = send(case, target, world)
     # Then it succeeds and the store changed
     assert response.status_code < 300, response.text
-    assert store_snapshot(server.data_dir) != before
+    assert target.snapshot() != before
     if endpoint == "memories.restore":  # put the trashed memory back where the other cases expect it
-        assert requests.delete(server.url(f"/v1/memories/{world.trashed}"), headers=auth(server.key),
+        assert requests.delete(target.url(f"/v1/memories/{world.trashed}"), headers=auth(target.key),
                                timeout=10).status_code == 200
     if endpoint == "memories.put-new":
-        assert requests.delete(server.url("/v1/memories/never-made"), headers=auth(server.key),
+        assert requests.delete(target.url("/v1/memories/never-made"), headers=auth(target.key),
                                timeout=10).status_code == 200
 
 
@@ -438,17 +460,17 @@ def _request_head(server: Server, world: World, *lines: str) -> bytes:
     return "\r\n".join(head).encode()
 
 
-def test_a_body_declared_over_8mb_is_refused_without_being_read(server: Server, world: World) -> None:
+def test_a_body_declared_over_8mb_is_refused_without_being_read(target: Server, world: World) -> None:
     # Given the store as it is
-    before = store_snapshot(server.data_dir)
+    before = target.snapshot()
     # When a request declares a 9 MB body but sends none of it
-    status, body, took = _raw(server, _request_head(server, world, "Content-Length: 9000000",
+    status, body, took = _raw(target, _request_head(target, world, "Content-Length: 9000000",
                                                     "Content-Type: application/json"))
     # Then the server answers 413 at once (it did not wait for the body) and stores nothing
     assert status == 413
     assert body["error"]["code"] == "too_large" and "1,000,000" in body["error"]["message"]
     assert took < 5
-    assert store_snapshot(server.data_dir) == before
+    assert target.snapshot() == before
 
 
 @pytest.mark.parametrize(("header", "status"), [
@@ -456,14 +478,14 @@ def test_a_body_declared_over_8mb_is_refused_without_being_read(server: Server, 
     ("Content-Length: abc", 400),
     ("Transfer-Encoding: chunked", 411),
 ])
-def test_unusable_framing_is_refused(server: Server, world: World, header: str, status: int) -> None:
+def test_unusable_framing_is_refused(target: Server, world: World, header: str, status: int) -> None:
     # Given the store as it is
-    before = store_snapshot(server.data_dir)
+    before = target.snapshot()
     # When the body's framing cannot be used
-    got, body, _ = _raw(server, _request_head(server, world, header))
+    got, body, _ = _raw(target, _request_head(target, world, header))
     # Then a 4xx in the §10 shape, and nothing stored
     assert got == status
     assert body["error"]["code"] and body["error"]["message"]
-    assert store_snapshot(server.data_dir) == before
+    assert target.snapshot() == before
     # And the server still answers
-    assert requests.get(server.url("/v1/health"), timeout=10).status_code == 200
+    assert requests.get(target.url("/v1/health"), timeout=10).status_code == 200
