@@ -135,21 +135,23 @@ class EntryService:
         check_name(name, allow_checkpoint=True)
         layer = self._layer(principal, memory, user)
         now = iso(self.clock())
+        if version is not None:
+            # every version, the current one too, has its snapshot in the history: one query, no entry read
+            check_version(version)
+            for item in self._visible_history(layer, name, now):
+                if item.version == version and item.operation != "delete":
+                    return Entry(
+                        name=name, description=item.description, content=item.content, category=item.category,
+                        importance=item.importance, visibility=item.visibility, version=item.version,
+                        updated_by=item.updated_by, created_at=item.created_at or item.changed_at,
+                        updated_at=item.changed_at, expires_at=item.expires_at, content_hash=item.content_hash,
+                        memory=layer.memory, user_id=layer.user_id,
+                    )
         entry = self.store.get(layer, name, now)
-        if version is None or (entry is not None and entry.version == version):
-            if entry is None:
-                raise NotFoundError(f"no entry named {name!r} in this layer")
-            return entry
-        check_version(version)
-        for item in self._visible_history(layer, name, now):
-            if item.version == version and item.operation != "delete":
-                return Entry(
-                    name=name, description=item.description, content=item.content, category=item.category,
-                    importance=item.importance, visibility=item.visibility, version=item.version,
-                    updated_by=item.updated_by, created_at=item.created_at or item.changed_at,
-                    updated_at=item.changed_at, expires_at=item.expires_at, content_hash=item.content_hash,
-                    memory=layer.memory, user_id=layer.user_id,
-                )
+        if entry is not None and (version is None or entry.version == version):
+            return entry  # no version asked, or the current one whose snapshot is past the keep time
+        if version is None:
+            raise NotFoundError(f"no entry named {name!r} in this layer")
         raise NotFoundError(f"version {version} of {name!r} is not kept (history lasts {HISTORY_DAYS} days)")
 
     def read_shadowed(self, principal: Principal, memory: str, name: str, *, user: str) -> Entry:
