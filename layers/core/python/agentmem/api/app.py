@@ -130,16 +130,21 @@ def _proxy_error(error: AgentmemError) -> dict[str, Any]:
     }
 
 
+def _declared_content_type(event: dict[str, Any]) -> str:
+    """The request's Content-Type, lower-cased ("" when none was sent)."""
+    headers = event.get("headers") or {}
+    return next((str(v) for k, v in headers.items() if k.lower() == "content-type"), "").lower()
+
+
 def _default_to_json(event: dict[str, Any]) -> None:
     """The API's bodies are JSON: read them as JSON when the client did not say (curl -d says form)."""
     if not event.get("body"):
         return
-    headers = event.setdefault("headers", {}) or {}
-    names = [k for k in headers if k.lower() == "content-type"]
-    declared = str(headers[names[0]]).lower() if names else ""
-    if declared in ("", "application/x-www-form-urlencoded"):
-        for name in names:
+    if _declared_content_type(event) in ("", "application/x-www-form-urlencoded"):
+        headers = event.get("headers") or {}
+        for name in [k for k in headers if k.lower() == "content-type"]:
             del headers[name]
+        event["headers"] = headers
         headers["Content-Type"] = content_types.APPLICATION_JSON
         if event.get("multiValueHeaders") is not None:
             multi = {k: v for k, v in event["multiValueHeaders"].items() if k.lower() != "content-type"}
@@ -152,9 +157,8 @@ def _is_json_array(event: dict[str, Any]) -> bool:
     body = event.get("body")
     if not body or event.get("isBase64Encoded"):
         return False
-    headers = event.get("headers") or {}
-    declared = next((str(v) for k, v in headers.items() if k.lower() == "content-type"), "")
-    return declared.lower().startswith(content_types.APPLICATION_JSON) and str(body).lstrip().startswith("[")
+    is_json = _declared_content_type(event).startswith(content_types.APPLICATION_JSON)
+    return is_json and str(body).lstrip().startswith("[")
 
 
 def _principal_from_authorizer(event: dict[str, Any]) -> Any:

@@ -229,11 +229,12 @@ class EntryService:
         record = self.memories.get(principal, memory, acting, counts=False)
         layers = visible_layers(record, acting, principal)
         compiled = Query(query)
-        candidates = self.store.search_candidates(layers, compiled.words, compiled.whole, iso(self.clock()))
+        now = iso(self.clock())  # one moment for the candidates and the shadowing check
+        candidates = self.store.search_candidates(layers, compiled.words, compiled.whole, now)
         if len(layers) > 1:
             # the user's copy shadows the account's, whether or not the user's copy matched
             shared = [e.name for e in candidates if e.user_id is None]
-            mine = self.store.existing_names(layers[0], shared, iso(self.clock())) if shared else set()
+            mine = self.store.existing_names(layers[0], shared, now) if shared else set()
             candidates = [e for e in candidates if e.user_id is not None or e.name not in mine]
         ranked = compiled.rank(candidates, offset + size + 1)
         more = len(ranked) > offset + size
