@@ -11,12 +11,12 @@ import re
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import requests
+from serving import wait_healthy
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
@@ -45,16 +45,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if requests.get(f"{url}/v1/health", timeout=1).ok:
-                    break
-            except requests.ConnectionError:
-                pass
-            assert process.poll() is None, process.stdout.read() if process.stdout else "server exited"
-            assert time.monotonic() < deadline, "server did not start in 30 s"
-            time.sleep(0.1)
+        wait_healthy(process, url, lambda: process.stdout.read() if process.stdout else "")
         key = (workdir / ".agentmem" / "dev-key").read_text().strip()
         yield {**env, "AGENTMEM_URL": url, "AGENTMEM_API_KEY": key, "PATH": f"{AGENTMEM.parent}:{env['PATH']}",
                "WORKDIR": str(workdir)}

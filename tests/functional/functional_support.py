@@ -11,7 +11,6 @@ import socket
 import sqlite3
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -20,7 +19,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import requests
+from serving import wait_healthy
 
 AGENTMEM = Path(sys.executable).parent / "agentmem"
 if not AGENTMEM.exists():  # not run from the project's virtualenv
@@ -73,17 +72,7 @@ def free_port() -> int:
 
 
 def _wait_healthy(proc: subprocess.Popen[bytes], base_url: str, log: Path, timeout: float = START_TIMEOUT_S) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"agentmem serve exited with {proc.returncode}:\n{log.read_text()}")
-        try:
-            if requests.get(base_url + "/v1/health", timeout=1).status_code == 200:
-                return
-        except requests.ConnectionError:
-            pass
-        time.sleep(0.1)
-    raise RuntimeError(f"agentmem serve did not become healthy in {timeout}s:\n{log.read_text()}")
+    wait_healthy(proc, base_url, log.read_text, timeout)
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +15,7 @@ import dynamodb_local
 import pytest
 import requests
 from moto_server import MotoServer
+from serving import wait_healthy
 
 AGENTMEM = Path(sys.executable).with_name("agentmem")
 
@@ -51,16 +51,7 @@ def server(aws_env: dict[str, str]) -> Iterator[dict[str, Any]]:
         )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if requests.get(f"{url}/v1/health", timeout=1).ok:
-                    break
-            except requests.ConnectionError:
-                pass
-            assert process.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.2)
+        wait_healthy(process, url, log.read_text, timeout=60)
         key = (Path(aws_env["AGENTMEM_DATA_DIR"]) / "dev-key").read_text().strip()
         yield {"url": url, "key": key, "env": aws_env}
     finally:
