@@ -1,6 +1,6 @@
 """The scheduled sweep (EventBridge): housekeeping the store does not do by itself.
 
-Today it runs the container's sweep — the trash purge of memories past their 30 days (SPEC §3.1), and
+Today it runs the container's sweep — the trash purge of memories and agents past their 30 days (SPEC §3.1, §3.2), and
 on backends without a TTL the removal of expired entries — and logs what it did. Starting summary
 passes for conversations left over their threshold joins with the conversations issue.
 """

@@ -65,7 +65,8 @@ def aws_container(settings: Settings, clock: FakeClock, *, create_table: bool = 
     with mock.patch.dict(os.environ, server.environment()):
         dynamodb = build_dynamodb_stores(settings, _session(), create_missing_table=create_table)
     stores = Stores(
-        accounts=dynamodb.accounts, memories=dynamodb.memories, entries=dynamodb.entries, usage=dynamodb.usage
+        accounts=dynamodb.accounts, agents=dynamodb.agents, memories=dynamodb.memories, entries=dynamodb.entries,
+        usage=dynamodb.usage,
     )
     return build_container(settings, clock=clock, stores=stores)
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from .domain.clock import Clock, iso, utcnow
 from .ports.accounts import AccountStore
+from .ports.agents import AgentStore
 from .ports.blobs import BlobStore
 from .ports.embedder import Embedder
 from .ports.entries import EntryStore
@@ -17,9 +18,12 @@ from .ports.jobs import Jobs
 from .ports.memories import MemoryStore
 from .ports.search_index import SearchIndex
 from .ports.usage import UsageStore
+from .services.agent_memory import AgentMemory
+from .services.agents import AgentService
 from .services.entries import EntryService
 from .services.keys import DEFAULT_ACCOUNT, KeyService
 from .services.memories import MemoryService
+from .services.tools import ToolService
 from .services.usage import UsageMeter
 from .settings import Settings, load_settings
 
@@ -27,6 +31,7 @@ from .settings import Settings, load_settings
 @dataclass
 class Stores:
     accounts: AccountStore
+    agents: AgentStore
     memories: MemoryStore
     entries: EntryStore
     usage: UsageStore
@@ -51,6 +56,9 @@ class Container:
     keys: KeyService
     memories: MemoryService
     entries: EntryService
+    agents: AgentService
+    agent_memory: AgentMemory
+    tools: ToolService
     usage: UsageMeter
     adapters: Adapters | None = None  # built on first use: the API's cold start needs none of them
 
@@ -70,6 +78,7 @@ class Container:
     def sweep(self) -> dict[str, int]:
         """Housekeeping the embedded backend does itself (AWS has TTL): trash and expiry."""
         purged = self.memories.purge_due()
+        agents_purged = self.agents.purge_due()
         expired = 0
         now = iso(self.memories.clock())
         for store in self.stores.maintenance:
@@ -77,7 +86,7 @@ class Container:
             if purge is not None:
                 expired += int(purge(now))
         self.usage.flush()
-        return {"memories_purged": purged, "entries_expired": expired}
+        return {"memories_purged": purged, "agents_purged": agents_purged, "entries_expired": expired}
 
 
 def build_stores(settings: Settings, *, create_resources: bool = False) -> Stores:
@@ -86,10 +95,14 @@ def build_stores(settings: Settings, *, create_resources: bool = False) -> Store
         from .adapters.aws.dynamodb import build_dynamodb_stores
 
         dynamo = build_dynamodb_stores(settings, create_missing_table=create_resources)
-        return Stores(accounts=dynamo.accounts, memories=dynamo.memories, entries=dynamo.entries, usage=dynamo.usage)
+        return Stores(
+            accounts=dynamo.accounts, agents=dynamo.agents, memories=dynamo.memories, entries=dynamo.entries,
+            usage=dynamo.usage,
+        )
     if os.environ.get("AWS_LAMBDA_FUNCTION_NAME"):
         raise RuntimeError("the embedded backend does not run inside Lambda; set AGENTMEM_BACKEND=aws")
     from .adapters.embedded.accounts import SqliteAccountStore
+    from .adapters.embedded.agents import SqliteAgentStore
     from .adapters.embedded.database import Database
     from .adapters.embedded.entries import SqliteEntryStore
     from .adapters.embedded.memories import SqliteMemoryStore
@@ -100,6 +113,7 @@ def build_stores(settings: Settings, *, create_resources: bool = False) -> Store
     entries = SqliteEntryStore(db)
     return Stores(
         accounts=SqliteAccountStore(db),
+        agents=SqliteAgentStore(db),
         memories=SqliteMemoryStore(db),
         entries=entries,
         usage=SqliteUsageStore(db),
@@ -161,12 +175,18 @@ def build_container(
     settings = settings or load_settings()
     stores = stores or build_stores(settings, create_resources=create_resources)
     memories = MemoryService(stores.memories, clock)
+    entries = EntryService(stores.entries, memories, clock)
+    agents = AgentService(stores.agents, memories, clock)
+    agent_memory = AgentMemory(agents, entries)
     return Container(
         settings=settings,
         stores=stores,
         keys=KeyService(stores.accounts, clock),
         memories=memories,
-        entries=EntryService(stores.entries, memories, clock),
+        entries=entries,
+        agents=agents,
+        agent_memory=agent_memory,
+        tools=ToolService(agent_memory),
         usage=UsageMeter(stores.usage, clock),
         adapters=adapters,
     )

@@ -23,12 +23,12 @@ from ..domain.errors import AgentmemError, InvalidError, MethodNotAllowedError, 
 from ..observability import count, count_request, logger, tracer
 from . import openapi
 from .context import pending_usage
-from .routes import entries, keys, memories, system
+from .routes import agents, entries, keys, mcp, memories, system, tools
 
 PUBLIC_PATHS = frozenset({"/v1/health", "/v1/openapi.json", "/v1/docs"})
 
 app = APIGatewayRestResolver(enable_validation=True)
-for module in (system, keys, memories, entries):
+for module in (system, keys, memories, entries, agents, tools, mcp):
     app.include_router(module.router)
 
 
@@ -47,7 +47,7 @@ def error_body(error: AgentmemError) -> str:
 
 
 def error_response(error: AgentmemError) -> Response[str]:
-    if error.status >= 500:
+    if error.status >= 500 and error.status != 501:  # 501: a feature not served yet, not a failure
         logger.exception("service error")
     return Response(status_code=error.status, content_type=content_types.APPLICATION_JSON, body=error_body(error))
 

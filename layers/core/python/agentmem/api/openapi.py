@@ -74,6 +74,15 @@ _EXTRA: dict[tuple[str, str], dict[str, str]] = {
     },
     ("get", "/v1/memories/{memory}/entries/{name}/history"): {"403": "", "404": ""},
     ("get", "/v1/memories/{memory}/search"): {"403": "", "404": ""},
+    ("get", "/v1/agents/{agent}/tools"): {"404": "No such agent (or not the caller's)"},
+    ("post", "/v1/agents/{agent}/tools/{tool}"): {
+        "403": "The tool may not run here: a write on a read-only surface or with the memory capability off, "
+               "a journal tool where there are none, a read-only attachment or entry",
+        "404": "No such agent, tool (the error lists the tools), memory or entry",
+        "409": "", "422": "Refused by screening, or a private save with no user (`no_user_context`)",
+        "501": "`not_implemented`: journal tools arrive with conversation memory",
+    },
+    ("post", "/v1/mcp"): {"404": "No such agent (or not the caller's)"},
 }
 
 _CONDITIONAL_HEADERS = [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..domain.agents import AgentRecord
 from ..domain.models import ApiKey, Entry, HistoryItem, MemoryRecord, UsageCount
 
 
@@ -76,3 +77,24 @@ def usage_json(count: UsageCount) -> dict[str, Any]:
 
 def page(items: list[dict[str, Any]], next_cursor: str | None = None, **extra: Any) -> dict[str, Any]:
     return {"items": items, "next_cursor": next_cursor, **extra}
+
+
+def agent_json(agent: AgentRecord) -> dict[str, Any]:
+    return {
+        "name": agent.name,
+        "user_id": agent.user_id,
+        "scope": "user" if agent.user_id else "account",
+        "own_memory": agent.own_memory,
+        "instructions": agent.instructions,
+        "memories": [{"name": a.memory, "writable": a.writable} for a in agent.memories],
+        "capabilities": {"memory": agent.capabilities.memory},
+        "window_messages": agent.window_messages,
+        "context": {"summary_tokens": agent.summary.tokens, "summary_messages": agent.summary.messages},
+        "user_conversations_write_shared": agent.user_conversations_write_shared,
+        "anonymous_private_writes": agent.anonymous_private_writes,
+        "version": agent.version,
+        "created_at": agent.created_at,
+        "updated_at": agent.updated_at,
+        "deleted_at": agent.deleted_at,
+        "purge_after": agent.purge_after,
+    }

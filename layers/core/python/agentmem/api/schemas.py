@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -36,3 +36,58 @@ class CreateKeyBody(StrictBody):
 
 class EmptyBody(StrictBody):
     """No fields are accepted."""
+
+
+class AttachmentBody(StrictBody):
+    name: str = Field(description="A memory's name (or `agent:{name}`, another agent's own memory)")
+    writable: bool = Field(default=False, description="Let the agent write it; read-only otherwise")
+
+
+class CapabilitiesBody(StrictBody):
+    memory: bool | None = Field(
+        default=None, description="Off: no agent path creates or changes an entry (pinned entries are still read)"
+    )
+
+
+class ContextBody(StrictBody):
+    summary_tokens: int | None = Field(
+        default=None, description="Start a summary pass when the un-folded part holds more tokens (default 32,000)"
+    )
+    summary_messages: int | None = Field(
+        default=None, description="... or more messages than this (default 40)"
+    )
+
+
+class AgentBody(StrictBody):
+    """Create or change an agent (SPEC §3.2). Fields left out keep their value (their default on create)."""
+
+    instructions: str | None = Field(default=None, description="What the agent is for, at most 20,000 characters")
+    memories: list[AttachmentBody] | None = Field(
+        default=None, description="Memories it reads besides its own, in the order a read looks (at most 10)"
+    )
+    capabilities: CapabilitiesBody | None = None
+    window_messages: int | None = Field(
+        default=None, description="Rows of the recent window, 1–20 (it can only lower the platform's 20); null resets"
+    )
+    context: ContextBody | None = None
+    user_conversations_write_shared: bool | None = Field(
+        default=None, description="In a user's conversation, a save asking for `shared` writes the account layer"
+    )
+    anonymous_private_writes: Literal["refuse", "shared"] | None = Field(
+        default=None, description="On anonymous MCP, store a private write shared (`shared`) or refuse it (422)"
+    )
+
+
+class ToolCallBody(StrictBody):
+    """Run an agent tool (SPEC §9): its arguments, and where the call happens."""
+
+    arguments: dict[str, Any] = Field(
+        default_factory=dict, description="The tool's arguments, as its JSON Schema in GET .../tools describes them"
+    )
+    conversation: str | None = Field(
+        default=None, min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._:@-]+$",
+        description="The conversation's key (1–128 of letters, digits and . _ : @ -), when there is one",
+    )
+    surface: Literal["agent", "mcp", "external", "test", "browser"] = Field(
+        default="agent", description="Where the conversation happens (SPEC §7); decides what may be written"
+    )

@@ -115,3 +115,10 @@ class NoUserContextError(RejectedError):
 class RateLimitedError(AgentmemError):
     code = "rate_limited"
     status = 429
+
+
+class NotImplementedYetError(AgentmemError):
+    """501: the operation is part of the API but not served yet (e.g. journal tools before conversations)."""
+
+    code = "not_implemented"
+    status = 501

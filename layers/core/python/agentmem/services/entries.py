@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
 
@@ -217,6 +218,15 @@ class EntryService:
         cursor: str | None = None,
     ) -> tuple[list[Ranked], str | None]:
         """One page of a search and the cursor of the next (None on the last page)."""
+        acting = acting_user(principal, user)
+        record = self.memories.get(principal, memory, acting, counts=False)
+        return self.search_layers([visible_layers(record, acting, principal)], query, limit=limit, cursor=cursor)
+
+    def search_layers(
+        self, groups: Sequence[Sequence[Layer]], query: str, *, limit: int | None = None, cursor: str | None = None,
+    ) -> tuple[list[Ranked], str | None]:
+        """One page of a search over memories, each given as the layers the caller sees of it, the
+        user's first: within a memory the user's copy shadows the account's, whether or not it matched."""
         size = check_limit(limit, default=SEARCH_LIMIT_DEFAULT, maximum=SEARCH_LIMIT_MAX)
         offset = decode_cursor(cursor) if cursor else 0
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
@@ -225,17 +235,18 @@ class EntryService:
             raise InvalidError("q must hold at least one word", field="q")
         if len(query) > 1000:
             raise InvalidError("q is longer than 1,000 characters", field="q")
-        acting = acting_user(principal, user)
-        record = self.memories.get(principal, memory, acting, counts=False)
-        layers = visible_layers(record, acting, principal)
         compiled = Query(query)
         now = iso(self.clock())  # one moment for the candidates and the shadowing check
-        candidates = self.store.search_candidates(layers, compiled.words, compiled.whole, now)
-        if len(layers) > 1:
-            # the user's copy shadows the account's, whether or not the user's copy matched
-            shared = [e.name for e in candidates if e.user_id is None]
-            mine = self.store.existing_names(layers[0], shared, now) if shared else set()
-            candidates = [e for e in candidates if e.user_id is not None or e.name not in mine]
+        layers = [layer for group in groups for layer in group]
+        candidates = self.store.search_candidates(layers, compiled.words, compiled.whole, now) if layers else []
+        for group in groups:
+            if len(group) > 1:
+                mine, shared = group[0], group[1]
+                names = [e.name for e in candidates if e.memory == shared.memory and e.user_id is None]
+                held = self.store.existing_names(mine, names, now) if names else set()
+                candidates = [
+                    e for e in candidates if e.memory != shared.memory or e.user_id is not None or e.name not in held
+                ]
         ranked = compiled.rank(candidates, offset + size + 1)
         more = len(ranked) > offset + size
         return ranked[offset : offset + size], encode_cursor(offset + size) if more else None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from ..domain.access import acting_user, can_see_memory, require_account_key
+from ..domain.agents import agent_of_memory
 from ..domain.clock import Clock, iso, utcnow
 from ..domain.errors import ConflictError, InvalidError, NotFoundError
 from ..domain.models import MemoryRecord, Principal
@@ -64,6 +65,7 @@ class MemoryService:
     def delete(self, principal: Principal, name: str, user: str | None = None) -> MemoryRecord:
         """To the trash for 30 days; refused (409 attached) while any agent attaches it."""
         record = self.get(principal, name, user)
+        _not_an_agents_own(name, "deletes")
         if record.user_id is None:
             require_account_key(principal, "deleting an account memory")
         now = self.clock()
@@ -73,6 +75,7 @@ class MemoryService:
 
     def restore(self, principal: Principal, name: str, user: str | None = None) -> MemoryRecord:
         check_memory_name(name)
+        _not_an_agents_own(name, "restores")
         acting = acting_user(principal, user)
         now = iso(self.clock())
         record = self.store.get_memory(principal.account_id, name, now)
@@ -85,3 +88,12 @@ class MemoryService:
     def purge_due(self) -> int:
         """Delete for good what has been in the trash for 30 days."""
         return self.store.purge_due(iso(self.clock()))
+
+
+def _not_an_agents_own(name: str, verb: str) -> None:
+    agent = agent_of_memory(name)
+    if agent is not None:
+        raise ConflictError(
+            f"{name!r} is agent {agent!r}'s own memory: it goes and comes back with its agent "
+            f"(deleting or restoring the agent {verb} it)"
+        )

@@ -35,6 +35,21 @@ def _record(row: sqlite3.Row) -> MemoryRecord:
     )
 
 
+def purge_memory_rows(conn: sqlite3.Connection, account_id: str, name: str) -> tuple[int, int]:
+    """Delete one memory for good inside the caller's write transaction: its entries (and their search
+    rows), their history, the attachments of it, and the memory row. Returns (memories, entries) removed."""
+    conn.execute(
+        "DELETE FROM entries_fts WHERE rowid IN (SELECT rowid FROM entries WHERE account_id=? AND memory=?)",
+        (account_id, name),
+    )
+    removed = {}
+    for table in ("entries", "entry_history", "attachments", "memories"):
+        column = "name" if table == "memories" else "memory"
+        cursor = conn.execute(f"DELETE FROM {table} WHERE account_id=? AND {column}=?", (account_id, name))
+        removed[table] = cursor.rowcount
+    return removed["memories"], removed["entries"]
+
+
 class SqliteMemoryStore(MemoryStore):
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -132,14 +147,7 @@ class SqliteMemoryStore(MemoryStore):
                 "SELECT account_id, name FROM memories WHERE purge_after IS NOT NULL AND purge_after <= ?", (now,)
             ).fetchall()
             for account_id, name in due:
-                conn.execute(
-                    "DELETE FROM entries_fts WHERE rowid IN "
-                    "(SELECT rowid FROM entries WHERE account_id=? AND memory=?)",
-                    (account_id, name),
-                )
-                for table in ("entries", "entry_history", "attachments", "memories"):
-                    column = "name" if table == "memories" else "memory"
-                    conn.execute(f"DELETE FROM {table} WHERE account_id=? AND {column}=?", (account_id, name))
+                purge_memory_rows(conn, account_id, name)
         return len(due)
 
     def attach(self, account_id: str, memory: str, agent: str, writable: bool) -> None:

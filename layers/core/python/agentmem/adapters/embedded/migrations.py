@@ -102,4 +102,22 @@ MIGRATIONS: list[str] = [
     CREATE INDEX entries_live ON entries(account_id, memory, layer_user, expires_at, name, description)
         WHERE conversation IS NULL;
     """,
+    # 4: agents. Their attachments are also rows of ``attachments`` (what a memory's attached_to reads);
+    # ``settings`` is the JSON document of adapters/agent_settings.py, attachments in their order
+    """
+    CREATE TABLE agents (
+        account_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        user_id TEXT,
+        version INTEGER NOT NULL,
+        settings TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        deleted_at TEXT,
+        purge_after TEXT,
+        PRIMARY KEY (account_id, name)
+    );
+    CREATE INDEX agents_by_due ON agents(purge_after) WHERE purge_after IS NOT NULL;
+    CREATE INDEX attachments_by_agent ON attachments(account_id, agent);
+    """,
 ]

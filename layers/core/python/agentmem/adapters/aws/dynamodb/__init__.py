@@ -1,4 +1,4 @@
-"""The DynamoDB adapters: accounts, memories, entries and usage in one table (see ``table`` and ``layout``).
+"""The DynamoDB adapters: accounts, agents, memories, entries and usage in one table (see ``table`` and ``layout``).
 
 ``build_dynamodb_stores(settings, session=None)`` makes them: one boto3 client (``client_config()``: retries
 with backoff, timeouts; the endpoint from ``AWS_ENDPOINT_URL_DYNAMODB`` when set), pynamodb models
@@ -16,6 +16,7 @@ import boto3
 from ....settings import Settings
 from ..config import client_config
 from .accounts import DynamoAccountStore
+from .agents import DynamoAgentStore
 from .entries import DynamoEntryStore
 from .memories import DynamoMemoryStore
 from .models import BoundModels, bind_models
@@ -33,6 +34,7 @@ __all__ = ["DynamoDBStores", "build_dynamodb_stores", "create_table"]
 @dataclass(frozen=True)
 class DynamoDBStores:
     accounts: DynamoAccountStore
+    agents: DynamoAgentStore
     memories: DynamoMemoryStore
     entries: DynamoEntryStore
     usage: DynamoUsageStore
@@ -51,13 +53,14 @@ def dynamodb_client(session: boto3.Session | None = None) -> DynamoDBClient:
 def build_dynamodb_stores(
     settings: Settings, session: boto3.Session | None = None, *, create_missing_table: bool = False
 ) -> DynamoDBStores:
-    """The four stores on the table ``settings.table``; ``create_missing_table`` for local AWS mode."""
+    """The stores on the table ``settings.table``; ``create_missing_table`` for local AWS mode."""
     client = dynamodb_client(session)
     if create_missing_table:
         create_table(settings, client)
     models = bind_models(settings.table, client.meta.region_name, client)
     return DynamoDBStores(
         accounts=DynamoAccountStore(models),
+        agents=DynamoAgentStore(models),
         memories=DynamoMemoryStore(models),
         entries=DynamoEntryStore(models),
         usage=DynamoUsageStore(models),

@@ -9,6 +9,7 @@
 | key (found by the hash of its secret) | ``KEY#{sha256}`` | ``KEY`` |
 | the account's list of keys | ``A#{account}`` | ``KEY#{key id}`` |
 | memory | ``A#{account}`` | ``M#{memory}`` |
+| agent | ``A#{account}`` | ``G#{agent}`` |
 | usage counter | ``A#{account}`` | ``U#{day}#{operation}#{billable 0/1}`` |
 | layer counter | ``A#{account}#M#{memory}`` | ``C#{layer}`` |
 | entry | ``A#{account}#M#{memory}#{layer}`` | ``E#{name}`` |
@@ -17,6 +18,11 @@
 ``{layer}`` is ``L`` for the account layer and ``U#{user}`` for a user's. A history row's key holds the
 entry's ``created_at``, so an entry deleted (or expired) and created again starts a new run of versions
 without overwriting the old one's rows while they are kept.
+
+An agent's own memory is an ordinary memory item named ``agent:{agent}``. The agents attaching a memory
+are the memory item's ``attached`` (and ``writable``) string sets. In the by_due index, trashed memories
+(an agent's own memory too) sit under ``due_pk`` ``TRASH`` and trashed agents under ``TRASH#G``, so each
+store's ``purge_due`` reads only its own.
 """
 
 from __future__ import annotations
@@ -28,11 +34,13 @@ ACCOUNT_NAME_SK = "ACCOUNTNAME"
 KEY_SK = "KEY"
 KEY_REF_PREFIX = "KEY#"
 MEMORY_PREFIX = "M#"
+AGENT_PREFIX = "G#"
 USAGE_PREFIX = "U#"
 COUNTER_PREFIX = "C#"
 ENTRY_PREFIX = "E#"
 HISTORY_PREFIX = "H#"
-TRASH = "TRASH"  # the one partition of the by_due index
+TRASH = "TRASH"  # the by_due index's partition of trashed memories
+AGENT_TRASH = "TRASH#G"  # and of trashed agents
 
 # ``lu_sk`` orders a layer's entries newest first, ties by name A→Z, when read in descending order: the
 # name's characters ([a-z0-9._-]) are mirrored so a descending read sees names ascending, and "~" (above
@@ -60,6 +68,10 @@ def key_ref_sk(key_id: str) -> str:
 
 def memory_sk(name: str) -> str:
     return f"{MEMORY_PREFIX}{name}"
+
+
+def agent_sk(name: str) -> str:
+    return f"{AGENT_PREFIX}{name}"
 
 
 def usage_sk(day: str, operation: str, billable: bool) -> str:
@@ -121,8 +133,9 @@ def expiry_sk(expires_at: str, user_id: str | None, name: str) -> str:
     return f"{expires_at}#{layer_suffix(user_id)}#{name}"
 
 
-def due_sk(purge_after: str, account_id: str, memory: str) -> str:
-    return f"{purge_after}#{account_id}#{memory}"
+def due_sk(purge_after: str, account_id: str, name: str) -> str:
+    """``due_sk`` of the by_due index, for a memory (``due_pk`` TRASH) or an agent (AGENT_TRASH)."""
+    return f"{purge_after}#{account_id}#{name}"
 
 
 def up_to(moment: str) -> str:

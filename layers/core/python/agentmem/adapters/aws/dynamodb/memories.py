@@ -11,6 +11,9 @@ the memory ever had an expiry. ``list_memories``: one query of the account's mem
 ``BatchGetItem`` per 50 memories for a viewer, and the expiry query for memories that need it.
 ``trash_memory`` / ``restore_memory``: one conditional ``UpdateItem`` (and a ``GetItem`` for the answer).
 ``purge_due``: one query of the by_due index, then per memory its layers' items in batches.
+
+``trash_actions``, ``restore_actions`` and ``purge_memory`` are shared with the agents' store, which trashes,
+restores and purges an agent's own memory the same way.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pynamodb.exceptions import DeleteError, PutError, UpdateError
+from pynamodb.expressions.update import Action
 
 from ....domain.errors import AttachedError, ConflictError, NotFoundError
 from ....domain.models import Layer, MemoryRecord
@@ -40,6 +44,51 @@ def _record(row: MemoryRow, entry_count: int = 0, *, counts: bool = True) -> Mem
         entry_count=max(entry_count, 0),
         attached_to=tuple(sorted(row.attached or ())) if counts else (),
     )
+
+
+def trash_actions(account_id: str, name: str, deleted_at: str, purge_after: str) -> list[Action]:
+    """What moving a memory to the trash sets: its times, and its keys in the by_due index."""
+    return [
+        MemoryRow.deleted_at.set(deleted_at),
+        MemoryRow.purge_after.set(purge_after),
+        MemoryRow.due_pk.set(layout.TRASH),
+        MemoryRow.due_sk.set(layout.due_sk(purge_after, account_id, name)),
+    ]
+
+
+def restore_actions() -> list[Action]:
+    return [
+        MemoryRow.deleted_at.remove(), MemoryRow.purge_after.remove(),
+        MemoryRow.due_pk.remove(), MemoryRow.due_sk.remove(),
+    ]
+
+
+def purge_memory(models: BoundModels, row: MemoryRow) -> int:
+    """Delete the memory's layers (entries, history), their counters, then the memory item last: a
+    purge cut short leaves the trashed item behind, and the next ``purge_due`` finishes it. The item
+    goes only while its ``purge_after`` is the one read (restored at the last moment: it stays).
+    Returns how many entries were removed."""
+    memory_pk = layout.memory_pk(row.pk[len("A#"):], row.name)
+    counters = list(models.row.query(memory_pk, consistent_read=True))
+    entries = 0
+    with models.row.batch_write() as batch:
+        for counter in counters:
+            if counter.sk.startswith(layout.COUNTER_PREFIX):
+                layer_pk = f"{memory_pk}#{counter.sk[len(layout.COUNTER_PREFIX):]}"
+                for item in models.row.query(layer_pk, attributes_to_get=["PK", "SK"]):
+                    entries += item.sk.startswith(layout.ENTRY_PREFIX)
+                    batch.delete(item)
+        for counter in counters:
+            batch.delete(counter)
+    unchanged = (
+        MemoryRow.purge_after.does_not_exist() if row.purge_after is None else MemoryRow.purge_after == row.purge_after
+    )
+    try:
+        row.delete(condition=unchanged)
+    except DeleteError as error:
+        if error.cause_response_code != CONDITION_FAILED:
+            raise
+    return entries
 
 
 class DynamoMemoryStore(MemoryStore):
@@ -138,12 +187,7 @@ class DynamoMemoryStore(MemoryStore):
         row = self.models.memory(layout.account_pk(account_id), layout.memory_sk(name))
         try:
             row.update(
-                actions=[
-                    MemoryRow.deleted_at.set(deleted_at),
-                    MemoryRow.purge_after.set(purge_after),
-                    MemoryRow.due_pk.set(layout.TRASH),
-                    MemoryRow.due_sk.set(layout.due_sk(purge_after, account_id, name)),
-                ],
+                actions=trash_actions(account_id, name, deleted_at, purge_after),
                 # the attachments are re-checked by the write itself: an agent attaching meanwhile wins
                 condition=MemoryRow.sk.exists() & MemoryRow.deleted_at.does_not_exist()
                 & MemoryRow.attached.does_not_exist(),
@@ -171,10 +215,7 @@ class DynamoMemoryStore(MemoryStore):
             raise ConflictError(f"memory {name!r} is not in the trash")
         try:
             row.update(
-                actions=[
-                    MemoryRow.deleted_at.remove(), MemoryRow.purge_after.remove(),
-                    MemoryRow.due_pk.remove(), MemoryRow.due_sk.remove(),
-                ],
+                actions=restore_actions(),
                 condition=MemoryRow.purge_after == row.purge_after,
             )
         except UpdateError as error:
@@ -191,28 +232,9 @@ class DynamoMemoryStore(MemoryStore):
             row = self._row(due.pk[len("A#"):], due.sk[len(layout.MEMORY_PREFIX):])
             if row is None or row.purge_after is None or row.purge_after > now:
                 continue  # restored, or the index was behind
-            self._purge(row)
+            purge_memory(self.models, row)
             purged += 1
         return purged
-
-    def _purge(self, row: MemoryRow) -> None:
-        """Delete the memory's layers (entries, history), their counters, then the memory item last: a
-        purge cut short leaves the trashed item behind, and the next ``purge_due`` finishes it."""
-        memory_pk = layout.memory_pk(row.pk[len("A#"):], row.name)
-        counters = list(self.models.row.query(memory_pk, consistent_read=True))
-        with self.models.row.batch_write() as batch:
-            for counter in counters:
-                if counter.sk.startswith(layout.COUNTER_PREFIX):
-                    layer_pk = f"{memory_pk}#{counter.sk[len(layout.COUNTER_PREFIX):]}"
-                    for item in self.models.row.query(layer_pk, attributes_to_get=["PK", "SK"]):
-                        batch.delete(item)
-            for counter in counters:
-                batch.delete(counter)
-        try:
-            row.delete(condition=MemoryRow.purge_after == row.purge_after)
-        except DeleteError as error:  # restored at the last moment: keep it
-            if error.cause_response_code != CONDITION_FAILED:
-                raise
 
     def attach(self, account_id: str, memory: str, agent: str, writable: bool) -> None:
         row = self.models.memory(layout.account_pk(account_id), layout.memory_sk(memory))

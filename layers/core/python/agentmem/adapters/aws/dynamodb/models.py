@@ -57,6 +57,17 @@ class ByDue(GlobalSecondaryIndex["MemoryRow"]):  # type: ignore[no-untyped-call]
     due_sk = UnicodeAttribute(range_key=True)
 
 
+class AgentsByDue(GlobalSecondaryIndex["AgentRow"]):  # type: ignore[no-untyped-call]
+    """The by_due index read from the agents' side (``due_pk`` ``TRASH#G``)."""
+
+    class Meta:
+        index_name = BY_DUE
+        projection = KeysOnlyProjection()
+
+    due_pk = UnicodeAttribute(hash_key=True)
+    due_sk = UnicodeAttribute(range_key=True)
+
+
 class EntryRow(TableRow):
     """One live (or expired, not yet removed) entry. ``user_id`` is absent in the account layer."""
 
@@ -129,6 +140,23 @@ class MemoryRow(TableRow):
     by_due = ByDue()
 
 
+class AgentRow(TableRow):
+    """An agent: the fields queries need, and its settings as one JSON document (``agent_settings``)."""
+
+    name = UnicodeAttribute()
+    user_id = UnicodeAttribute(null=True)
+    version = NumberAttribute()
+    settings = UnicodeAttribute()
+    created_at = UnicodeAttribute()
+    updated_at = UnicodeAttribute()
+    deleted_at = UnicodeAttribute(null=True)
+    purge_after = UnicodeAttribute(null=True)
+    due_pk = UnicodeAttribute(null=True)
+    due_sk = UnicodeAttribute(null=True)
+
+    by_due = AgentsByDue()
+
+
 class AccountRow(TableRow):
     """The account item, and (same fields) the item that holds its name unique."""
 
@@ -174,6 +202,7 @@ class BoundModels:
     history: type[HistoryRow]
     counter: type[CounterRow]
     memory: type[MemoryRow]
+    agent: type[AgentRow]
     account: type[AccountRow]
     key: type[KeyRow]
     usage: type[UsageRow]
@@ -189,6 +218,7 @@ def bind_models(table: str, region: str, client: Any) -> BoundModels:
         history=_bind(HistoryRow, table, region, client),
         counter=_bind(CounterRow, table, region, client),
         memory=_bind(MemoryRow, table, region, client),
+        agent=_bind(AgentRow, table, region, client),
         account=_bind(AccountRow, table, region, client),
         key=_bind(KeyRow, table, region, client),
         usage=_bind(UsageRow, table, region, client),

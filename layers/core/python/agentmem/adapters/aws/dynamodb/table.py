@@ -10,8 +10,9 @@ Indexes (all sparse: an item is in an index only when it carries the index's sor
 - ``by_memory_expiry`` — ``mx_pk`` (the memory) + ``mx_sk`` (``{expires_at}#{layer}#{name}``): counted
   entries that expire, so counts can leave out what has expired and a full layer can free its
   expired slots without reading the layer.
-- ``by_due`` — ``due_pk`` (``TRASH``) + ``due_sk`` (``{purge_after}#{account}#{memory}``): trashed memories by
-  the time they are purged, so ``purge_due`` is a query, not a scan.
+- ``by_due`` — ``due_pk`` (``TRASH`` for memories, ``TRASH#G`` for agents) + ``due_sk``
+  (``{purge_after}#{account}#{name}``): trashed memories and agents by the time they are purged, so each
+  store's ``purge_due`` is a query of its own partition, not a scan.
 """
 
 from __future__ import annotations

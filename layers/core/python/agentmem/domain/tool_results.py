@@ -1,0 +1,102 @@
+"""What a tool call answers: the ``result`` object of the contract and a short text a model reads. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .models import Entry
+from .search import Ranked
+
+SNIPPET_CHARS = 160
+
+
+def entry_dict(entry: Entry, *, content: bool) -> dict[str, Any]:
+    """An entry with the field names of SPEC §2.1, as the API answers it."""
+    body: dict[str, Any] = {
+        "name": entry.name,
+        "memory": entry.memory,
+        "user_id": entry.user_id,
+        "description": entry.description,
+        "category": entry.category,
+        "importance": entry.importance,
+        "visibility": entry.visibility,
+        "version": entry.version,
+        "updated_by": entry.updated_by,
+        "created_at": entry.created_at,
+        "updated_at": entry.updated_at,
+        "expires_at": entry.expires_at,
+    }
+    if content:
+        body["content"] = entry.content
+    return body
+
+
+def _layer(memory: str, user_id: str | None) -> str:
+    return f"{memory}, user {user_id}'s layer" if user_id is not None else f"{memory}, the account's layer"
+
+
+def _snippet(text: str | None) -> str:
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= SNIPPET_CHARS else flat[: SNIPPET_CHARS - 1].rstrip() + "…"
+
+
+def search_result(query: str, ranked: Sequence[Ranked]) -> tuple[dict[str, Any], str]:
+    items = []
+    for hit in ranked:
+        e = hit.entry
+        items.append({
+            "name": e.name, "description": e.description, "content": e.content, "memory": e.memory,
+            "user_id": e.user_id, "score": hit.score, "category": e.category, "importance": e.importance,
+            "visibility": e.visibility, "version": e.version, "updated_at": e.updated_at,
+        })
+    if not ranked:
+        return {"items": items, "mode": "keyword"}, f"No entry matches {query!r}."
+    lines = [f"{len(ranked)} entr{'y' if len(ranked) == 1 else 'ies'} for {query!r}:"]
+    for number, hit in enumerate(ranked, 1):
+        e = hit.entry
+        whose = "account" if e.user_id is None else f"user {e.user_id}"
+        lines.append(f"{number}. {e.name} — {e.description} — {e.memory} ({whose}) — {_snippet(e.content)}")
+    return {"items": items, "mode": "keyword"}, "\n".join(lines)
+
+
+def read_result(entry: Entry, memory: str, also_in: Sequence[str]) -> tuple[dict[str, Any], str]:
+    result = {"entry": entry_dict(entry, content=True), "memory": memory, "also_in": list(also_in)}
+    text = (
+        f"{entry.name} (version {entry.version}, {_layer(memory, entry.user_id)}) — {entry.description}\n\n"
+        f"{entry.content}"
+    )
+    if also_in:
+        text += (
+            f"\n\n(Another entry named {entry.name!r} is in {', '.join(also_in)}; read it with memory="
+            f"{also_in[0]!r}.)"
+        )
+    return result, text
+
+
+_FORCED = {
+    "sensitive_content": "It holds what looks like a credential or personal data, so it was kept private to the user.",
+}
+_DOWNGRADED = {
+    "no_user_context": "No user is known here, so it was stored shared: every conversation of the agent reads it.",
+}
+
+
+def save_result(
+    entry: Entry, memory: str, *, created: bool, forced: str | None, downgraded: str | None
+) -> tuple[dict[str, Any], str]:
+    result: dict[str, Any] = {"entry": entry_dict(entry, content=False), "memory": memory, "created": created}
+    what = "Created" if created else "Saved"
+    text = f"{what} {entry.name!r} (version {entry.version}) in {_layer(memory, entry.user_id)}."
+    if forced is not None:
+        result["forced"] = forced
+        text += " " + _FORCED.get(forced, f"It was stored private ({forced}).")
+    if downgraded is not None:
+        result["downgraded"] = downgraded
+        text += " " + _DOWNGRADED.get(downgraded, f"It was stored shared ({downgraded}).")
+    return result, text
+
+
+def delete_result(entry: Entry, memory: str) -> tuple[dict[str, Any], str]:
+    result = {"deleted": entry.name, "memory": memory, "version": entry.version}
+    return result, f"Deleted {entry.name!r} (version {entry.version}) from {_layer(memory, entry.user_id)}."

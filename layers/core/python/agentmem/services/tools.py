@@ -1,0 +1,131 @@
+"""The agent tools (SPEC §9): which a caller may list, and running one.
+
+A tool is listed only where it may run (journal tools only on surfaces that have them; write tools
+only where the agent may write), and running one refuses whatever the listing leaves out: a client
+may call any tool by name. Memory operations go to ``AgentMemory``, which applies SPEC §3.3 and §7.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..domain.agents import AgentRecord
+from ..domain.errors import AgentmemError, ForbiddenError, InvalidError, NotImplementedYetError
+from ..domain.models import Principal
+from ..domain.surfaces import SurfaceRules
+from ..domain.tool_results import delete_result, read_result, save_result, search_result
+from ..domain.tools import Dialect, ToolCall, ToolDefinition, catalog, derive_description, find_tool, parse_call
+from .agent_memory import AgentMemory, AgentSaveResult, CallContext
+from .entries import SaveRequest
+
+# fields the services name in a 400, and the argument each stands for
+_ARGUMENT_OF_FIELD = {
+    "name": "name", "content": "content", "description": "description", "category": "category",
+    "importance": "importance", "visibility": "visibility", "expires_at": "expires_at", "version": "version",
+    "memory": "memory", "limit": "limit", "q": "query", "query": "query",
+}
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    tool: str
+    operation: str
+    result: dict[str, Any]
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tool": self.tool, "operation": self.operation, "result": self.result, "text": self.text}
+
+
+def refusal(tool: ToolDefinition, rules: SurfaceRules, agent: AgentRecord) -> tuple[str, str] | None:
+    """Why ``tool`` may not run here, as (message, reason code), or None when it may (a journal tool
+    that may run is still 501). The reason codes are AgentMemory's, so a refusal reads the same
+    whichever layer makes it."""
+    if tool.journal and not rules.journal_tools:
+        return (f"{tool.name} is a journal tool, and the {rules.surface} surface has no journal tools",
+                "no_journal_tools")
+    if tool.writes and rules.read_only:
+        return (f"{tool.name} writes memory, and memory is read-only on the {rules.surface} surface",
+                "read_only_surface")
+    if tool.writes and not agent.capabilities.memory:
+        return (f"{tool.name} writes memory, and agent {agent.name!r} has the memory capability off",
+                "memory_capability_off")
+    return None
+
+
+class ToolService:
+    def __init__(self, agent_memory: AgentMemory) -> None:
+        self.agent_memory = agent_memory
+
+    def definitions(
+        self, principal: Principal, agent: str, *, user: str | None = None, surface: str | None = None,
+        dialect: Dialect = "noclick",
+    ) -> list[ToolDefinition]:
+        """The tools of ``dialect`` that may run for this agent, user and surface."""
+        ctx = self.agent_memory.context(principal, agent, user=user, surface=surface)
+        return [tool for tool in catalog(dialect) if refusal(tool, ctx.rules, ctx.agent) is None]
+
+    def execute(
+        self, principal: Principal, agent: str, tool: str, arguments: Any, *, conversation: str | None = None,
+        user: str | None = None, surface: str | None = None,
+    ) -> ToolOutcome:
+        """Run one tool call; nothing is stored unless it succeeds."""
+        definition = find_tool(tool)
+        ctx = self.agent_memory.context(principal, agent, user=user, surface=surface, conversation=conversation)
+        refused = refusal(definition, ctx.rules, ctx.agent)
+        if refused is not None:
+            message, reason = refused
+            raise ForbiddenError(message, reason=reason, tool=definition.name, surface=ctx.surface)
+        if definition.journal:
+            raise NotImplementedYetError(
+                f"{definition.name}: journal tools arrive with conversation memory", tool=definition.name
+            )
+        call = parse_call(definition.name, arguments)
+        try:
+            result, text = self._run(ctx, call)
+        except AgentmemError as error:
+            _aim_at_argument(error, call)
+            raise
+        return ToolOutcome(definition.name, definition.operation, result, text)
+
+    def _run(self, ctx: CallContext, call: ToolCall) -> tuple[dict[str, Any], str]:
+        memory = self.agent_memory
+        if call.operation == "search":
+            query = call.query or ""
+            ranked, _ = memory.search(ctx, query, limit=call.limit, memory=call.memory)
+            return search_result(query, ranked)
+        name = call.name or ""
+        if call.operation == "read":
+            found = memory.read(ctx, name, call.memory)
+            return read_result(found.entry, found.memory, found.also_in)
+        if call.operation == "delete":
+            deleted = memory.delete(ctx, name, version=call.version, memory=call.memory)
+            return delete_result(deleted, deleted.memory or call.memory or ctx.agent.own_memory)
+        saved = self._save(ctx, call)
+        return save_result(saved.entry, saved.memory, created=saved.created, forced=saved.forced,
+                           downgraded=saved.downgraded)
+
+    def _save(self, ctx: CallContext, call: ToolCall) -> AgentSaveResult:
+        request = SaveRequest(
+            content=call.content or "", description=call.description, category=call.category,
+            importance=call.importance, visibility=call.visibility, expires_at=call.expires_at,
+            version=call.version,
+        )
+        name = call.name or ""
+        try:
+            return self.agent_memory.save(ctx, name, request, call.memory)
+        except InvalidError as error:
+            # noorle's memory_store: a new entry without a description takes its content's first line
+            if call.dialect != "noorle" or call.description is not None or error.details.get("field") != "description":
+                raise
+        derived = derive_description(request.content, fallback=name)
+        return self.agent_memory.save(ctx, name, replace(request, description=derived), call.memory)
+
+
+def _aim_at_argument(error: AgentmemError, call: ToolCall) -> None:
+    """A service error about a field names the tool argument it came from (``arguments.<name>``)."""
+    field = error.details.get("field")
+    argument = _ARGUMENT_OF_FIELD.get(field) if isinstance(field, str) else None
+    if argument is not None:
+        error.details["field"] = f"arguments.{call.name_argument if argument == 'name' else argument}"
