@@ -20,6 +20,7 @@ from .models import Health, Page, UsageRecord
 from .transport import HttpTransport, Transport, TransportResponse
 
 if TYPE_CHECKING:
+    from .agent import Agent, Agents
     from .keys import Keys
     from .memory import Memories, Memory
 
@@ -182,6 +183,20 @@ class Client:
         from .memory import Memories
 
         return Memories(self)
+
+    def agent(self, name: str, *, user: str | None = None) -> Agent:
+        """A handle on the agent ``name`` (no request is sent; see ``Agent``)."""
+        from .agent import Agent
+
+        return Agent(name, user=user, client=self)
+
+    @property
+    def agents(self) -> Agents:
+        """The account's agents: ``client.agents.list()``, ``.create(name, ...)``, ``.get(name)``,
+        ``.from_name(name, create_if_missing=True, ...)``."""
+        from .agent import Agents
+
+        return Agents(self)
 
     @property
     def keys(self) -> Keys:

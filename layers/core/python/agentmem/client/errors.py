@@ -2,8 +2,9 @@
 
 Every error the service answers becomes one of these classes, chosen by the error
 ``code`` first and the HTTP status second, so a caller can ``except Conflict`` whatever
-the transport. Two errors never come from the server: ``ConfigurationError`` (no API
-key) and ``Unreachable`` (nothing answered at the URL).
+the transport (501 ``not_implemented`` is ``Unsupported``, not a retryable ``ServerError``).
+Two errors never come from the server: ``ConfigurationError`` (no API key) and
+``Unreachable`` (nothing answered at the URL).
 """
 
 from __future__ import annotations
@@ -138,6 +139,11 @@ class ServerError(AgentmemError):
     """5xx: the service failed; the request may be retried."""
 
 
+class Unsupported(AgentmemError):
+    """501 ``not_implemented``: this service does not do that (yet), e.g. a journal tool before
+    conversations exist. Retrying does not help."""
+
+
 _BY_CODE: dict[str, type[AgentmemError]] = {
     "invalid": Invalid,
     "too_large": TooLarge,
@@ -152,6 +158,7 @@ _BY_CODE: dict[str, type[AgentmemError]] = {
     "sensitive_without_user": Rejected,
     "no_user_context": Rejected,
     "rate_limited": RateLimited,
+    "not_implemented": Unsupported,
 }
 
 _BY_STATUS: dict[int, type[AgentmemError]] = {
@@ -176,10 +183,13 @@ _DEFAULT_CODES: dict[int, str] = {
     413: "too_large",
     422: "rejected",
     429: "rate_limited",
+    501: "not_implemented",
 }
 
 
 def _error_class(status: int, code: str) -> type[AgentmemError]:
+    if status == 501 or code == "not_implemented":
+        return Unsupported
     if status >= 500:
         return ServerError
     by_code = _BY_CODE.get(code)
@@ -204,7 +214,7 @@ def error_from_response(status: int, headers: Mapping[str, str], body: bytes) ->
     if error is None:
         text = body.decode("utf-8", errors="replace").strip()[:200]
         message = text or f"HTTP {status}"
-        code = "server_error" if status >= 500 else _DEFAULT_CODES.get(status, "error")
+        code = _DEFAULT_CODES.get(status) or ("server_error" if status >= 500 else "error")
         details: dict[str, Any] = {}
     else:
         code = str(error.pop("code", "") or _DEFAULT_CODES.get(status, "error"))

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Protocol, overload
 
 from .client import default_client
-from .models import Entry, HistoryItem, MemoryInfo
+from .models import Entry, HistoryItem, MemoryAttachment, MemoryInfo
 from .transport import segment
 
 if TYPE_CHECKING:
@@ -173,6 +173,14 @@ class Memory:
         """Bring the memory back from the trash (within 30 days)."""
         data = self.client.request_json("POST", self._path("restore"), params=self._scope())
         return self._remember(data)
+
+    def writable(self) -> MemoryAttachment:
+        """This memory for an agent's ``memories=[...]``, attached writable.
+
+        A plain ``Memory`` (or its name) there attaches it read-only: ``memories=[company,
+        notes.writable()]``. Only a call acting for the memory's own scope may attach it writable.
+        """
+        return MemoryAttachment(self.name, writable=True)
 
     # --- entries ------------------------------------------------------------------------
 

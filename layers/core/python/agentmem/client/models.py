@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 T = TypeVar("T")
 
@@ -126,6 +126,114 @@ class Health:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Health:
         return cls(**_known(cls, data))
+
+
+class MemoryAttachment(NamedTuple):
+    """A memory an agent reads besides its own, by name; it writes it only when ``writable``.
+
+    ``Memory.writable()`` makes one; a plain ``Memory`` or a memory's name in ``memories=``
+    attaches it read-only. It unpacks as ``(name, writable)``.
+    """
+
+    name: str
+    writable: bool = False
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MemoryAttachment:
+        return cls(str(data.get("name", "")), bool(data.get("writable", False)))
+
+
+@dataclass(frozen=True)
+class AgentInfo:
+    """An agent as the API describes it. ``deleted_at`` is set while it is in the trash.
+
+    ``user_id`` is its owner (``None``: an account agent, shared by every user);
+    ``own_memory`` the name of its own memory (``agent:{name}``); ``memories`` the memories
+    it attaches, in order; ``capabilities`` e.g. ``{"memory": True}``; ``context`` the summary
+    thresholds (``summary_tokens``, ``summary_messages``); ``version`` goes up by one on every
+    change of its settings (``agent.update(..., version=N)``).
+    """
+
+    name: str
+    user_id: str | None = None
+    own_memory: str | None = None
+    instructions: str = ""
+    memories: tuple[MemoryAttachment, ...] = ()
+    capabilities: dict[str, Any] = field(default_factory=dict, hash=False)
+    window_messages: int | None = None
+    context: dict[str, Any] = field(default_factory=dict, hash=False)
+    user_conversations_write_shared: bool = False
+    anonymous_private_writes: str = "refuse"
+    version: int = 0
+    created_at: str | None = None
+    updated_at: str | None = None
+    deleted_at: str | None = None
+    purge_after: str | None = None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> AgentInfo:
+        values = _known(cls, data)
+        values["memories"] = tuple(
+            MemoryAttachment.from_dict(item) for item in values.get("memories") or () if isinstance(item, Mapping)
+        )
+        values["capabilities"] = dict(values.get("capabilities") or {})
+        values["context"] = dict(values.get("context") or {})
+        if values.get("instructions") is None:
+            values.pop("instructions", None)
+        return cls(**values)
+
+    @property
+    def memory_capability(self) -> bool:
+        """Whether the agent may write entries at all (``capabilities.memory``, default true)."""
+        return bool(self.capabilities.get("memory", True))
+
+
+@dataclass(frozen=True)
+class PurgeReceipt:
+    """What ``agent.purge()`` removed for good, counted by kind (``entries``, ``conversations``...)."""
+
+    agent: str
+    removed: dict[str, int] = field(default_factory=dict, hash=False)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PurgeReceipt:
+        removed = data.get("removed") or {}
+        counts = {str(k): int(v) for k, v in removed.items()} if isinstance(removed, Mapping) else {}
+        return cls(str(data.get("agent", "")), counts)
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """The answer to one tool call: the tool's name, the memory operation it ran
+    (``search``, ``read``, ``save``, ``delete``...), its structured ``result`` and the
+    ``text`` to hand back to the model as the tool's output."""
+
+    tool: str
+    operation: str
+    result: dict[str, Any] = field(default_factory=dict, hash=False)
+    text: str = ""
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ToolResult:
+        result = data.get("result")
+        return cls(
+            str(data.get("tool", "")),
+            str(data.get("operation", "")),
+            dict(result) if isinstance(result, Mapping) else {},
+            str(data.get("text") or ""),
+        )
+
+    @property
+    def entry(self) -> Entry | None:
+        """The entry a ``read`` or ``save`` returned (``None`` for other operations)."""
+        entry = self.result.get("entry")
+        return Entry.from_dict(entry) if isinstance(entry, Mapping) else None
+
+    @property
+    def entries(self) -> list[Entry]:
+        """The hits of a ``search`` (empty for other operations)."""
+        items = self.result.get("items") or []
+        return [Entry.from_dict(item) for item in items if isinstance(item, Mapping)]
 
 
 @dataclass(frozen=True)

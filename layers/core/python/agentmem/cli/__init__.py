@@ -1,0 +1,82 @@
+"""The ``agentmem`` command: run the service, and manage memories, entries, agents and keys from a shell.
+
+Commands that talk to a running service go through the SDK (``agentmem.client``) and
+read ``--url`` / ``AGENTMEM_URL`` and ``--api-key`` / ``AGENTMEM_API_KEY``. ``serve``
+and ``accounts create`` act on the backend directly. Output is an aligned table (or a
+short line) by default and JSON with ``--json``. API errors print one line to stderr
+and exit 1; usage errors exit 2.
+
+One module per command group: ``serve``, ``accounts``, ``keys``, ``memories``,
+``entries``, ``agents``; ``output`` prints, ``connection`` builds the SDK client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+from agentmem.client import AgentmemError, ConfigurationError, Unreachable
+
+from .accounts import accounts
+from .agents import agents
+from .entries import entries
+from .keys import keys
+from .mcp import mcp
+from .memories import memories
+from .output import render_table
+from .serve import serve
+
+__all__ = ["cli", "main", "render_table"]
+
+
+class _Cli(click.Group):
+    """Turns the SDK's errors into one line on stderr."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except Unreachable as exc:
+            if exc.timed_out:
+                click.echo(f"error: agentmem at {exc.url} did not answer in time ({exc.reason})", err=True)
+            else:
+                click.echo(
+                    f"error: cannot reach agentmem at {exc.url} — is `agentmem serve` running?", err=True
+                )
+            ctx.exit(1)
+        except ConfigurationError:
+            click.echo("error: no API key: pass --api-key or set AGENTMEM_API_KEY", err=True)
+            ctx.exit(2)
+        except AgentmemError as exc:
+            click.echo(f"error: {exc.code}: {exc.message}", err=True)
+            ctx.exit(1)
+
+
+@click.group(cls=_Cli, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--url",
+    envvar="AGENTMEM_URL",
+    default=None,
+    metavar="URL",
+    help="Service URL [env AGENTMEM_URL; default http://127.0.0.1:8787].",
+)
+@click.option(
+    "--api-key",
+    envvar="AGENTMEM_API_KEY",
+    default=None,
+    metavar="KEY",
+    help="API key [env AGENTMEM_API_KEY].",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
+def cli(url: str | None, api_key: str | None, as_json: bool) -> None:
+    """agentmem: memory for AI agents."""
+
+
+for _command in (serve, accounts, keys, memories, entries, agents, mcp):
+    cli.add_command(_command)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Console-script entry point."""
+    cli.main(args=list(argv) if argv is not None else None, prog_name="agentmem")

@@ -1,0 +1,292 @@
+"""``Agent``: an agent's settings, its own memory and its tools; ``Agents``: the account's agents.
+
+    company = Memory.from_name("company", create_if_missing=True)
+    support = Agent.from_name("support", create_if_missing=True, instructions="Answer billing questions.",
+                              memories=[company])
+    scribe = Agent.from_name("scribe", create_if_missing=True, memories=[company.writable()])
+    support.memory.save("tone", "Warm, brief.", description="How we write")   # its own memory
+    tools = support.tools(format="anthropic")                                  # hand these to the model
+    result = support.call_tool("memory__search", {"query": "refund"}, user="user_42")
+    print(result.text)                                                          # the tool's output
+
+An account agent (no ``user=``) is shared by every user who talks to it: pass ``user=`` to
+``search``, ``tools`` and ``call_tool`` to act for one of them. ``Agent(name, user=U)`` is a
+handle on user U's own agent, and its calls act for U.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Unpack
+
+from .agent_settings import AgentSettings, settings_body
+from .client import default_client
+from .errors import Conflict, NotFound
+from .memory import Memory
+from .models import AgentInfo, Entry, MemoryAttachment, PurgeReceipt, ToolResult
+from .transport import segment
+
+if TYPE_CHECKING:
+    from .client import Client, ParamValue
+
+AgentInfoList = list[AgentInfo]
+EntryList = list[Entry]
+ToolDefinitions = list[dict[str, Any]]
+AttachmentList = list[MemoryAttachment]
+
+
+class Agents:
+    """The agents of the client's account: ``client.agents``."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    def list(self, user: str | None = None, trash: bool = False) -> AgentInfoList:
+        """Every agent (``user``'s agents when given); with ``trash=True`` those in the trash instead."""
+        params: dict[str, ParamValue] = {"user": user, "trash": True if trash else None}
+        return [*self._client.iterate("/agents", AgentInfo.from_dict, params)]
+
+    def get(self, name: str, *, user: str | None = None) -> Agent:
+        """The agent ``name`` (``user``'s agent when given); ``NotFound`` when there is none."""
+        agent = Agent(name, user=user, client=self._client)
+        agent.info()
+        return agent
+
+    def create(self, name: str, *, user: str | None = None, **settings: Unpack[AgentSettings]) -> Agent:
+        """Create the agent ``name`` (the account's, or ``user``'s); ``Conflict`` if it exists.
+
+        Settings left out (or ``None``) take their defaults: no instructions, no attached
+        memories, the memory capability on.
+        """
+        agent = Agent(name, user=user, client=self._client)
+        agent._put(settings_body(settings, drop_none=True), {"If-None-Match": "*"})
+        return agent
+
+    def from_name(
+        self,
+        name: str,
+        *,
+        create_if_missing: bool = False,
+        user: str | None = None,
+        **settings: Unpack[AgentSettings],
+    ) -> Agent:
+        """The agent ``name``; with ``create_if_missing`` created with ``settings`` when absent.
+
+        The settings apply only when this call creates the agent: an existing agent is
+        returned as it is (change it with ``update``). Two callers creating it at once both
+        get the one that was made.
+        """
+        try:
+            return self.get(name, user=user)
+        except NotFound:
+            if not create_if_missing:
+                raise
+        try:
+            return self.create(name, user=user, **settings)
+        except Conflict:  # created meanwhile by someone else: use theirs
+            return self.get(name, user=user)
+
+
+class Agent:
+    """A handle on the agent ``name`` (``user``'s own agent when ``user`` is given).
+
+    Building one sends nothing. Its properties (``instructions``, ``memories``,
+    ``version``...) describe the agent as the last answer about it did, fetching it first
+    when nothing was asked yet; ``info()`` fetches it again.
+    """
+
+    def __init__(self, name: str, *, user: str | None = None, client: Client | None = None) -> None:
+        self.name = name
+        self.user = user
+        self._client = client
+        self.last_info: AgentInfo | None = None  # the agent as the last answer about it described it
+
+    def __repr__(self) -> str:
+        scope = f", user={self.user!r}" if self.user is not None else ""
+        return f"Agent({self.name!r}{scope})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Agent) and (other.name, other.user) == (self.name, self.user)
+
+    def __hash__(self) -> int:
+        return hash(("agent", self.name, self.user))
+
+    @property
+    def client(self) -> Client:
+        """The client this handle sends through (the default client when none was given)."""
+        return self._client if self._client is not None else default_client()
+
+    # --- finding and creating agents ------------------------------------------------------
+
+    @classmethod
+    def create(
+        cls, name: str, *, user: str | None = None, client: Client | None = None, **settings: Unpack[AgentSettings]
+    ) -> Agent:
+        """Create the agent ``name`` (``Conflict`` if it exists); see ``Agents.create``."""
+        return _agents(client).create(name, user=user, **settings)
+
+    @classmethod
+    def from_name(
+        cls,
+        name: str,
+        *,
+        create_if_missing: bool = False,
+        user: str | None = None,
+        client: Client | None = None,
+        **settings: Unpack[AgentSettings],
+    ) -> Agent:
+        """The agent ``name`` (``NotFound`` if absent), created with ``settings`` when ``create_if_missing``."""
+        return _agents(client).from_name(name, create_if_missing=create_if_missing, user=user, **settings)
+
+    @classmethod
+    def list(cls, user: str | None = None, trash: bool = False, client: Client | None = None) -> AgentInfoList:
+        """The account's agents (or ``user``'s); ``trash=True`` lists those in the trash."""
+        return _agents(client).list(user=user, trash=trash)
+
+    # --- the agent itself -----------------------------------------------------------------
+
+    def info(self) -> AgentInfo:
+        """The agent's current settings and version."""
+        response = self.client.request("GET", self._path(), params=self._scope())
+        return self._remember(response.json(), response.headers)
+
+    def update(self, *, version: int | None = None, **settings: Unpack[AgentSettings]) -> AgentInfo:
+        """Change the settings passed; the others keep their value.
+
+        ``None`` is sent as is: ``window_messages=None`` goes back to the platform's window.
+        ``memories=[...]`` replaces the whole list. With ``version=N`` the change lands only if
+        the agent is still at version N, else ``Conflict`` with ``current_version``.
+        """
+        headers = {"If-Match": f'"{version}"'} if version is not None else {}
+        return self._put(settings_body(settings, drop_none=False), headers)
+
+    def delete(self) -> AgentInfo:
+        """Move the agent to the trash (``Attached`` while another agent attaches its own memory)."""
+        return self._remember(self.client.request_json("DELETE", self._path(), params=self._scope()))
+
+    def restore(self) -> AgentInfo:
+        """Bring the agent back from the trash."""
+        return self._remember(self.client.request_json("POST", self._path("restore"), params=self._scope()))
+
+    def purge(self) -> PurgeReceipt:
+        """Delete the agent for good, with its own memory, conversations and workspaces: what went."""
+        data = self.client.request_json("POST", self._path("purge"), params=self._scope())
+        self.last_info = None
+        return PurgeReceipt.from_dict(data)
+
+    # --- what it is, as last described ----------------------------------------------------
+
+    @property
+    def memory_id(self) -> str:
+        """The name of the agent's own memory: ``agent:{name}``."""
+        return f"agent:{self.name}"
+
+    @property
+    def memory(self) -> Memory:
+        """The agent's own memory (``agent.memory.save(...)``, ``.list(user=...)``, ``.search(...)``)."""
+        return Memory(self.memory_id, user=self.user, client=self._client)
+
+    @property
+    def user_id(self) -> str | None:
+        """The agent's owner: ``None`` for an account agent."""
+        return self._described().user_id
+
+    @property
+    def instructions(self) -> str:
+        return self._described().instructions
+
+    @property
+    def memories(self) -> AttachmentList:
+        """The memories it attaches, in order, as ``(name, writable)`` pairs."""
+        return [*self._described().memories]
+
+    @property
+    def capabilities(self) -> dict[str, Any]:
+        return dict(self._described().capabilities)
+
+    @property
+    def window_messages(self) -> int | None:
+        return self._described().window_messages
+
+    @property
+    def version(self) -> int:
+        return self._described().version
+
+    # --- recall and tools -----------------------------------------------------------------
+
+    def search(
+        self, query: str, *, user: str | None = None, limit: int | None = None, surface: str | None = None
+    ) -> EntryList:
+        """Every memory the agent reads, searched as it sees them: each hit names its ``memory``,
+        ``user_id`` (``None``: the account's layer) and ``score``."""
+        params: dict[str, ParamValue] = {"q": query, "limit": limit, "surface": surface, **self._acting(user)}
+        data = self.client.request_json("GET", self._path("search"), params=params)
+        return [Entry.from_dict(item) for item in data.get("items") or [] if isinstance(item, Mapping)]
+
+    def tools(
+        self,
+        dialect: str = "noclick",
+        format: str = "mcp",
+        *,
+        surface: str | None = None,
+        user: str | None = None,
+    ) -> ToolDefinitions:
+        """The agent's tool definitions, ready to hand to a model API.
+
+        ``dialect``: ``noclick`` (``memory__search``...) or ``noorle`` (``memory_recall``...);
+        ``format``: ``mcp``, ``openai``, ``anthropic`` or ``bedrock``. The tools offered depend
+        on the ``surface`` and on whom the call acts for.
+        """
+        params: dict[str, ParamValue] = {"dialect": dialect, "format": format, "surface": surface}
+        params.update(self._acting(user))
+        return [*self.client.iterate(self._path("tools"), dict, params)]
+
+    def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        conversation: str | None = None,
+        user: str | None = None,
+        surface: str | None = None,
+    ) -> ToolResult:
+        """Run the tool ``name`` as the agent would, in ``conversation`` for ``user`` on ``surface``
+        (default ``agent``). A refused call raises the API's error and stores nothing."""
+        body: dict[str, Any] = {"arguments": dict(arguments or {})}
+        if conversation is not None:
+            body["conversation"] = conversation
+        if surface is not None:
+            body["surface"] = surface
+        path = self._path("tools", segment(name))
+        return ToolResult.from_dict(self.client.request_json("POST", path, params=self._acting(user), body=body))
+
+    # --- helpers --------------------------------------------------------------------------
+
+    def _path(self, *rest: str) -> str:
+        return "/".join([f"/agents/{segment(self.name)}", *rest])
+
+    def _scope(self) -> dict[str, ParamValue]:
+        return {"user": self.user}
+
+    def _acting(self, user: str | None) -> dict[str, ParamValue]:
+        return {"user": user if user is not None else self.user}
+
+    def _put(self, body: dict[str, Any], headers: Mapping[str, str]) -> AgentInfo:
+        response = self.client.request("PUT", self._path(), params=self._scope(), body=body, headers=headers)
+        return self._remember(response.json(), response.headers)
+
+    def _described(self) -> AgentInfo:
+        return self.last_info if self.last_info is not None else self.info()
+
+    def _remember(self, data: Any, headers: Mapping[str, str] | None = None) -> AgentInfo:
+        values = dict(data) if isinstance(data, Mapping) else {}
+        etag = (headers or {}).get("etag", "").strip('W/"')
+        if "version" not in values and etag.isdigit():
+            values["version"] = int(etag)
+        values.setdefault("name", self.name)
+        self.last_info = AgentInfo.from_dict(values)
+        return self.last_info
+
+
+def _agents(client: Client | None) -> Agents:
+    return Agents(client if client is not None else default_client())
