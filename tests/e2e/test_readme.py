@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import requests
+from doc_blocks import fenced_blocks
 from serving import wait_healthy
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,7 +25,7 @@ AGENTMEM = Path(sys.executable).with_name("agentmem")
 
 
 def _blocks(language: str) -> list[str]:
-    return re.findall(rf"```{language}\n(.*?)```", README, flags=re.S)
+    return fenced_blocks(README, language)
 
 
 def _free_port() -> int:
@@ -55,8 +56,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]
 
 
 def test_the_python_example_runs_and_shows_a_conflict(served: dict[str, str]) -> None:
-    # Given the README's SDK example
-    [example] = _blocks("python")
+    # Given the README's SDK example (the first Python block; the agent example is run by test_agents_guide)
+    example = _blocks("python")[0]
     # When it runs as a script against the server
     result = subprocess.run(
         [sys.executable, "-c", example], env=served, capture_output=True, text=True, timeout=60
