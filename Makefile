@@ -59,8 +59,9 @@ bench: install
 bench-cold-start: install
 	$(BIN)/python bench/cold_start.py
 
-layers: install  ## the Lambda dependency layer: pip for the Lambda platform, no Docker (ARCH=x86_64 for Intel)
-	PYTHON=$(BIN)/python bash layers/deps/build.sh $(ARCH)
+layers: install  ## the Lambda dependency layers: pip for the Lambda platform, no Docker (ARCH=x86_64 for Intel)
+	PYTHON=$(BIN)/python bash layers/deps/build.sh $(ARCH) layers/deps/python
+	PYTHON=$(BIN)/python bash layers/deps/build.sh $(ARCH) layers/mcp/python layers/mcp layers/deps/python
 
 synth: layers emulators  ## both stacks into cdk.out, offline; fails on any unacknowledged cdk-nag finding
 	CDK_CONTEXT_JSON='{"agentmem:architecture": "$(ARCH)"}' $(BIN)/python app.py

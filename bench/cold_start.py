@@ -1,4 +1,4 @@
-"""Cold start: how long the API handler takes to import, and how big the two Lambda layers are.
+"""Cold start: how long the handlers take to import, and how big the Lambda layers are.
 
     .venv/bin/python bench/cold_start.py              # 7 fresh interpreters per handler
     .venv/bin/python bench/cold_start.py --runs 3     # quicker
@@ -6,19 +6,28 @@
 What it measures, with the layers as Lambda would mount them:
 
 * the package layer staged as the CDK stages it (``infra.layer_build``: no caches, hash-checked .pyc);
-* the dependency layer: ``layers/deps/python`` when it is built for the deployment architecture
-  (``make layers``), else built by ``layers/deps/build.sh`` into a temporary folder. Its unzipped and
-  zipped size is the deployment's. Imports run on this machine, so when this machine's architecture
-  differs from the deployment's (arm64 by default) a second copy is built for this machine to import;
-* ``import functions.api.handler`` (and the authorizer's handler) in fresh interpreters with
+* the dependency layer every function has: ``layers/deps/python`` when it is built for the deployment
+  architecture from the current lists (``make layers``), else built by ``layers/deps/build.sh`` into a
+  temporary folder; and the MCP function's extra layer the same way (``layers/mcp/python``, what the
+  ``mcp`` SDK brings on top of the dependency layer). Their unzipped and zipped sizes are the
+  deployment's. Imports run on this machine, so when this machine's architecture differs from the
+  deployment's (arm64 by default) a second copy of each is built for this machine to import;
+* ``import functions.api.handler`` and the authorizer's handler in fresh interpreters with
   ``PYTHONPATH`` = the repository (for ``functions``), the package layer, the dependency layer, and no
-  site-packages (``-S``), so nothing from the development venv can stand in for a missing package. The
-  environment says "Lambda" (``AWS_LAMBDA_FUNCTION_NAME`` and friends) so the tracer and logger set up
-  as they do there. Wall time is the median of ``--runs`` interpreters; ``-X importtime`` of one more
-  gives the per-module breakdown (its own overhead makes that total larger).
+  site-packages (``-S``), so nothing from the development venv can stand in for a missing package: the
+  API function has no MCP layer, and neither has this path. Then, with the MCP layer added as the MCP
+  function has it, ``import functions.mcp.handler`` (that function's whole import) and
+  ``import agentmem.mcp_server.http`` after ``functions.api.handler`` (what MCP adds on top of the API
+  handler). The environment says "Lambda" (``AWS_LAMBDA_FUNCTION_NAME`` and friends) so the tracer and
+  logger set up as they do there. Wall time is the median of ``--runs`` interpreters per measure, taken
+  in turns across the measures (so a burst of load elsewhere hits them all alike), with the fastest run
+  beside it; ``-X importtime`` of one more gives the per-module breakdown (its own overhead makes that
+  total larger). The load average at the end is recorded: on a busy machine, quote the fastest runs.
 
 Prints a table and writes ``bench/results/cold_start.json``. Timings are never asserted; the targets
-(handler import ≤ 450 ms, dependency layer ≤ 60 MB unzipped) are printed with a pass/miss mark.
+(API handler import ≤ 450 ms, dependency layer ≤ 60 MB unzipped) are printed with a pass/miss mark. The
+MCP layer has no target of its own; the MCP function's layers together are shown against Lambda's
+250 MB limit (function and layers, unzipped).
 """
 
 from __future__ import annotations
@@ -42,13 +51,23 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from infra.config import DEPS_BUILT_DIR, DEPS_MARKER, recipe_digest  # noqa: E402
+from infra.config import (  # noqa: E402
+    DEPS_BUILT_DIR,
+    DEPS_DIR,
+    DEPS_MARKER,
+    MCP_BUILT_DIR,
+    MCP_DIR,
+    stale_reason,
+)
 from infra.layer_build import stage_package_layer  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "cold_start.json"
 BUILD_SCRIPT = ROOT / "layers" / "deps" / "build.sh"
 TARGETS = {"api_import_ms": 450.0, "deps_layer_unzipped_mb": 60.0}
-HANDLERS = {"api": "functions.api.handler", "authorizer": "functions.authorizer.handler"}
+LAMBDA_UNZIPPED_LIMIT_MB = 250.0  # a function's code and all its layers, unzipped (a Lambda quota)
+HANDLERS = {"api": "functions.api.handler", "authorizer": "functions.authorizer.handler"}  # base layers only
+MCP_HANDLER = "functions.mcp.handler"  # with the MCP layer too
+MCP_SERVER = "agentmem.mcp_server.http"  # what /v1/mcp imports, measured on top of the API handler
 TOP = 15
 MB = 1024 * 1024
 
@@ -74,6 +93,8 @@ class LayerDirs:
     core: Path  # holds python/agentmem
     deps_deployed: Path  # holds python/, for the deployment architecture
     deps_importable: Path  # holds python/, for this machine
+    mcp_deployed: Path  # the MCP layer (python/), for the deployment architecture
+    mcp_importable: Path  # the MCP layer, for this machine
 
 
 def machine_architecture() -> str:
@@ -85,35 +106,44 @@ def built_for(folder: Path) -> dict[str, Any] | None:
     return json.loads(marker.read_text()) if marker.is_file() else None
 
 
-def usable(folder: Path, architecture: str) -> bool:
-    found = built_for(folder) or {}
-    return found.get("architecture") == architecture and found.get("requirements_sha256") == recipe_digest()
+def usable(folder: Path, architecture: str, recipe: Path = DEPS_DIR, base_recipe: Path | None = None) -> bool:
+    """Built (with a marker) for ``architecture`` from the current lists, as synthesis would accept it."""
+    found = built_for(folder)
+    return found is not None and stale_reason(found, architecture, recipe, base_recipe_dir=base_recipe) is None
 
 
-def build_deps(architecture: str, into: Path) -> Path:
-    """``layers/deps/build.sh`` into ``into/python``; returns ``into``."""
-    print(f"building the dependency layer for {architecture} in {into} ...", flush=True)
-    done = subprocess.run(
-        ["bash", str(BUILD_SCRIPT), architecture, str(into / "python")],
-        env={**os.environ, "PYTHON": sys.executable}, capture_output=True, text=True,
-    )
+def build_layer(architecture: str, into: Path, recipe: Path = DEPS_DIR, base: Path | None = None) -> Path:
+    """``layers/deps/build.sh`` of ``recipe`` into ``into/python`` (on top of ``base/python``); returns ``into``."""
+    print(f"building the {recipe.name} layer for {architecture} in {into} ...", flush=True)
+    command = ["bash", str(BUILD_SCRIPT), architecture, str(into / "python"), str(recipe)]
+    if base is not None:
+        command.append(str(base / "python"))
+    done = subprocess.run(command, env={**os.environ, "PYTHON": sys.executable}, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"layers/deps/build.sh failed:\n{done.stderr[-3000:]}")
     return into
 
 
+def layers_for(architecture: str, work: Path) -> tuple[Path, Path]:
+    """(dependency layer, MCP layer) for ``architecture``: the built ones when current, else built in ``work``."""
+    deps = DEPS_BUILT_DIR.parent
+    if not usable(deps, architecture):
+        deps = build_layer(architecture, work / f"deps-{architecture}")
+    mcp = MCP_BUILT_DIR.parent
+    # the MCP layer leaves out what its base holds: take the built one only on top of the built base
+    if deps != DEPS_BUILT_DIR.parent or not usable(mcp, architecture, MCP_DIR, DEPS_DIR):
+        mcp = build_layer(architecture, work / f"mcp-{architecture}", MCP_DIR, base=deps)
+    return deps, mcp
+
+
 def prepare_layers(work: Path, architecture: str) -> LayerDirs:
     core = work / "core"
     stage_package_layer(ROOT / "layers" / "core", core)
-    deployed = DEPS_BUILT_DIR.parent
-    if not usable(deployed, architecture):
-        deployed = build_deps(architecture, work / f"deps-{architecture}")
+    deps, mcp = layers_for(architecture, work)
     here = machine_architecture()
-    importable = deployed
-    if here != architecture:
-        local = DEPS_BUILT_DIR.parent
-        importable = local if usable(local, here) else build_deps(here, work / f"deps-{here}")
-    return LayerDirs(core=core, deps_deployed=deployed, deps_importable=importable)
+    deps_here, mcp_here = (deps, mcp) if here == architecture else layers_for(here, work)
+    return LayerDirs(core=core, deps_deployed=deps, deps_importable=deps_here, mcp_deployed=mcp,
+                     mcp_importable=mcp_here)
 
 
 # -- sizes -----------------------------------------------------------------------------------------------
@@ -145,24 +175,32 @@ def biggest_packages(folder: Path, count: int = 8) -> list[tuple[str, float]]:
 
 # -- import time -----------------------------------------------------------------------------------------
 
-def interpreter_env(layers: LayerDirs) -> dict[str, str]:
-    path = os.pathsep.join([str(ROOT), str(layers.core / "python"), str(layers.deps_importable / "python")])
+def interpreter_env(layers: LayerDirs, *, mcp: bool = False) -> dict[str, str]:
+    """What a function's interpreter sees: the base layers, and with ``mcp`` the MCP layer after them."""
+    folders = [ROOT, layers.core / "python", layers.deps_importable / "python"]
+    if mcp:
+        folders.append(layers.mcp_importable / "python")
     keep = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "TMPDIR")}
+    path = os.pathsep.join(str(folder) for folder in folders)
     return {**keep, **LAMBDA_ENV, "PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1"}
 
 
-def timed_import(module: str, env: dict[str, str]) -> float:
-    code = f"import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
+def timed_import(module: str, env: dict[str, str], after: str | None = None) -> float:
+    """Milliseconds of ``import module`` in a fresh interpreter (once ``after`` is imported, untimed)."""
+    first = f"import {after}; " if after else ""
+    code = f"import time; {first}t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
     done = subprocess.run([sys.executable, "-S", "-c", code], env=env, cwd=ROOT, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"import {module} failed in a fresh interpreter:\n{done.stderr[-3000:]}")
     return float(done.stdout.strip().splitlines()[-1]) * 1000
 
 
-def import_profile(module: str, env: dict[str, str]) -> list[tuple[int, int, int, str]]:
-    """``-X importtime`` rows: (self µs, cumulative µs, depth, module)."""
+def import_profile(module: str, env: dict[str, str], after: str | None = None) -> list[tuple[int, int, int, str]]:
+    """``-X importtime`` rows: (self µs, cumulative µs, depth, module); with ``after``, only the rows
+    ``import module`` adds once ``after`` is imported (a module is listed once, when first imported)."""
+    code = (f"import {after}; " if after else "") + f"import {module}"
     done = subprocess.run(
-        [sys.executable, "-S", "-X", "importtime", "-c", f"import {module}"], env=env, cwd=ROOT,
+        [sys.executable, "-S", "-X", "importtime", "-c", code], env=env, cwd=ROOT,
         capture_output=True, text=True, check=True,
     )
     rows = []
@@ -172,6 +210,10 @@ def import_profile(module: str, env: dict[str, str]) -> list[tuple[int, int, int
         self_us, cumulative_us, name = line.removeprefix("import time:").split("|", 2)
         depth = (len(name) - len(name.lstrip(" "))) // 2
         rows.append((int(self_us), int(cumulative_us), depth, name.strip()))
+    if after:
+        # the rows of `after` end with its own row at depth 0; what follows is `module`'s addition
+        ends = [i for i, row in enumerate(rows) if row[2] == 0 and row[3] == after]
+        rows = rows[ends[-1] + 1:] if ends else rows
     return rows
 
 
@@ -184,14 +226,33 @@ def by_package(rows: list[tuple[int, int, int, str]]) -> list[tuple[str, float]]
     return [(name, round(us / 1000, 1)) for name, us in ranked]
 
 
-def measure_handler(module: str, env: dict[str, str], runs: int) -> dict[str, Any]:
-    timed_import(module, env)  # warm the file cache, as a second cold start on the same host would be
-    samples = [timed_import(module, env) for _ in range(runs)]
-    rows = import_profile(module, env)
+@dataclass(frozen=True)
+class Measure:
+    module: str
+    env: dict[str, str]
+    after: str | None = None  # imported first, untimed
+
+
+def measure_all(measures: dict[str, Measure], runs: int) -> dict[str, dict[str, Any]]:
+    """Each measure's samples, taken in turns (one of each, ``runs`` times) so that a burst of load from
+    elsewhere on the machine spreads over all of them instead of landing on one."""
+    for m in measures.values():
+        timed_import(m.module, m.env, m.after)  # warm the file cache, as a second cold start on the same host would be
+    samples: dict[str, list[float]] = {name: [] for name in measures}
+    for _ in range(runs):
+        for name, m in measures.items():
+            samples[name].append(timed_import(m.module, m.env, m.after))
+    return {name: summarise(m, samples[name]) for name, m in measures.items()}
+
+
+def summarise(m: Measure, samples: list[float]) -> dict[str, Any]:
+    rows = import_profile(m.module, m.env, m.after)
     top = sorted(rows, key=lambda row: -row[1])[:TOP]
     return {
-        "module": module,
+        "module": m.module,
+        **({"on_top_of": m.after} if m.after else {}),
         "import_ms_median": round(statistics.median(samples), 1),
+        "import_ms_min": round(min(samples), 1),  # load elsewhere only ever adds time
         "import_ms_samples": [round(s, 1) for s in samples],
         "importtime_total_ms": round(sum(row[0] for row in rows) / 1000, 1),
         "modules_imported": len(rows),
@@ -209,24 +270,38 @@ def mark(value: float, target: float) -> str:
     return "pass" if value <= target else "MISS"
 
 
+W = 56  # width of the measure column
+
+
 def report(result: dict[str, Any]) -> None:
-    api = result["handlers"]["api"]
-    deps, core = result["layers"]["deps"], result["layers"]["core"]
+    api, on_top = result["handlers"]["api"], result["mcp_on_top_of_api"]
+    layers = result["layers"]
+    deps, mcp, core = layers["deps"], layers["mcp"], layers["core"]
     print()
     print(f"cold start — Python {result['python']} on {result['machine']}, deployment {result['architecture']}")
-    print(f"{'measure':44} {'value':>12} {'target':>10}  ")
-    print("-" * 72)
+    print(f"load average after the run (1, 5, 15 min): {', '.join(map(str, result['load_average_after']))}")
+    print(f"{'measure':{W}} {'value':>12} {'target':>10}  ")
+    print("-" * (W + 28))
     for name, handler in result["handlers"].items():
         target = TARGETS["api_import_ms"] if name == "api" else None
         value = handler["import_ms_median"]
         shown = f"{f'≤ {target:.0f} ms':>10}  {mark(value, target)}" if target else ""
-        print(f"{'import ' + handler['module'] + ' (median)':44} {value:>9.1f} ms {shown}")
-        print(f"{'  same, under -X importtime (sum of self)':44} {handler['importtime_total_ms']:>9.1f} ms")
-    print(f"{'dependency layer, unzipped':44} {deps['unzipped_mb']:>9.1f} MB {'≤ 60 MB':>10}  "
+        print(f"{'import ' + handler['module'] + ' (median)':{W}} {value:>9.1f} ms {shown}")
+        print(f"{'  fastest of the runs':{W}} {handler['import_ms_min']:>9.1f} ms")
+        print(f"{'  same, under -X importtime (sum of self)':{W}} {handler['importtime_total_ms']:>9.1f} ms")
+    print(f"{'import ' + on_top['module'] + ' after the API handler':{W}} {on_top['import_ms_median']:>9.1f} ms")
+    print(f"{'  fastest of the runs':{W}} {on_top['import_ms_min']:>9.1f} ms")
+    print(f"{'  same, under -X importtime (sum of self)':{W}} {on_top['importtime_total_ms']:>9.1f} ms")
+    print(f"{'dependency layer (every function), unzipped':{W}} {deps['unzipped_mb']:>9.1f} MB {'≤ 60 MB':>10}  "
           f"{mark(deps['unzipped_mb'], TARGETS['deps_layer_unzipped_mb'])}")
-    print(f"{'dependency layer, zipped':44} {deps['zipped_mb']:>9.1f} MB")
-    print(f"{'package layer (agentmem + .pyc), unzipped':44} {core['unzipped_mb']:>9.1f} MB")
-    print(f"{'package layer, zipped':44} {core['zipped_mb']:>9.1f} MB")
+    print(f"{'dependency layer, zipped':{W}} {deps['zipped_mb']:>9.1f} MB")
+    print(f"{'MCP layer (the MCP function only), unzipped':{W}} {mcp['unzipped_mb']:>9.1f} MB")
+    print(f"{'MCP layer, zipped':{W}} {mcp['zipped_mb']:>9.1f} MB")
+    print(f"{'package layer (agentmem + .pyc), unzipped':{W}} {core['unzipped_mb']:>9.1f} MB")
+    print(f"{'package layer, zipped':{W}} {core['zipped_mb']:>9.1f} MB")
+    total = layers["mcp_function_unzipped_mb"]
+    print(f"{'MCP function: its three layers together, unzipped':{W}} {total:>9.1f} MB "
+          f"{f'≤ {LAMBDA_UNZIPPED_LIMIT_MB:.0f} MB':>10}  {mark(total, LAMBDA_UNZIPPED_LIMIT_MB)} (Lambda's limit)")
     print()
     print(f"top {TOP} imports of the API handler by cumulative time (one -X importtime run):")
     for row in api["top_cumulative"]:
@@ -236,8 +311,14 @@ def report(result: dict[str, Any]) -> None:
     for row in api["self_ms_by_package"]:
         print(f"  {row['self_ms']:>8.1f} ms  {row['package']}")
     print()
+    print(f"{on_top['module']} on top of the API handler, self time by top-level package:")
+    for row in on_top["self_ms_by_package"]:
+        print(f"  {row['self_ms']:>8.1f} ms  {row['package']}")
+    print()
     print("largest packages of the dependency layer (MB): "
-          + ", ".join(f"{name} {size}" for name, size in result["layers"]["deps_biggest"]))
+          + ", ".join(f"{name} {size}" for name, size in layers["deps_biggest"]))
+    print("largest packages of the MCP layer (MB): "
+          + ", ".join(f"{name} {size}" for name, size in layers["mcp_biggest"]))
     print(f"\nwritten: {RESULTS.relative_to(ROOT)}")
 
 
@@ -254,20 +335,35 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="agentmem-cold-start-"))
     try:
         layers = prepare_layers(work, args.architecture)
-        env = interpreter_env(layers)
-        handlers = {name: measure_handler(module, env, args.runs) for name, module in HANDLERS.items()}
+        env, mcp_env = interpreter_env(layers), interpreter_env(layers, mcp=True)
+        measured = measure_all({
+            **{name: Measure(module, env) for name, module in HANDLERS.items()},
+            "mcp": Measure(MCP_HANDLER, mcp_env),
+            "mcp_on_top_of_api": Measure(MCP_SERVER, mcp_env, after=HANDLERS["api"]),
+        }, args.runs)
+        on_top = measured.pop("mcp_on_top_of_api")
+        handlers = measured
+        load = os.getloadavg()
+        sizes = {
+            "deps": layer_size(layers.deps_deployed / "python", work),
+            "mcp": layer_size(layers.mcp_deployed / "python", work),
+            "core": layer_size(layers.core / "python", work),
+        }
         result = {
             "generated_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             "python": platform.python_version(),
             "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+            "load_average_after": [round(x, 2) for x in load],  # 1, 5, 15 minutes: was the machine quiet?
             "architecture": args.architecture,
             "runs": args.runs,
             "targets": TARGETS,
             "handlers": handlers,
+            "mcp_on_top_of_api": on_top,
             "layers": {
-                "deps": layer_size(layers.deps_deployed / "python", work),
-                "core": layer_size(layers.core / "python", work),
+                **sizes,
+                "mcp_function_unzipped_mb": round(sum(size["unzipped_mb"] for size in sizes.values()), 2),
                 "deps_biggest": biggest_packages(layers.deps_deployed),
+                "mcp_biggest": biggest_packages(layers.mcp_deployed),
             },
         }
         result["verdict"] = {

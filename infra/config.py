@@ -17,6 +17,9 @@ FUNCTIONS_DIR = ROOT / "functions"
 CORE_LAYER_DIR = ROOT / "layers" / "core"
 DEPS_DIR = ROOT / "layers" / "deps"
 DEPS_BUILT_DIR = DEPS_DIR / "python"
+# the MCP function's extra layer: what `mcp` brings on top of the dependency layer (layers/deps/build.sh)
+MCP_DIR = ROOT / "layers" / "mcp"
+MCP_BUILT_DIR = MCP_DIR / "python"
 # written by layers/deps/build.sh beside the packages: what the folder was built for
 DEPS_MARKER = ".agentmem-layer.json"
 
@@ -39,6 +42,7 @@ class DeploymentConfig:
     name: str = "agentmem"  # prefix of stack and collection names; lowercase, 3–24 chars
     architecture: Architecture = "arm64"
     deps_layer_dir: str | None = None  # tests: a stand-in folder; default layers/deps (built)
+    mcp_layer_dir: str | None = None  # tests: a stand-in folder; default layers/mcp (built)
     stage_name: str = "prod"
     throttle_rate: int = 100  # requests per second, steady, across the API stage
     throttle_burst: int = 200
@@ -49,6 +53,7 @@ class DeploymentConfig:
     embedding_model_id: str = "amazon.titan-embed-text-v2:0"
     summary_model_id: str = "amazon.nova-micro-v1:0"
     api_memory_mb: int = 1024
+    mcp_memory_mb: int = 1024  # the MCP function (POST /v1/mcp): it imports the MCP SDK on a cold start
     # a rejected key is an "Unauthorized" exception, i.e. a Lambda error: alarm only on many of them
     authorizer_error_alarm_threshold: int = 25
 
@@ -99,45 +104,85 @@ def _convert(raw: Any, annotation: Any, field_name: str) -> Any:
     return str(raw)
 
 
-# -- the dependency layer ---------------------------------------------------------------------------
+# -- the dependency layers --------------------------------------------------------------------------
 
 MAKE_HINT = "run `make layers` (it runs layers/deps/build.sh: pip for the Lambda platform, no Docker)"
 
 
 def recipe_digest(recipe_dir: Path = DEPS_DIR) -> str:
-    """What the layer is built from: the requirement and service lists (layers/deps/*.txt)."""
+    """What a layer is built from: its requirement and service lists (``<recipe>/*.txt``)."""
     return hashlib.sha256(b"".join(path.read_bytes() for path in sorted(recipe_dir.glob("*.txt")))).hexdigest()
 
 
-def resolve_deps_layer_dir(
-    config: DeploymentConfig, *, built_dir: Path = DEPS_BUILT_DIR, recipe_dir: Path = DEPS_DIR
-) -> Path:
-    """The folder whose content becomes the dependency layer (it holds ``python/``).
+def stale_reason(
+    built_for: dict[str, Any], architecture: str, recipe_dir: Path, *, base_recipe_dir: Path | None = None
+) -> str | None:
+    """Why a layer with this marker cannot be deployed as ``architecture``, or None when it can.
 
-    With ``agentmem:depsLayerDir`` (tests) that folder is used as it is. Otherwise the layer must have
-    been built for this architecture from the current requirements, or synthesis stops with what to run.
+    A layer built on top of another (``base_recipe_dir``: the MCP layer on the dependency layer) also
+    goes stale when the base's lists change, since what it leaves out depends on what the base holds.
     """
-    if config.deps_layer_dir:
-        stand_in = Path(config.deps_layer_dir)
-        if not stand_in.is_dir():
-            raise DepsLayerMissingError(f"agentmem:depsLayerDir points at {stand_in}, which is not a folder")
-        return stand_in
+    if built_for.get("architecture") != architecture:
+        return (
+            f"it was built for {built_for.get('architecture')}, but this deployment is {architecture}: "
+            f"run `make layers ARCH={architecture}`"
+        )
+    if built_for.get("requirements_sha256") != recipe_digest(recipe_dir):
+        return f"the requirements in {recipe_dir} changed since it was built: {MAKE_HINT}"
+    if base_recipe_dir is not None and built_for.get("base_requirements_sha256") != recipe_digest(base_recipe_dir):
+        return f"the requirements in {base_recipe_dir} (its base layer) changed since it was built: {MAKE_HINT}"
+    return None
+
+
+def _resolve_layer_dir(
+    stand_in: str | None, context_key: str, what: str, architecture: str, built_dir: Path, recipe_dir: Path,
+    base_recipe_dir: Path | None = None,
+) -> Path:
+    if stand_in:
+        folder = Path(stand_in)
+        if not folder.is_dir():
+            raise DepsLayerMissingError(f"{context_key} points at {folder}, which is not a folder")
+        return folder
     if not built_dir.is_dir() or not any(built_dir.iterdir()):
         raise DepsLayerMissingError(
-            f"the dependency layer is not built: {built_dir} is missing or empty. "
+            f"{what} is not built: {built_dir} is missing or empty. "
             f"To synthesise or deploy, {MAKE_HINT}; for x86_64 run `make layers ARCH=x86_64` "
             "and pass `-c agentmem:architecture=x86_64`."
         )
     marker = built_dir / DEPS_MARKER
     if marker.is_file():
-        built_for = json.loads(marker.read_text())
-        if built_for.get("architecture") != config.architecture:
-            raise DepsLayerMissingError(
-                f"the dependency layer in {built_dir} was built for {built_for.get('architecture')}, "
-                f"but this deployment is {config.architecture}: run `make layers ARCH={config.architecture}`"
-            )
-        if built_for.get("requirements_sha256") != recipe_digest(recipe_dir):
-            raise DepsLayerMissingError(
-                f"the requirements in {recipe_dir} changed since the dependency layer was built: {MAKE_HINT}"
-            )
+        reason = stale_reason(
+            json.loads(marker.read_text()), architecture, recipe_dir, base_recipe_dir=base_recipe_dir
+        )
+        if reason is not None:
+            raise DepsLayerMissingError(f"{what} in {built_dir} cannot be used: {reason}")
     return built_dir.parent
+
+
+def resolve_deps_layer_dir(
+    config: DeploymentConfig, *, built_dir: Path = DEPS_BUILT_DIR, recipe_dir: Path = DEPS_DIR
+) -> Path:
+    """The folder whose content becomes the dependency layer every function has (it holds ``python/``).
+
+    With ``agentmem:depsLayerDir`` (tests) that folder is used as it is. Otherwise the layer must have
+    been built for this architecture from the current requirements, or synthesis stops with what to run.
+    """
+    return _resolve_layer_dir(
+        config.deps_layer_dir, "agentmem:depsLayerDir", "the dependency layer", config.architecture,
+        built_dir, recipe_dir,
+    )
+
+
+def resolve_mcp_layer_dir(
+    config: DeploymentConfig, *, built_dir: Path = MCP_BUILT_DIR, recipe_dir: Path = MCP_DIR,
+    base_recipe_dir: Path = DEPS_DIR,
+) -> Path:
+    """The folder whose content becomes the MCP function's extra layer (it holds ``python/``).
+
+    With ``agentmem:mcpLayerDir`` (tests) that folder is used as it is. Otherwise it must have been built
+    for this architecture from the current lists, both its own and the dependency layer's.
+    """
+    return _resolve_layer_dir(
+        config.mcp_layer_dir, "agentmem:mcpLayerDir", "the MCP layer", config.architecture,
+        built_dir, recipe_dir, base_recipe_dir,
+    )

@@ -1,13 +1,18 @@
 """The REST API: one Lambda (the "Lambdalith") behind API Gateway, with an API-key Lambda authorizer.
 
-Every path goes to the same function. ``/v1/health``, ``/v1/openapi.json`` and ``/v1/docs`` are
-routed without the authorizer; everything else passes it first, and the function trusts the
-principal it puts in the request context.
+Every path goes to the API function except ``/v1/mcp``, which goes to the MCP function: the same
+handler code (``agentmem.api.app.lambda_handler`` serves every route), with a third layer holding the
+MCP SDK and what it brings (cryptography, starlette, uvicorn, ...). The API function never imports
+them, so they stay out of its layer (under 60 MB) and off its cold start.
+``/v1/health``, ``/v1/openapi.json`` and ``/v1/docs`` are routed without the authorizer; everything
+else, ``/v1/mcp`` included, passes it first, and the function trusts the principal it puts in the
+request context.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from aws_cdk import Duration, RemovalPolicy
@@ -35,6 +40,7 @@ from .grants import (
 from .packaging import Layers
 
 PUBLIC_PATHS = ("health", "openapi.json", "docs")  # under /v1; agentmem.api.app.PUBLIC_PATHS
+MCP_PATH = "mcp"  # under /v1: agentmem.api.routes.mcp, served by the MCP function
 # bodies API Gateway passes through as bytes (base64 to the function): workspace uploads
 BINARY_MEDIA_TYPES = [
     "application/octet-stream", "application/zip", "application/gzip", "application/pdf",
@@ -90,11 +96,13 @@ GATEWAY_ERRORS = (
 class AgentmemApi(Construct):
     def __init__(
         self, scope: Construct, construct_id: str, *, config: DeploymentConfig, layers: Layers,
-        environment: dict[str, str], shared: SharedResources, state_machine_arn: str,
+        environment: dict[str, str], mcp_environment: Mapping[str, str], shared: SharedResources,
+        state_machine_arn: str,
     ) -> None:
         super().__init__(scope, construct_id)
         self.config = config
         self.handler = self._build_api_function(layers, environment, shared, state_machine_arn)
+        self.mcp_handler = self._build_mcp_function(layers, mcp_environment, shared.table)
         self.authorizer_function = self._build_authorizer_function(layers, environment, shared.table)
         self.access_logs = logs.LogGroup(
             self, "AccessLogs", retention=retention(config.log_retention_days), removal_policy=RemovalPolicy.DESTROY
@@ -120,7 +128,9 @@ class AgentmemApi(Construct):
             ),
         )
         grant_table(api, shared.table, TABLE_READ + TABLE_WRITE)
-        grant_bucket(api, shared.journal_bucket, OBJECT_READ, arn_label=shared.journal_arn_label, list_objects=True)
+        # reads sealed journal segments; a purge (or erasing a user) deletes them
+        grant_bucket(api, shared.journal_bucket, OBJECT_READ + OBJECT_DELETE, arn_label=shared.journal_arn_label,
+                     list_objects=True)
         grant_bucket(
             api, shared.workspace_bucket, OBJECT_READ + OBJECT_WRITE + OBJECT_DELETE,
             arn_label=shared.workspace_arn_label, list_objects=True,
@@ -128,6 +138,22 @@ class AgentmemApi(Construct):
         grant_start_execution(api, state_machine_arn)
         grant_bedrock_model(api, self.config.embedding_model_id)  # a recall query is embedded first
         return api
+
+    def _build_mcp_function(
+        self, layers: Layers, environment: Mapping[str, str], table: dynamodb.ITable
+    ) -> AgentmemFunction:
+        mcp = AgentmemFunction(
+            self, "Mcp", layers=layers, extra_layers=[layers.mcp], config=self.config, environment=environment,
+            spec=FunctionSpec(
+                name="mcp",
+                description="agentmem: MCP over streamable HTTP, POST /v1/mcp (functions/mcp/handler.lambda_handler)",
+                memory_mb=self.config.mcp_memory_mb, timeout=Duration.seconds(29),
+            ),
+        )
+        # the agent tools read and save entries in the table (search included) and count usage there;
+        # they touch no bucket, state machine, collection or model
+        grant_table(mcp, table, TABLE_READ + TABLE_WRITE)
+        return mcp
 
     def _build_authorizer_function(
         self, layers: Layers, environment: dict[str, str], table: dynamodb.ITable
@@ -204,6 +230,10 @@ class AgentmemApi(Construct):
             # a sibling of the public resources: API Gateway does not fall back from /v1/* to /{proxy+}
             v1.add_resource("{proxy+}").add_method("ANY", integration, authorizer=self.authorizer),
         ]
+        # /v1/mcp: its own function; every method goes there (POST is served, the app answers 405 to the
+        # rest, as it did before), and API Gateway may invoke that function for this path only
+        mcp_integration = apigw.LambdaIntegration(self.mcp_handler.function, proxy=True)
+        protected.append(v1.add_resource(MCP_PATH).add_method("ANY", mcp_integration, authorizer=self.authorizer))
         for method in protected:
             acknowledge(
                 method, "AwsSolutions-COG4",

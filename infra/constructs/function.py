@@ -43,18 +43,21 @@ def base_environment(settings: Mapping[str, str]) -> dict[str, str]:
 class AgentmemFunction(Construct):
     """A Python 3.11 function from ``functions/<name>/`` with a role that starts with no permissions.
 
+    Every function has the package layer and the dependency layer; ``extra_layers`` come after them.
+
     The role can only write its own log group and send traces; each capability grants what it needs.
     """
 
     def __init__(
         self, scope: Construct, construct_id: str, *, spec: FunctionSpec, layers: Layers,
         config: DeploymentConfig, environment: Mapping[str, str],
+        extra_layers: Sequence[lambda_.ILayerVersion] = (),
     ) -> None:
         super().__init__(scope, construct_id)
         self.spec = spec
         self.role = self._build_role()
         self.log_group = self._build_log_group(config)
-        self.function = self._build_function(layers, environment)
+        self.function = self._build_function([*layers.all, *extra_layers], layers.architecture, environment)
         self.log_group.grant_write(self.role)
         self._acknowledge()
 
@@ -73,15 +76,17 @@ class AgentmemFunction(Construct):
             self, "Logs", retention=retention(config.log_retention_days), removal_policy=RemovalPolicy.DESTROY
         )
 
-    def _build_function(self, layers: Layers, environment: Mapping[str, str]) -> lambda_.Function:
+    def _build_function(
+        self, layers: list[lambda_.ILayerVersion], architecture: lambda_.Architecture, environment: Mapping[str, str]
+    ) -> lambda_.Function:
         return lambda_.Function(
             self, "Function",
             description=self.spec.description,
             runtime=RUNTIME,
-            architecture=layers.architecture,
+            architecture=architecture,
             handler="handler.lambda_handler",  # functions/<name>/handler.py is the asset's root
             code=function_code(self.spec.name),
-            layers=layers.all,
+            layers=layers,
             role=self.role,
             log_group=self.log_group,
             memory_size=self.spec.memory_mb,

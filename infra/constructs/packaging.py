@@ -6,6 +6,8 @@
   the asset zip (its file times are normalised);
 - the third-party dependencies are a second layer, built by ``layers/deps/build.sh`` (pip with the
   Lambda platform's wheels), which compiles them the same way;
+- what the MCP SDK brings on top of them is a third layer (``layers/mcp``, built by the same script),
+  which only the MCP function has: the API's layer stays small, and so does its cold start;
 - each function's code is its own folder, ``functions/<name>/``.
 """
 
@@ -18,13 +20,21 @@ from aws_cdk import AssetHashType, BundlingOptions, DockerImage, IgnoreMode, ILo
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
-from ..config import CORE_LAYER_DIR, FUNCTIONS_DIR, DeploymentConfig, resolve_deps_layer_dir
+from ..config import (
+    CORE_LAYER_DIR,
+    DEPS_MARKER,
+    FUNCTIONS_DIR,
+    DeploymentConfig,
+    resolve_deps_layer_dir,
+    resolve_mcp_layer_dir,
+)
 from ..layer_build import stage_package_layer
 
 RUNTIME = lambda_.Runtime.PYTHON_3_11
 CORE_EXCLUDE = ["**/__pycache__", "**/*.pyc", "python/*.egg-info", "python/*.egg-info/**"]
-# the recipe beside the built python/ folder (gitignore syntax: "/" anchors at the folder's root)
-DEPS_EXCLUDE = ["/build.sh", "/*.txt", "/*.md", "/.gitignore"]
+# the recipe beside the built python/ folder (gitignore syntax: "/" anchors at the folder's root), and the
+# build marker, which only synthesis reads (two layers' markers would land on one path in /opt/python)
+DEPS_EXCLUDE = ["/build.sh", "/*.txt", "/*.md", "/.gitignore", f"/python/{DEPS_MARKER}"]
 FUNCTION_EXCLUDE = ["**/__pycache__", "**/*.pyc", "tests", "tests/**"]
 
 
@@ -52,17 +62,22 @@ def function_code(name: str) -> lambda_.Code:
 
 
 class Layers(Construct):
-    """The two layers every function uses: the agentmem package and its dependencies."""
+    """The two layers every function uses (the agentmem package and its dependencies), and the MCP
+    function's third one (what the MCP SDK brings on top of the dependencies)."""
 
     def __init__(self, scope: Construct, construct_id: str, *, config: DeploymentConfig) -> None:
         super().__init__(scope, construct_id)
         self.architecture = lambda_architecture(config)
-        deps_folder = resolve_deps_layer_dir(config)  # first: a missing layer stops synthesis before any bundling
+        # first: a missing or stale layer stops synthesis before any bundling
+        deps_folder = resolve_deps_layer_dir(config)
+        mcp_folder = resolve_mcp_layer_dir(config)
         self.core = self._build_core_layer()
         self.deps = self._build_deps_layer(config, deps_folder)
+        self.mcp = self._build_mcp_layer(config, mcp_folder)
 
     @property
     def all(self) -> list[lambda_.ILayerVersion]:
+        """What every function has."""
         return [self.core, self.deps]
 
     def _build_core_layer(self) -> lambda_.LayerVersion:
@@ -85,6 +100,15 @@ class Layers(Construct):
         return lambda_.LayerVersion(
             self, "Deps", code=lambda_.Code.from_asset(str(folder), exclude=DEPS_EXCLUDE, ignore_mode=IgnoreMode.GIT),
             description=f"agentmem: third-party dependencies for Python 3.11 on {config.architecture}",
+            compatible_runtimes=[RUNTIME], compatible_architectures=[self.architecture],
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+
+    def _build_mcp_layer(self, config: DeploymentConfig, folder: Path) -> lambda_.LayerVersion:
+        return lambda_.LayerVersion(
+            self, "Mcp", code=lambda_.Code.from_asset(str(folder), exclude=DEPS_EXCLUDE, ignore_mode=IgnoreMode.GIT),
+            description=f"agentmem: the MCP SDK and what it adds to the dependency layer, Python 3.11 on "
+            f"{config.architecture} (only the MCP function)",
             compatible_runtimes=[RUNTIME], compatible_architectures=[self.architecture],
             removal_policy=RemovalPolicy.DESTROY,
         )

@@ -15,6 +15,7 @@ from ..nag import XRAY_REASON, acknowledge
 from ..stacks.shared import SharedResources
 from .function import AgentmemFunction, FunctionSpec, retention
 from .grants import (
+    OBJECT_DELETE,
     OBJECT_READ,
     OBJECT_WRITE,
     TABLE_READ,
@@ -55,9 +56,10 @@ class SummaryPipeline(Construct):
             ),
         )
         grant_table(task, shared.table, TABLE_READ + TABLE_WRITE)
+        # a pass seals the journal into segments; a seal that loses to a purge removes the ones it wrote
         grant_bucket(
-            task, shared.journal_bucket, OBJECT_READ + OBJECT_WRITE, arn_label=shared.journal_arn_label,
-            list_objects=True,
+            task, shared.journal_bucket, OBJECT_READ + OBJECT_WRITE + OBJECT_DELETE,
+            arn_label=shared.journal_arn_label, list_objects=True,
         )
         grant_bedrock_model(task, config.summary_model_id)
         return task

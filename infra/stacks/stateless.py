@@ -1,4 +1,5 @@
-"""The stateless stack: the functions, the REST API, the summary state machine, the schedule, alarms.
+"""The stateless stack: the functions (the API's and the MCP endpoint's among them), the REST API, the
+summary state machine, the schedule, alarms.
 
 It imports the stateful stack's resources by export name (``shared.py``); replacing or deleting this
 stack never touches stored data.
@@ -45,9 +46,10 @@ class StatelessStack(Stack):
             self, "Summaries", config=config, layers=layers, environment=settings, shared=shared
         )
         with_machine = {**settings, "AGENTMEM_STATE_MACHINE_ARN": self.summaries.state_machine_arn}
+        # the MCP function runs agent tools only (entries in the table): it starts no summary pass
         self.api = AgentmemApi(
-            self, "Api", config=config, layers=layers, environment=with_machine, shared=shared,
-            state_machine_arn=self.summaries.state_machine_arn,
+            self, "Api", config=config, layers=layers, environment=with_machine, mcp_environment=settings,
+            shared=shared, state_machine_arn=self.summaries.state_machine_arn,
         )
         self.indexer = SearchIndexer(
             self, "Indexer", config=config, layers=layers, environment=settings, table=shared.table
@@ -67,6 +69,7 @@ class StatelessStack(Stack):
         monitoring = Monitoring(self, "Alarms")
         monitoring.watch_functions([
             ("Api", self.api.handler.function, 1),
+            ("Mcp", self.api.mcp_handler.function, 1),
             ("Authorizer", self.api.authorizer_function.function, config.authorizer_error_alarm_threshold),
             ("Indexer", self.indexer.indexer.function, 1),
             ("Summarise", self.summaries.task.function, 1),

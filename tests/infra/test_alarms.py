@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-FUNCTION_PREFIXES = ("ApiFunction", "ApiAuthorizerFunction", "IndexerFunction", "SummariesSummariseFunction",
-                     "CompactionFunction")
+FUNCTION_PREFIXES = ("ApiFunction", "ApiMcpFunction", "ApiAuthorizerFunction", "IndexerFunction",
+                     "SummariesSummariseFunction", "CompactionFunction")
 
 
 def _alarms(synthesis: Any) -> list[dict[str, Any]]:

@@ -1,4 +1,5 @@
-"""The REST API: one function behind API Gateway, an API-key authorizer, throttling and access logs."""
+"""The REST API: the API function behind API Gateway (the MCP function on /v1/mcp), an API-key
+authorizer, throttling and access logs."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ from typing import Any
 
 from aws_cdk.assertions import Match
 
-from infra.constructs.api import BINARY_MEDIA_TYPES, PUBLIC_PATHS
+from infra.constructs.api import BINARY_MEDIA_TYPES, MCP_PATH, PUBLIC_PATHS
+
+MCP = f"/v1/{MCP_PATH}"
 
 
 def _paths(synthesis: Any) -> dict[str, str]:
@@ -47,15 +50,30 @@ def test_rest_api_is_regional_and_takes_binary_uploads(stateless: Any) -> None:
     })
 
 
-def test_every_path_goes_to_the_one_api_function_as_a_proxy(synthesis: Any) -> None:
+def test_every_path_but_mcp_goes_to_the_one_api_function_as_a_proxy(synthesis: Any) -> None:
     methods = _methods(synthesis)
-    assert set(methods) >= {"/", "/{proxy+}", "/v1", "/v1/{proxy+}", *(f"/v1/{p}" for p in PUBLIC_PATHS)}
+    assert set(methods) >= {"/", "/{proxy+}", "/v1", "/v1/{proxy+}", MCP, *(f"/v1/{p}" for p in PUBLIC_PATHS)}
     targets = set()
-    for method in methods.values():
-        assert method["HttpMethod"] == "ANY"
-        assert method["Integration"]["Type"] == "AWS_PROXY"
-        targets.add(json.dumps(method["Integration"]["Uri"]))
+    for path, method in methods.items():
+        assert method["HttpMethod"] == "ANY", path
+        assert method["Integration"]["Type"] == "AWS_PROXY", path
+        if path != MCP:
+            targets.add(json.dumps(method["Integration"]["Uri"]))
     assert len(targets) == 1 and "ApiFunction" in targets.pop()
+
+
+def test_the_mcp_path_goes_to_the_mcp_function_as_a_proxy(synthesis: Any) -> None:
+    # Given /v1/mcp, Then every method there (POST served; GET and DELETE answered 405 by the app) goes
+    # to the MCP function, behind the same authorizer, and only that method does
+    methods = _methods(synthesis)
+    mcp = methods[MCP]
+    assert mcp["HttpMethod"] == "ANY" and mcp["Integration"]["Type"] == "AWS_PROXY"
+    uri = json.dumps(mcp["Integration"]["Uri"])
+    assert "ApiMcpFunction" in uri and '"ApiFunction' not in uri
+    (authorizer_id,) = synthesis.resources("Stateless", "AWS::ApiGateway::Authorizer")
+    assert mcp["AuthorizationType"] == "CUSTOM" and mcp["AuthorizerId"] == {"Ref": authorizer_id}
+    others = [path for path, method in methods.items() if "ApiMcpFunction" in json.dumps(method["Integration"])]
+    assert others == [MCP]
 
 
 def test_public_paths_skip_the_authorizer_and_the_rest_require_it(synthesis: Any) -> None:
@@ -118,3 +136,13 @@ def test_api_gateway_may_invoke_the_function_and_the_authorizer(synthesis: Any) 
                if p["Properties"]["Principal"] == "apigateway.amazonaws.com"}
     assert any("ApiFunction" in f for f in invoked)
     assert any("ApiAuthorizerFunction" in f for f in invoked)
+    assert any("ApiMcpFunction" in f for f in invoked)
+
+
+def test_api_gateway_may_invoke_the_mcp_function_on_its_path_only(synthesis: Any) -> None:
+    permissions = [p["Properties"] for p in synthesis.resources("Stateless", "AWS::Lambda::Permission").values()
+                   if "ApiMcpFunction" in json.dumps(p["Properties"]["FunctionName"])]
+    assert permissions
+    for permission in permissions:
+        assert permission["Principal"] == "apigateway.amazonaws.com"
+        assert json.dumps(permission["SourceArn"]).endswith(f'/*{MCP}"]]}}'), permission["SourceArn"]

@@ -9,7 +9,7 @@ import pytest
 
 from infra.config import FUNCTIONS_DIR
 
-FUNCTIONS = ("api", "authorizer", "indexer", "summarise", "compaction")
+FUNCTIONS = ("api", "mcp", "authorizer", "indexer", "summarise", "compaction")
 DATA_ACTION_PREFIXES = ("dynamodb:", "s3:", "aoss:", "states:", "bedrock:", "sqs:", "lambda:")
 # list-style calls without resource-level permissions, granted on "*" by design (see infra/nag.py reasons)
 NON_RESOURCE_ACTIONS = {"dynamodb:ListStreams"}
@@ -23,7 +23,7 @@ def _functions(synthesis: Any) -> dict[str, dict[str, Any]]:
 
 
 LOGICAL_PREFIX = {
-    "api": "ApiFunction", "authorizer": "ApiAuthorizerFunction", "indexer": "IndexerFunction",
+    "api": "ApiFunction", "mcp": "ApiMcpFunction", "authorizer": "ApiAuthorizerFunction", "indexer": "IndexerFunction",
     "summarise": "SummariesSummariseFunction", "compaction": "CompactionFunction",
 }
 
@@ -55,14 +55,50 @@ def test_functions_run_python_311_on_arm64_from_their_folder(synthesis: Any) -> 
         assert props["TracingConfig"] == {"Mode": "Active"}, logical_id
 
 
+def _layer_ids(synthesis: Any) -> dict[str, str]:
+    """"core", "deps", "mcp" → the layer's logical id."""
+    layers = synthesis.resources("Stateless", "AWS::Lambda::LayerVersion")
+    prefixes = {"core": "LayersCore", "deps": "LayersDeps", "mcp": "LayersMcp"}
+    return {name: next(i for i in layers if i.startswith(prefix)) for name, prefix in prefixes.items()}
+
+
 def test_functions_use_the_package_layer_and_the_dependency_layer(synthesis: Any) -> None:
     layers = synthesis.resources("Stateless", "AWS::Lambda::LayerVersion")
-    assert len(layers) == 2
+    assert len(layers) == 3
     for layer in layers.values():
         assert layer["Properties"]["CompatibleRuntimes"] == ["python3.11"]
         assert layer["Properties"]["CompatibleArchitectures"] == ["arm64"]
-    for logical_id, function in _functions(synthesis).items():
-        assert sorted(ref["Ref"] for ref in function["Properties"]["Layers"]) == sorted(layers), logical_id
+    ids = _layer_ids(synthesis)
+    for name, function in _by_folder(synthesis).items():
+        used = [ref["Ref"] for ref in function["Properties"]["Layers"]]
+        expected = [ids["core"], ids["deps"], ids["mcp"]] if name == "mcp" else [ids["core"], ids["deps"]]
+        assert used == expected, name
+
+
+def test_only_the_mcp_function_carries_the_mcp_layer(synthesis: Any) -> None:
+    # Given the MCP layer (the mcp SDK and what it adds), Then the MCP function has it after the base
+    # layers, and no other function (the API's above all) does
+    mcp_layer = _layer_ids(synthesis)["mcp"]
+    carrying = [name for name, function in _by_folder(synthesis).items()
+                if {"Ref": mcp_layer} in function["Properties"]["Layers"]]
+    assert carrying == ["mcp"]
+    assert {"Ref": mcp_layer} not in _by_folder(synthesis)["api"]["Properties"]["Layers"]
+
+
+def test_the_mcp_function_runs_the_api_handler() -> None:
+    # functions/mcp/handler.py re-exports the API's handler (it serves every route, /v1/mcp included)
+    from agentmem.api.app import lambda_handler
+
+    from functions.mcp.handler import lambda_handler as mcp_handler
+
+    assert mcp_handler is lambda_handler
+
+
+def test_the_mcp_function_has_the_api_timeout_and_memory(synthesis: Any) -> None:
+    functions = _by_folder(synthesis)
+    mcp, api = functions["mcp"]["Properties"], functions["api"]["Properties"]
+    assert mcp["Timeout"] == api["Timeout"] == 29  # API Gateway's integration timeout
+    assert mcp["MemorySize"] == 1024
 
 
 def test_function_assets_hold_only_their_own_folder(synthesis: Any) -> None:
@@ -88,12 +124,14 @@ def test_package_layer_is_the_agentmem_package_compiled(synthesis: Any) -> None:
     assert not list(core.glob("python/*.egg-info"))
 
 
-def test_dependency_layer_holds_the_built_packages_not_the_recipe(synthesis: Any) -> None:
-    layers = synthesis.resources("Stateless", "AWS::Lambda::LayerVersion")
-    (deps,) = [layer for logical_id, layer in layers.items() if logical_id.startswith("LayersDeps")]
-    folder = synthesis.outdir / ("asset." + deps["Properties"]["Content"]["S3Key"].removesuffix(".zip"))
+@pytest.mark.parametrize(("layer", "package"), [("deps", "standin"), ("mcp", "standin_mcp")])
+def test_dependency_layers_hold_the_built_packages_not_the_recipe(synthesis: Any, layer: str, package: str) -> None:
+    # Given the stand-in folders (recipe files, python/ with a package and the build marker)
+    built = synthesis.resources("Stateless", "AWS::Lambda::LayerVersion")[_layer_ids(synthesis)[layer]]
+    folder = synthesis.outdir / ("asset." + built["Properties"]["Content"]["S3Key"].removesuffix(".zip"))
     staged = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
-    assert staged == ["python/standin-1.0.dist-info/top_level.txt"]
+    # Then each layer's asset is the packages alone: no recipe, no marker (both layers' would meet in /opt/python)
+    assert staged == [f"python/{package}-1.0.dist-info/top_level.txt"]
 
 
 def test_functions_get_powertools_and_agentmem_settings(synthesis: Any) -> None:
@@ -107,6 +145,7 @@ def test_functions_get_powertools_and_agentmem_settings(synthesis: Any) -> None:
     functions = _by_folder(synthesis)
     assert "AGENTMEM_STATE_MACHINE_ARN" in functions["api"]["Properties"]["Environment"]["Variables"]
     assert "AGENTMEM_STATE_MACHINE_ARN" in functions["compaction"]["Properties"]["Environment"]["Variables"]
+    assert "AGENTMEM_STATE_MACHINE_ARN" not in functions["mcp"]["Properties"]["Environment"]["Variables"]
 
 
 def test_each_function_has_its_own_role(synthesis: Any) -> None:
@@ -153,9 +192,15 @@ def _actions_of(synthesis: Any, role_prefix: str) -> set[str]:
     ("ApiAuthorizerRole", {"dynamodb:GetItem"}, {"dynamodb:PutItem", "dynamodb:Query", "s3:GetObject"}),
     ("ApiRole", {"dynamodb:PutItem", "s3:PutObject", "states:StartExecution", "aoss:APIAccessAll"},
      {"dynamodb:Scan", "dynamodb:DeleteTable"}),
+    # the agent tools: entries and usage in the table, nothing else
+    ("ApiMcpRole", {"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem"},
+     {"dynamodb:Scan", "s3:GetObject", "s3:PutObject", "states:StartExecution", "aoss:APIAccessAll",
+      "bedrock:InvokeModel"}),
     ("IndexerRole", {"dynamodb:GetRecords", "aoss:APIAccessAll", "sqs:SendMessage", "dynamodb:UpdateItem"},
      {"dynamodb:PutItem", "dynamodb:DeleteItem", "s3:GetObject", "states:StartExecution"}),
-    ("SummariesSummariseRole", {"dynamodb:PutItem", "s3:PutObject"}, {"aoss:APIAccessAll", "s3:DeleteObject"}),
+    # a pass seals the journal into segments (and removes its own when it loses to a purge)
+    ("SummariesSummariseRole", {"dynamodb:PutItem", "s3:PutObject", "s3:DeleteObject"},
+     {"aoss:APIAccessAll", "s3:PutBucketPolicy"}),
     ("CompactionRole", {"dynamodb:Query", "dynamodb:DeleteItem", "states:StartExecution"},
      {"s3:GetObject", "aoss:APIAccessAll"}),
 ])
