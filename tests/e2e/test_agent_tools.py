@@ -183,14 +183,27 @@ def test_without_the_memory_capability_a_write_is_403(client: agentmem.Client) -
     assert error.status == 403 and "memory capability off" in error.message
 
 
-def test_a_journal_tool_is_403_where_there_are_none_and_501_where_there_are(
+def test_a_journal_tool_is_403_where_there_are_none_and_answers_where_there_are(
     client: agentmem.Client, agent: str
 ) -> None:
     on_mcp = refused(client, "journal_message_search", {"query": "refund"}, user="user_42", surface="mcp")
     assert on_mcp.status == 403 and "no journal tools" in on_mcp.message
-    on_agent = refused(client, "journal_tool_call_view", {"tool_call_id": "call_1"}, conversation="ticket-1")
-    assert (on_agent.status, on_agent.code) == (501, "not_implemented")
-    assert "journal tools arrive with conversation memory" in on_agent.message
+    # Given a conversation where a tool was called
+    client.request_json("POST", f"/agents/{agent}/conversations/ticket-1/messages", body={"messages": [
+        {"role": "user", "content": "Where is my refund?"},
+        {"role": "tool_call", "tool_name": "lookup", "tool_call_id": "call_1", "arguments": {"order": 42}},
+        {"role": "tool_result", "tool_call_id": "call_1", "result": {"status": "refunded"}},
+    ]})
+    # When the agent's tools look into its journal
+    found = client.request_json("POST", f"/agents/{agent}/tools/journal_message_search",
+                                body={"arguments": {"query": "refund"}, "conversation": "ticket-1"})
+    view = client.request_json("POST", f"/agents/{agent}/tools/journal_tool_call_view",
+                               body={"arguments": {"tool_call_id": "call_1"}, "conversation": "ticket-1"})
+    # Then they find the message and the whole tool call
+    assert [(i["conversation"], i["seq"]) for i in found["result"]["items"]] == [("ticket-1", 1)]
+    assert (view["result"]["arguments"], view["result"]["result"]) == ({"order": 42}, {"status": "refunded"})
+    missing = refused(client, "journal_tool_call_view", {"tool_call_id": "call_9"}, conversation="ticket-1")
+    assert missing.status == 404
 
 
 def test_an_unknown_tool_is_404_naming_the_tools(client: agentmem.Client, agent: str) -> None:

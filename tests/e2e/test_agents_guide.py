@@ -19,13 +19,16 @@ from pathlib import Path
 from typing import Any
 
 import agentmem
+import agentmem.mcp_server
 import boto3
 import pytest
 from agentmem.api.app import lambda_handler
 from agentmem.bootstrap import build_container, ensure_default_account, set_container
+from agentmem.cli import cli
 from agentmem.mcp_server import __main__ as mcp_main
 from agentmem.settings import Settings
 from botocore.stub import Stubber
+from click.testing import CliRunner
 from doc_blocks import fenced_blocks
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -311,17 +314,38 @@ def test_the_readme_agent_example_runs(service: agentmem.Client) -> None:
 def test_the_mcp_client_config_starts_the_stdio_server_for_the_agent_and_user(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # Given the page's MCP client configuration
+    # Given the page's MCP client configuration: the virtualenv's `agentmem`, with `mcp` and its options
     [config] = [json.loads(block) for block in fenced_blocks(PAGE, "json") if "mcpServers" in block]
     server = config["mcpServers"]["support-memory"]
-    assert server["command"].endswith("/.venv/bin/python")
+    assert server["command"].endswith("/.venv/bin/agentmem")
     assert set(server["env"]) == {"AGENTMEM_URL", "AGENTMEM_API_KEY"}
-    module, arguments = server["args"][:2], server["args"][2:]
-    assert module == ["-m", "agentmem.mcp_server"]
-    # When the module's entry point takes its arguments
+    assert server["args"][0] == "mcp"
+    # When the CLI runs those arguments in that environment (the stdio server itself stubbed out)
+    started: list[tuple[str, str | None, str, str | None]] = []
+
+    def run_stdio(agent: str, user: str | None = None, client: agentmem.Client | None = None) -> None:
+        assert client is not None
+        started.append((agent, user, client.url, client.api_key))
+
+    monkeypatch.setattr(agentmem.mcp_server, "run_stdio", run_stdio)
+    for name in ("AGENTMEM_URL", "AGENTMEM_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    done = CliRunner().invoke(cli, server["args"], env=server["env"])
+    # Then it serves the agent `support` for user_42, against the URL and with the key of the config
+    assert done.exit_code == 0, done.output
+    assert done.output == ""  # stdout is the MCP host's: nothing else may be written there
+    assert started == [("support", "user_42", server["env"]["AGENTMEM_URL"], server["env"]["AGENTMEM_API_KEY"])]
+
+
+def test_the_python_module_form_takes_the_same_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given the arguments of the page's configuration after `mcp`
+    [config] = [json.loads(block) for block in fenced_blocks(PAGE, "json") if "mcpServers" in block]
+    arguments = config["mcpServers"]["support-memory"]["args"][1:]
+    assert "python -m agentmem.mcp_server --agent support" in PAGE
+    # When `python -m agentmem.mcp_server` takes them
     started: list[tuple[str, str | None]] = []
     monkeypatch.setattr(mcp_main, "run_stdio", lambda agent, user=None: started.append((agent, user)))
-    # Then it serves the agent `support` for user_42
+    # Then it serves the same agent for the same user
     assert mcp_main.main(arguments) == 0
     assert started == [("support", "user_42")]
 

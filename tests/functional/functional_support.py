@@ -26,7 +26,7 @@ if not AGENTMEM.exists():  # not run from the project's virtualenv
     AGENTMEM = Path(shutil.which("agentmem") or AGENTMEM)
 START_TIMEOUT_S = 30.0
 # The store's tables; `usage` is left out on purpose: every request is counted, refused or not.
-STORE_TABLES = ("accounts", "api_keys", "memories", "attachments", "entries", "entry_history")
+STORE_TABLES = ("accounts", "api_keys", "memories", "attachments", "entries", "entry_history", "agents")
 # The AWS backend's single table: usage counters (SK ``U#...``) are left out for the same reason.
 USAGE_SK_PREFIX = "U#"
 AWS_START_TIMEOUT_S = 60.0

@@ -1,6 +1,6 @@
 """An agent's memory tools over MCP, spoken to by the ``mcp`` SDK's own client against a real ``agentmem serve``:
-over stdio (``python -m agentmem.mcp_server`` as an MCP host would launch it) and over streamable HTTP
-(``POST /v1/mcp`` inside the API, with the Bearer key)."""
+over stdio (``agentmem mcp --agent NAME``, as an MCP host launches it; ``python -m agentmem.mcp_server`` still
+works) and over streamable HTTP (``POST /v1/mcp`` inside the API, with the Bearer key)."""
 
 from __future__ import annotations
 
@@ -139,17 +139,33 @@ async def _remember_and_recall(client: Client) -> None:
 
 
 def _stdio(served: Served, agent: str, *extra: str) -> StdioServerParameters:
+    """``agentmem mcp --agent AGENT ...``: the command an MCP host runs, with the service's URL and key."""
     return StdioServerParameters(
-        command=sys.executable, args=["-m", "agentmem.mcp_server", "--agent", agent, *extra],
+        command=str(AGENTMEM), args=["mcp", "--agent", agent, *extra],
         env={"AGENTMEM_URL": served.base_url, "AGENTMEM_API_KEY": served.key},
     )
 
 
 def test_stdio_lists_and_runs_the_agents_tools(served: Served, agent: str) -> None:
-    # Given the stdio server of an agent, launched as an MCP host launches it, for one user
+    # Given `agentmem mcp` for an agent, launched as an MCP host launches it, for one user
     async def scenario() -> None:
         async with Client(_stdio(served, agent, "--user", "user_42")) as client:
             # When the host lists and calls its tools, Then they remember and recall
+            await _remember_and_recall(client)
+
+    anyio.run(scenario)
+
+
+def test_the_python_module_form_still_serves_the_tools(served: Served, agent: str) -> None:
+    # Given the stdio server launched as `python -m agentmem.mcp_server` (the form before `agentmem mcp`)
+    module = StdioServerParameters(
+        command=sys.executable, args=["-m", "agentmem.mcp_server", "--agent", agent, "--user", "user_42"],
+        env={"AGENTMEM_URL": served.base_url, "AGENTMEM_API_KEY": served.key},
+    )
+
+    async def scenario() -> None:
+        async with Client(module) as client:
+            # When the host lists and calls its tools, Then they remember and recall as with `agentmem mcp`
             await _remember_and_recall(client)
 
     anyio.run(scenario)
@@ -168,15 +184,49 @@ def test_stdio_saves_into_the_users_layer(served: Served, agent: str) -> None:
     assert (entry["user_id"], entry["visibility"]) == ("user_42", "private")
 
 
+def test_stdio_without_a_user_is_anonymous_and_cannot_write_private(served: Served, agent: str) -> None:
+    # Given `agentmem mcp` for an agent with no --user: an anonymous MCP client, with no private layer
+    async def scenario() -> tuple[CallToolResult, CallToolResult]:
+        async with Client(_stdio(served, agent)) as client:
+            private = await client.call_tool(
+                "memory__save", {"name": "secret", "content": "x", "description": "d", "visibility": "private"}
+            )
+            shared = await client.call_tool("memory__save", {"name": "tone", "content": "Warm.", "description": "d"})
+            return private, shared
+
+    # When it saves, Then a private save is refused saying why (SPEC §7), and a plain one lands in the account's layer
+    private, shared = anyio.run(scenario)
+    assert private.is_error
+    assert private.structured_content is not None
+    assert private.structured_content["error"]["code"] == "no_user_context"
+    assert not shared.is_error, _text(shared)
+    assert shared.structured_content is not None
+    assert (shared.structured_content["entry"]["user_id"], shared.structured_content["entry"]["visibility"]) == (
+        None, "shared")
+
+
 def test_stdio_refuses_to_start_for_an_unknown_agent(served: Served) -> None:
-    # When the server is launched for an agent that does not exist
+    # When `agentmem mcp` is launched for an agent that does not exist
     done = subprocess.run(
-        [sys.executable, "-m", "agentmem.mcp_server", "--agent", "nobody-here"], capture_output=True, text=True,
+        [str(AGENTMEM), "mcp", "--agent", "nobody-here"], capture_output=True, text=True,
         env=_clean_env(AGENTMEM_URL=served.base_url, AGENTMEM_API_KEY=served.key), timeout=60, check=False,
     )
-    # Then it exits at once, saying why
+    # Then it exits at once, saying why, and writes nothing to stdout (the MCP host's channel)
     assert done.returncode == 1
     assert "no agent named 'nobody-here'" in done.stderr
+    assert done.stdout == ""
+
+
+def test_stdio_refuses_to_start_without_a_key(served: Served, agent: str) -> None:
+    # When `agentmem mcp` is launched with no API key in its environment
+    done = subprocess.run(
+        [str(AGENTMEM), "mcp", "--agent", agent], capture_output=True, text=True,
+        env=_clean_env(AGENTMEM_URL=served.base_url), timeout=60, check=False,
+    )
+    # Then it exits at once, saying what is missing
+    assert done.returncode != 0
+    assert "AGENTMEM_API_KEY" in done.stderr
+    assert done.stdout == ""
 
 
 # --- streamable HTTP ------------------------------------------------------------------------------

@@ -298,13 +298,13 @@ def test_refused_tool_calls_raise_typed_errors_and_store_nothing(client: Client)
     # Given an agent
     support = Agent.create("support", client=client)
     save = {"name": "tone", "content": "Warm.", "description": "How we write"}
-    # When it saves from an external surface, privately over anonymous MCP, or calls a journal tool
+    # When it saves from an external surface, privately over anonymous MCP, or searches the journal in a browser
     with pytest.raises(Forbidden):
         support.call_tool("memory__save", save, surface="external")
     with pytest.raises(Rejected) as anonymous:
         support.call_tool("memory__save", {**save, "visibility": "private"}, surface="mcp")
-    with pytest.raises(Unsupported):
-        support.call_tool("journal_message_search", {"query": "refund"})
+    with pytest.raises(Forbidden):
+        support.call_tool("journal_message_search", {"query": "refund"}, surface="browser")
     # Then each is its own error, and nothing was stored
     assert anonymous.value.code == "no_user_context"
     assert support.memory.list() == []

@@ -128,11 +128,11 @@ def check_attachment_list(agent: str, attachments: tuple[Attachment, ...]) -> No
         except InvalidError as error:
             raise InvalidError(f"memories: {error.message}", field="memories") from None
         if attachment.memory in seen:
-            raise InvalidError(f"memory {attachment.memory!r} is attached twice", field="memories")
+            raise InvalidError(f"memories: {attachment.memory!r} is attached twice", field="memories")
         seen.add(attachment.memory)
         if attachment.memory == own_memory_name(agent):
             raise InvalidError(
-                f"{attachment.memory!r} is the agent's own memory; it always reads and writes it",
+                f"memories: {attachment.memory!r} is the agent's own memory; it always reads and writes it",
                 field="memories",
             )
 

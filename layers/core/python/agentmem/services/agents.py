@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
-from ..domain.access import acting_user, require_account_key
+from ..domain.access import acting_user
 from ..domain.agents import (
     AgentRecord,
     AnonymousPrivateWrites,
@@ -129,7 +129,7 @@ class AgentService:
                                                         counts=False)
                 if record is not None and record.deleted_at is None:
                     return record
-            raise NotFoundError(f"no memory named {memory!r} to attach", field="memories") from None
+            raise NotFoundError(f"memories: no memory named {memory!r} to attach", field="memories") from None
 
     def get(self, principal: Principal, name: str, user: str | None = None) -> AgentRecord:
         """A live agent the caller may see; anything else is 404 (also another account's)."""
@@ -151,8 +151,7 @@ class AgentService:
     def delete(self, principal: Principal, name: str, user: str | None = None) -> AgentRecord:
         """To the trash for 30 days, with its own memory."""
         record = self.get(principal, name, user)
-        if record.user_id is None:
-            require_account_key(principal, "deleting an account agent")
+        self._account_acts(record, acting_user(principal, user), "deletes")
         now = self.clock()
         return self.store.trash_agent(principal.account_id, name, iso(now), iso(now + timedelta(days=TRASH_DAYS)))
 
@@ -163,8 +162,7 @@ class AgentService:
         record = self.store.get_agent(principal.account_id, name, now)
         if record is None or not can_see_agent(record, acting, principal.kind == "account"):
             raise NotFoundError(f"no agent named {name!r} in the trash")
-        if record.user_id is None:
-            require_account_key(principal, "restoring an account agent")
+        self._account_acts(record, acting, "restores")
         return self.store.restore_agent(principal.account_id, name, now)
 
     def purge(self, principal: Principal, name: str, user: str | None = None) -> dict[str, int]:
@@ -174,8 +172,7 @@ class AgentService:
         record = self.store.get_agent(principal.account_id, name, iso(self.clock()))
         if record is None or not can_see_agent(record, acting, principal.kind == "account"):
             raise NotFoundError(f"no agent named {name!r}")
-        if record.user_id is None:
-            require_account_key(principal, "purging an account agent")
+        self._account_acts(record, acting, "purges")
         receipt = {"agents": 1, "memories": 0, "entries": 0, "conversations": 0, "messages": 0, "checkpoints": 0,
                    "workspace_files": 0, "index_documents": 0}
         for hook in self.purge_hooks:
@@ -185,6 +182,14 @@ class AgentService:
             receipt[key] = receipt.get(key, 0) + value
         receipt["agents"] = 1
         return receipt
+
+    @staticmethod
+    def _account_acts(record: AgentRecord, acting: str | None, verb: str) -> None:
+        """Only a call acting for the account (an account key without ``user=``) changes an account agent."""
+        if record.user_id is None and acting is not None:
+            raise ForbiddenError(
+                f"agent {record.name!r} is the account's: only a call acting for the account {verb} it"
+            )
 
     def purge_due(self) -> int:
         return len(self.store.purge_due(iso(self.clock())))

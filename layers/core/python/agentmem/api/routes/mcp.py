@@ -52,10 +52,24 @@ def serve_mcp(
         HttpRequest("POST", event.path, _query(agent, user), dict(event.headers or {}), body.encode("utf-8")),
     )
     headers = {k: v for k, v in answer.headers.items() if k.lower() not in ("content-length", "content-type")}
+    text = answer.body.decode("utf-8", errors="replace")
+    if answer.status >= 400 and not _is_json(text):
+        # the transport refused the request in plain words: answer as JSON-RPC, as its other refusals do
+        error = {"code": -32600, "message": text.strip() or f"the request was refused ({answer.status})"}
+        return Response(status_code=answer.status, content_type="application/json", headers=headers,
+                        body=json.dumps({"jsonrpc": "2.0", "id": None, "error": error}))
     return Response(
         status_code=answer.status, content_type=answer.headers.get("content-type", "application/json"),
-        body=answer.body.decode("utf-8"), headers=headers,
+        body=text, headers=headers,
     )
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _query(agent: str, user: str | None) -> str:
