@@ -23,14 +23,16 @@ Two levels:
    passes the cached answer of the API-key authorizer, and the handler trusts it) and *with authenticate*
    (no authorizer context: the handler looks the key up itself, as the local server does).
 2. **Store calls**: the DynamoDB adapters called directly (``DynamoEntryStore``, ``DynamoMemoryStore``,
-   ``DynamoAccountStore``), with their snapshot cache warm or cold (a new store = a new process).
+   ``DynamoAccountStore``, ``DynamoConversationStore``), with their cache warm or cold (a new store = a new
+   process). A conversation append is one transaction when the process's cache knows the conversation.
 
 Each row is set up first (uncounted), then only the measured call is counted. Usage metering is held back
 during the measurements (its flush is measured on its own row), so no row picks up a flush by chance.
 
-The entries only touch DynamoDB: S3, Step Functions and OpenSearch are not built by an entry call
-(the container's adapters stay unbuilt; the run checks that and that no other service was called), so
-moto's server is not started.
+The entries and these conversation calls only touch DynamoDB: S3, Step Functions and OpenSearch are not
+built by them (the container's adapters stay unbuilt, and the conversation store's journal bucket is made on
+first use, which none of them is; the run checks that no other service was called), so moto's server is not
+started. Sealing and reading sealed messages back are counted by tests/integration/test_dynamodb_journal.py.
 
 DynamoDB Local returns consumed capacity, but nothing is billed, and its figures for transactions do not
 follow AWS's published per-item rule (see ``--markdown`` notes and docs/benchmarks.md); the JSON also
@@ -315,7 +317,8 @@ class Bench:
 
     def _container(self, dynamo: Any) -> Any:
         stores = self._stores_type(
-            accounts=dynamo.accounts, memories=dynamo.memories, entries=dynamo.entries, usage=dynamo.usage
+            accounts=dynamo.accounts, agents=dynamo.agents, memories=dynamo.memories, entries=dynamo.entries,
+            usage=dynamo.usage, conversations=dynamo.conversations,
         )
         container = self._build_container(self.settings, stores=stores)
         container.usage.flush_every_s = 10**9  # the flush is measured on a row of its own
@@ -717,6 +720,8 @@ def run() -> dict[str, Any]:
                 lambda: warm.existing_names(Layer(bench.account_id, "notes", "u9"), names, now()),
                 note="what a user's search sends to drop shadowed account entries")
 
+    conversation_rows(bench, setup)
+
     with bench.meter.paused():
         calibration = calibrate(bench.dynamo.client)
     retried = sum(row.total - row.api_calls for row in bench.rows)
@@ -736,6 +741,53 @@ def run() -> dict[str, Any]:
         "capacity_calibration": calibration,
         "rows": [{**asdict(row), "total": row.total, "meets": row.meets} for row in bench.rows],
     }
+
+
+def conversation_rows(bench: Bench, setup: Callable[[Callable[[], Any]], Any]) -> None:
+    """The conversation store's append and reads: a warm process (its cache knows the conversation) and a
+    cold one (a new store: another Lambda instance). The journal bucket is never touched by these."""
+    from agentmem.adapters.aws.dynamodb import journal_bucket
+    from agentmem.adapters.aws.dynamodb.conversations import DynamoConversationStore
+    from agentmem.domain.clock import iso, utcnow
+    from agentmem.domain.conversations import ConversationRef, MessageDraft
+
+    warm = bench.dynamo.conversations
+    journal = journal_bucket(bench.settings, bench.session)
+
+    def cold() -> DynamoConversationStore:
+        return DynamoConversationStore(bench.dynamo.models, journal)
+
+    def ref(key: str) -> ConversationRef:
+        return ConversationRef(bench.account_id, "support", "u1", key)
+
+    def append(store: DynamoConversationStore, key: str, *drafts: MessageDraft) -> Any:
+        return store.append(ref(key), list(drafts), now=iso(utcnow()), surface="agent", thresholds=(32_000, 40))
+
+    turn = [MessageDraft("user", "Where is my refund?", client_id="c-1", tokens=6),
+            MessageDraft("tool_call", "", tool_name="lookup_order", tool_call_id="t1", arguments={"order": 42}),
+            MessageDraft("tool_result", "refunded", tool_call_id="t1", result={"status": "refunded"}),
+            MessageDraft("assistant", "It was refunded yesterday.", tokens=7)]
+    bench.store("conversations.append, a new conversation (4 messages)", 2, "GetItem + TransactWriteItems",
+                lambda: append(warm, "new", *turn),
+                note="the GetItem finds no record (this process has not seen the conversation)")
+    setup(lambda: append(warm, "warm", MessageDraft("user", "Hello")))
+    bench.store("conversations.append, cache warm (4 messages)", 1, "1 TransactWriteItems",
+                lambda: append(warm, "warm", *turn))
+    setup(lambda: append(warm, "cold", MessageDraft("user", "Hello")))
+    bench.store("conversations.append, cold process", 2, "GetItem + TransactWriteItems",
+                lambda: append(cold(), "cold", *turn), note="the record's revision is read first")
+    other = cold()
+    setup(lambda: (append(warm, "raced", MessageDraft("user", "Hello")),
+                   append(other, "raced", MessageDraft("user", "Hi"))))
+    bench.store("conversations.append, another instance appended since", 2, "2 TransactWriteItems",
+                lambda: append(warm, "raced", MessageDraft("user", "Again")),
+                note="the cancelled transaction returns the record (ALL_OLD); the second one lands")
+    bench.store("conversations.append, a retry of a stored client id", 2, "TransactWriteItems + BatchGetItem",
+                lambda: append(warm, "warm", turn[0]),
+                note="the cancelled transaction names the stored seq; a BatchGetItem reads the message back")
+    bench.store("conversations.tail (20), cold process", 2, "GetItem + Query, sent at once",
+                lambda: cold().tail(ref("warm"), 20))
+    bench.store("conversations.get", 1, "1 GetItem", lambda: warm.get(ref("warm")))
 
 
 def calibrate(client: Any) -> list[dict[str, Any]]:

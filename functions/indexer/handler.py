@@ -1,11 +1,19 @@
-"""DynamoDB Streams → the semantic index (SPEC §6.2): every change of an entry upserts or deletes its document.
+"""DynamoDB Streams → the search index (SPEC §4.1, §6.2): entries and journal messages.
 
-Entries only, for now: checkpoints (an item carrying ``conversation``, or a ``context.*`` name) are never
-indexed (SPEC §4.4), and every other item of the table (history rows, layer counters, memories, keys,
-usage) is skipped. An entry already past its ``expires_at`` is deleted from the index rather than
-upserted. Items are read as the DynamoDB adapter lays them out (``adapters/aws/dynamodb/layout.py``):
-an entry is ``PK = A#{account}#M#{memory}#{L | U#{user}}``, ``SK = E#{name}``, with its fields as
-attributes; a REMOVE needs only the keys.
+Entries: every change of an entry upserts or deletes its document. Checkpoints (an item carrying
+``conversation``, or a ``context.*`` name) are never indexed (SPEC §4.4). An entry already past its
+``expires_at`` is deleted from the index rather than upserted. An entry is ``PK =
+A#{account}#M#{memory}#{L | U#{user}}``, ``SK = E#{name}``, with its fields as attributes; a REMOVE needs
+only the keys.
+
+Journal messages (journal search, SPEC §4.1): a message row (``PK = C#{account}#{agent}#{L | U#{user}}#{key}``,
+``SK = MSG#{seq}``) is indexed when it is written, as a document of kind ``message``
+(``adapters/aws/journal_index.py``). Its REMOVE is skipped: a row leaves the table when its message is sealed
+into S3, and the message stays in the journal, so it stays findable. A purge ends with the REMOVE of the
+conversation's record (``SK = META``): that one deletes the documents of every message the record counted
+(seq 1 to its ``last_seq``). Every other item of the table (history rows, counters, memories, keys, usage,
+idempotency and reference items) is skipped. Items are read as the DynamoDB adapter lays them out
+(``adapters/aws/dynamodb/layout.py``).
 
 Records are applied in stream order and the batch stops at the first failure: that record and every
 later one are reported (partial batch response: the event source mapping has
@@ -25,6 +33,7 @@ from decimal import Decimal
 from typing import Any, Literal
 
 from agentmem.adapters.aws.dynamodb import layout
+from agentmem.adapters.aws.journal_index import MessageLocation, message_doc_id, message_fields, searchable_text
 from agentmem.bootstrap import get_container
 from agentmem.domain.clock import Clock, iso, parse_iso, utcnow
 from agentmem.observability import logger, tracer
@@ -119,6 +128,41 @@ def _removed_by_ttl(record: DynamoDBRecord) -> bool:
     return identity.get("type") == "Service" and identity.get("principalId") == TTL_PRINCIPAL
 
 
+def conversation_item(keys: Mapping[str, Any]) -> tuple[MessageLocation, str] | None:
+    """(the conversation, with seq 0, and the item's sort key) when the table key is a conversation's item."""
+    pk, sk = keys.get("PK"), keys.get("SK")
+    if not isinstance(pk, str) or not isinstance(sk, str) or not pk.startswith(layout.CONVERSATION_PREFIX):
+        return None
+    try:
+        account_id, agent, user_id, key = layout.parse_conversation_pk(pk)
+    except ValueError:
+        return None
+    return MessageLocation(account_id, agent, user_id, key, 0), sk
+
+
+def index_journal_record(record: DynamoDBRecord, where: MessageLocation, sk: str, index: SearchIndex,
+                         embedder: Embedder) -> Action:
+    """A message row written: its document; the conversation's record removed (a purge): every message's
+    document goes. Anything else of a conversation is skipped."""
+    stream = record.dynamodb
+    assert stream is not None
+    removed = record.event_name == DynamoDBRecordEventName.REMOVE
+    if sk == layout.META_SK and removed:
+        last = int(_plain(stream.old_image.get("last_seq") or 0))
+        for seq in range(1, last + 1):
+            index.delete(message_doc_id(where.account_id, where.agent, where.user_id, where.key, seq))
+        return "delete" if last else "skip"
+    if not sk.startswith(layout.MESSAGE_PREFIX) or removed:
+        return "skip"  # a removed row was sealed into the journal bucket (or purged: see the record)
+    item = stream.new_image
+    seq = layout.message_seq(sk)
+    located = MessageLocation(where.account_id, where.agent, where.user_id, where.key, seq)
+    text = searchable_text(str(item.get("content") or ""), item.get("tool_name"))
+    doc_id = message_doc_id(located.account_id, located.agent, located.user_id, located.key, seq)
+    index.upsert(doc_id, message_fields(located, text, str(item.get("created_at") or "")), embedder.embed_one(text))
+    return "upsert"
+
+
 def index_record(
     record: DynamoDBRecord, index: SearchIndex, embedder: Embedder, now: str, on_ttl_removed: TtlHook | None = None
 ) -> Action:
@@ -128,7 +172,10 @@ def index_record(
         return "skip"
     key = entry_key(stream.keys)
     if key is None:
-        return "skip"
+        conversation = conversation_item(stream.keys)
+        if conversation is None:
+            return "skip"
+        return index_journal_record(record, *conversation, index, embedder)
     if record.event_name == DynamoDBRecordEventName.REMOVE:
         action: Action = "skip"
         if not key.name.startswith(CHECKPOINT_PREFIX):

@@ -14,9 +14,8 @@ Input that is not a step's input (unknown step, a job of the wrong shape, a step
 have no results, stray results) raises ``InvalidStepInputError``: retrying cannot fix it, and the
 execution fails with it. Any other error a step raises leaves as is, for the state machine's Retry.
 
-Today each step returns its input (step and job) with the ``"done"`` trail of the steps run so far,
-itself included; the flush, the summariser and the checkpoint writer arrive with the conversations
-issue, each behind the step's function below, which will return what the next steps need.
+Each step is a method of the container's ``SummaryPass`` (``agentmem/services/summary_pass.py``), the
+same code the embedded backend's job runner runs in one go.
 """
 
 from __future__ import annotations
@@ -24,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
+from agentmem.bootstrap import get_container
 from agentmem.observability import logger, tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -59,25 +59,23 @@ class StepInput(BaseModel):
 StepResult = dict[str, Any]
 
 
-def _trail(step_input: StepInput) -> StepResult:
-    """What a step returns while it does nothing yet: its input with the trail of the steps run so far."""
-    done = [step for step in STEPS if step in step_input.results] + [step_input.step]
-    return {"step": step_input.step, "job": step_input.job.model_dump(), "done": done}
+def _results(step_input: StepInput) -> dict[str, Any]:
+    return {str(step): result for step, result in step_input.results.items()}
 
 
 def _flush(step_input: StepInput) -> StepResult:
-    """Extract durable facts from the messages about to be folded (SPEC §4.5). Not yet."""
-    return _trail(step_input)
+    """Extract durable facts from the messages about to be folded (SPEC §4.5)."""
+    return get_container().summary_pass.flush(step_input.job.model_dump())
 
 
 def _summarise(step_input: StepInput) -> StepResult:
-    """Write the new summary from the previous one and the folded messages (SPEC §4.3). Not yet."""
-    return _trail(step_input)
+    """Write the new summary from the current checkpoint and the folded messages (SPEC §4.3)."""
+    return get_container().summary_pass.summarise(step_input.job.model_dump(), _results(step_input))
 
 
 def _write_checkpoint(step_input: StepInput) -> StepResult:
-    """Store the summary as the conversation's checkpoint (SPEC §4.4). Not yet."""
-    return _trail(step_input)
+    """Store the summary as the conversation's checkpoint and move the folded mark (SPEC §4.4)."""
+    return get_container().summary_pass.write_checkpoint(step_input.job.model_dump(), _results(step_input))
 
 
 STEP_HANDLERS: Mapping[Step, Callable[[StepInput], StepResult]] = {

@@ -7,6 +7,7 @@ against every backend. Backends are listed in ``BUILDERS`` (conftest.py parametr
 from __future__ import annotations
 
 import os
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -20,10 +21,17 @@ import boto3
 import dynamodb_local
 from agentmem.adapters.aws.dynamodb import build_dynamodb_stores
 from agentmem.adapters.aws.dynamodb.entries import DynamoEntryStore
+from agentmem.adapters.aws.lazy import LazyBlobStore
+from agentmem.adapters.aws.s3 import S3BlobStore
+from agentmem.adapters.embedded.conversations import SqliteConversationStore
+from agentmem.adapters.embedded.entries import SqliteEntryStore
 from agentmem.bootstrap import Container, Stores, build_container
 from agentmem.domain.models import Entry, HistoryItem, Principal, SaveResult
+from agentmem.ports.blobs import BlobStore
+from agentmem.ports.conversations import ConversationStore
 from agentmem.services.entries import SaveRequest
 from agentmem.settings import Settings
+from moto_server import MotoServer
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
@@ -63,10 +71,11 @@ def aws_container(settings: Settings, clock: FakeClock, *, create_table: bool = 
     server = dynamodb_local.shared()
     # the endpoint and dummy credentials, as botocore reads them, while the client is made
     with mock.patch.dict(os.environ, server.environment()):
-        dynamodb = build_dynamodb_stores(settings, _session(), create_missing_table=create_table)
+        dynamodb = build_dynamodb_stores(settings, _session(), create_missing_table=create_table,
+                                         journal=aws_journal(settings))
     stores = Stores(
         accounts=dynamodb.accounts, agents=dynamodb.agents, memories=dynamodb.memories, entries=dynamodb.entries,
-        usage=dynamodb.usage,
+        usage=dynamodb.usage, conversations=dynamodb.conversations,
     )
     return build_container(settings, clock=clock, stores=stores)
 
@@ -97,6 +106,44 @@ def twin_container(container: Container, clock: FakeClock) -> Container:
     if container.settings.backend == "aws":
         return aws_container(container.settings, clock)
     return build_container(container.settings, clock=clock)
+
+
+def conversation_store(container: Container) -> ConversationStore | None:
+    """The container's conversation store; until the composition root wires one, the embedded backend's
+    is built on the container's own database, and None says the backend has none yet."""
+    wired: ConversationStore | None = getattr(container.stores, "conversations", None)
+    if wired is not None:
+        return wired
+    if isinstance(container.stores.entries, SqliteEntryStore):
+        return SqliteConversationStore(container.stores.entries.db)
+    return None
+
+
+# -- the AWS backend's journal bucket -----------------------------------------------------------------------
+_journal_server: MotoServer | None = None
+_journal_lock = threading.Lock()
+
+
+def journal_s3() -> MotoServer:
+    """This process's moto S3 server for journal buckets, started on first use (it stops at exit)."""
+    global _journal_server
+    with _journal_lock:
+        if _journal_server is None:
+            _journal_server = MotoServer().start()
+        return _journal_server
+
+
+def aws_journal(settings: Settings) -> BlobStore:
+    """The AWS conversation store's journal bucket: on moto's S3 server, named after the table (so a twin
+    container shares it), made on first use — moto starts only for a test that seals, reads sealed
+    messages or purges."""
+
+    def make() -> BlobStore:
+        bucket = S3BlobStore(settings.table, boto3_client=journal_s3().client("s3"))
+        bucket.ensure_bucket()
+        return bucket
+
+    return LazyBlobStore(make)
 
 
 @dataclass

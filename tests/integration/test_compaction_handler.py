@@ -1,4 +1,4 @@
-"""The scheduled sweep: for now, the trash purge through the container, on the embedded backend."""
+"""The scheduled sweep: the trash purge and the passes left due, through the container, on the embedded backend."""
 
 from __future__ import annotations
 
@@ -49,4 +49,4 @@ def test_the_lambda_entry_point_sweeps_the_process_container(tmp_path: Path) -> 
         result = lambda_handler({"source": "aws.events", "detail-type": "Scheduled Event"}, FakeLambdaContext("c"))
     finally:
         set_container(None)
-    assert result == {"memories_purged": 0, "agents_purged": 0, "entries_expired": 0}
+    assert result == {"memories_purged": 0, "agents_purged": 0, "entries_expired": 0, "passes_started": 0}

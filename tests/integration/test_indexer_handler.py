@@ -225,3 +225,36 @@ def test_the_lambda_entry_point_says_what_is_missing_from_the_container() -> Non
             lambda_handler(batch(record("INSERT", entry_item("x"))), FakeLambdaContext("agentmem-indexer"))
     finally:
         set_container(None)
+
+
+def message_item(seq: int, content: str, **extra: Any) -> dict[str, Any]:
+    return {"PK": "C#acct_1#support#U#ana#order-42", "SK": f"MSG#{seq:012d}", "seq": seq, "turn": 1, "role": "user",
+            "content": content, "created_at": "2026-03-02T09:00:00.000000Z", "tokens": 3, **extra}
+
+
+def test_journal_messages_are_indexed_kept_when_their_rows_are_sealed_and_deleted_with_their_record(
+    index: InMemorySearchIndex,
+) -> None:
+    # Given two message rows written, a tool call among them, and the record and a client id item beside them
+    meta = {"PK": "C#acct_1#support#U#ana#order-42", "SK": "META", "last_seq": 2, "rev": 2}
+    client_id = {"PK": "C#acct_1#support#U#ana#order-42", "SK": "CID#c-1", "seq": 1}
+    call = message_item(2, "", role="tool_call", tool_name="lookup_refund", tool_call_id="t1")
+    answer = run(index, record("INSERT", message_item(1, "Where is my refund?"), seq=1), record("INSERT", call, seq=2),
+                 record("INSERT", meta, seq=3), record("INSERT", client_id, seq=4))
+
+    # Then each message is a document of kind "message" (its text: the content and the tool name), nothing else is
+    assert answer == {"batchItemFailures": []}
+    assert len(index) == 2
+    assert index.get("message/acct_1/support/ana/order-42/1") == {
+        "kind": "message", "account": "acct_1", "memory": "journal:support", "user": "ana", "category": "order-42",
+        "version": 1, "content": "Where is my refund?", "updated_at": "2026-03-02T09:00:00.000000Z",
+    }
+    assert (index.get("message/acct_1/support/ana/order-42/2") or {})["content"] == "\nlookup_refund"
+
+    # When the rows leave the table (sealed into S3): the documents stay
+    run(index, record("REMOVE", message_item(1, "Where is my refund?"), seq=5), record("REMOVE", call, seq=6))
+    assert len(index) == 2
+
+    # When the record is removed (the conversation purged): every message it counted leaves the index
+    run(index, record("REMOVE", meta, seq=7))
+    assert len(index) == 0

@@ -1,8 +1,10 @@
-"""Summary passes as named Step Functions executions, run by moto with our real task handler.
+"""Summary passes as named Step Functions executions, run by moto with our real task handler, doing real passes.
 
 The state machine is the one the CDK deploys (``infra/constructs/summary_state_machine.py``); moto
 executes it, and each Lambda task reaches ``functions/summarise/handler.lambda_handler`` in this
-process through the harness's bridge (tests/support/moto_server.py).
+process through the harness's bridge (tests/support/moto_server.py). The handler's ``get_container()``
+is the test's container (embedded backend on a temporary data dir), whose jobs are the Step Functions
+adapter against moto: an append over the threshold starts the execution, as on AWS.
 """
 
 from __future__ import annotations
@@ -12,24 +14,130 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
+from agentmem import bootstrap
 from agentmem.adapters.aws.stepfunctions import StepFunctionsJobs, execution_arn
+from agentmem.bootstrap import Container, build_container, set_container
+from agentmem.domain.agents import AgentRecord
+from agentmem.domain.clock import iso
+from agentmem.domain.conversations import ConversationRecord, ConversationRef, Message, MessageDraft, checkpoint_name
 from agentmem.domain.errors import NotFoundError
+from agentmem.domain.models import Entry, Layer, Principal
 from agentmem.ports.jobs import JobRun, run_name
+from agentmem.services.agents import AgentSettings
+from agentmem.settings import Settings
 from moto_server import ACCOUNT, MotoServer
 
 from functions.summarise.handler import STEPS, lambda_handler
 from infra.constructs.summary_state_machine import summary_definition
 
-JOB = {"account": "acct_1", "agent": "support", "user": "ana", "conversation": "order-42"}
-PASS = "summary/acct_1/support/ana/order-42"
+AGENT = "support"
+USER = "ana"
+CONVERSATION = "order-42"
+SUMMARY_MESSAGES = 24  # a pass is due once more than 24 messages are un-folded
+# AWS's documented example access key, in two pieces so that secret scanners do not flag this file
+ACCESS_KEY = "AKIA" + "IOSFODNN7EXAMPLE"
+REMEMBERED = "my door code is 4471"
+FACTS = {"remembered-door-code": "my door code is 4471.", "preference-reply-language": "I prefer answers in French."}
+FOLDED_THROUGH = 24  # 44 messages; the window is the last 20 (seq 25, a user message, to 44)
+RETRIES = 3  # the ASL's MaxAttempts for a step's own errors (States.TaskFailed)
+
+LambdaHandler = Callable[[Any, Any], Any]
+Definition = dict[str, Any]
 
 
-def no_retry_of_invalid_input(definition: dict[str, Any]) -> dict[str, Any]:
+def script() -> list[MessageDraft]:
+    """44 messages: the facts and the tool output with the key early (they leave the window), then chat."""
+    rows = [
+        MessageDraft("user", "Hi! Please remember my door code is 4471."),
+        MessageDraft("assistant", "Noted, I will keep your door code."),
+        MessageDraft("user", "Can you check which AWS key my laptop uses?"),
+        MessageDraft("tool_call", "", tool_name="shell", tool_call_id="call-1",
+                     arguments={"command": "cat ~/.aws/credentials"}),
+        MessageDraft("tool_result", f"[default]\naws_access_key_id = {ACCESS_KEY}", tool_call_id="call-1",
+                     result={"stdout": f"[default]\naws_access_key_id = {ACCESS_KEY}", "exit_code": 0}),
+        MessageDraft("assistant", "Your laptop uses one access key, in the default profile."),
+        MessageDraft("user", "I prefer answers in French."),
+        MessageDraft("assistant", "D'accord, je répondrai en français."),
+    ]
+    for town in range(18):
+        rows += [
+            MessageDraft("user", f"Tell me about the harbour of town {town}."),
+            MessageDraft("assistant", f"Le port de la ville {town} est petit."),
+        ]
+    assert len(rows) == 44
+    return rows
+
+
+# --- the world: a real container, the handler's -----------------------------------------------------------
+
+
+@dataclass
+class World:
+    container: Container
+    principal: Principal
+    agent: AgentRecord
+
+    @property
+    def account(self) -> str:
+        return self.principal.account_id
+
+    @property
+    def ref(self) -> ConversationRef:
+        return ConversationRef(self.account, AGENT, USER, CONVERSATION)
+
+    def append(self, rows: Sequence[MessageDraft]) -> None:
+        """One append (at most 40 messages): the service starts the pass if it crosses the threshold."""
+        self.container.conversations.append(self.principal, AGENT, CONVERSATION, list(rows), user=USER)
+
+    def record(self) -> ConversationRecord:
+        found = self.container.conversations.store.get(self.ref)
+        assert found is not None
+        return found
+
+    def checkpoint(self) -> tuple[Entry, ConversationRecord]:
+        entry, record, _ = self.container.conversations.checkpoint(self.principal, AGENT, CONVERSATION, user=USER)
+        return entry, record
+
+    def entry(self, name: str, user: str | None = USER) -> Entry | None:
+        layer = Layer(self.account, self.agent.own_memory, user)
+        return self.container.entries.store.get(layer, name, iso(self.container.entries.clock()))
+
+    def journal(self) -> list[Message]:
+        rows, _ = self.container.conversations.messages(self.principal, AGENT, CONVERSATION, user=USER, limit=1000)
+        return rows
+
+    def payload(self) -> dict[str, Any]:
+        """The execution input the service gives a pass started by an append."""
+        return {"account": self.account, "agent": AGENT, "user": USER, "conversation": CONVERSATION,
+                "surface": "agent", "reason": "threshold"}
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[World]:
+    """A real container made the process's (what the handler's get_container() returns), then put back."""
+    previous = bootstrap._container
+    container = build_container(Settings(backend="embedded", data_dir=tmp_path / "data", summariser="extractive"))
+    _, secret = container.keys.create_account("summaries")
+    principal = container.keys.authenticate(f"Bearer {secret}")
+    agent, _ = container.agents.put(principal, AGENT, AgentSettings(summary_messages=SUMMARY_MESSAGES))
+    set_container(container)
+    try:
+        yield World(container, principal, agent)
+    finally:
+        set_container(previous)
+
+
+# --- the state machine on moto -------------------------------------------------------------------------------
+
+
+def no_retry_of_invalid_input(definition: Definition) -> Definition:
     """The change asked of the ASL: a step's InvalidStepInputError is not retried (retrying cannot fix
     the input). A no-op once the definition has it."""
     changed = copy.deepcopy(definition)
@@ -40,21 +148,36 @@ def no_retry_of_invalid_input(definition: dict[str, Any]) -> dict[str, Any]:
     return changed
 
 
+def quick_retries(definition: Definition) -> Definition:
+    """The deployed retries (same errors, same MaxAttempts), 1 s apart rather than 5, 10 and 20 s, so that
+    running out of them does not take 35 s of the test."""
+    changed = copy.deepcopy(definition)
+    for state in changed["States"].values():
+        for retry in state.get("Retry", []):
+            retry["IntervalSeconds"], retry["BackoffRate"] = 1, 1.0
+    return changed
+
+
 @contextmanager
 def summary_machine(
-    moto: MotoServer, sfn: Any, handler: Callable[[Any, Any], Any], *, fix_retry: bool = False
+    moto: MotoServer, sfn: Any, handler: LambdaHandler, *, change: Callable[[Definition], Definition] | None = None,
+    world: World | None = None,
 ) -> Iterator[tuple[StepFunctionsJobs, str]]:
-    """The summary state machine on moto, its tasks answered by ``handler``; yields (jobs, function name)."""
+    """The summary state machine on moto, its tasks answered by ``handler``; yields (jobs, function name).
+    With ``world``, the jobs are its container's: passes the service starts are executions of this machine."""
     function = f"agentmem-summarise-{uuid.uuid4().hex[:8]}"
     with moto.lambda_function(function, handler) as function_arn:
         definition = summary_definition(function_arn)
-        if fix_retry:
-            definition = no_retry_of_invalid_input(definition)
+        if change is not None:
+            definition = change(definition)
         machine = sfn.create_state_machine(
             name=f"summary-{uuid.uuid4().hex[:8]}", definition=json.dumps(definition),
             roleArn=f"arn:aws:iam::{ACCOUNT}:role/agentmem-summary",
         )["stateMachineArn"]
-        yield StepFunctionsJobs(machine, boto3_client=sfn), function
+        jobs = StepFunctionsJobs(machine, boto3_client=sfn)
+        if world is not None:
+            world.container._jobs = jobs
+        yield jobs, function
 
 
 def finished(jobs: StepFunctionsJobs, run_id: str, timeout: float = 30) -> JobRun:
@@ -70,76 +193,162 @@ def steps_called(moto: MotoServer, function: str) -> list[tuple[str, str | None]
     return [(i.event.get("step"), i.error) for i in moto.bridge.invocations if i.function == function]
 
 
-def test_a_summary_pass_runs_every_step_through_our_handler(moto: MotoServer, sfn: Any) -> None:
-    with summary_machine(moto, sfn, lambda_handler) as (jobs, function):
-        # When a pass is started through the adapter
-        run_id = jobs.start(PASS, JOB, discriminator="0")
-        run = finished(jobs, run_id)
-    # Then it is a named execution of the state machine, and it succeeded
-    assert run_id == execution_arn(jobs.state_machine_arn, run_name(PASS, "0"))
-    assert run.name == run_name(PASS, "0")
+def executions(sfn: Any, jobs: StepFunctionsJobs) -> list[str]:
+    return [e["executionArn"] for e in sfn.list_executions(stateMachineArn=jobs.state_machine_arn)["executions"]]
+
+
+def the_pass(world: World, jobs: StepFunctionsJobs) -> str:
+    """The execution ARN of the conversation's first pass (it folds from seq 0)."""
+    return execution_arn(jobs.state_machine_arn, run_name(world.ref.job_name, "0"))
+
+
+def start_by_appending(world: World) -> None:
+    """A client's appends: 4 messages (under the threshold), then 40 more (over it: the pass starts)."""
+    rows = script()
+    world.append(rows[:4])
+    world.append(rows[4:])
+
+
+class UnreachableSummariser:
+    def summarise(self, previous: str | None, messages: Sequence[Message]) -> str:
+        raise ConnectionError("bedrock is unreachable")
+
+
+# --- the tests -------------------------------------------------------------------------------------------------
+
+
+def test_an_append_over_the_threshold_runs_the_pass_on_the_state_machine(
+    moto: MotoServer, sfn: Any, world: World
+) -> None:
+    with summary_machine(moto, sfn, lambda_handler, world=world) as (jobs, function):
+        # Given a conversation under its threshold: no pass
+        rows = script()
+        world.append(rows[:4])
+        assert executions(sfn, jobs) == []
+        # When an append takes it over the threshold
+        world.append(rows[4:])
+        # Then it started one named execution of the state machine, and it succeeded
+        assert executions(sfn, jobs) == [the_pass(world, jobs)]
+        run = finished(jobs, the_pass(world, jobs))
     assert run.state == "succeeded", run.error
-    # And each step ran once, in order, in our handler, leaving its trail in the output
+    assert run.name == run_name(world.ref.job_name, "0")
+    # And each step ran once, in order, in our handler
     assert steps_called(moto, function) == [(step, None) for step in STEPS]
     assert run.output is not None
-    assert run.output["job"] == JOB
-    for position, step in enumerate(STEPS):
-        assert run.output["results"][step]["done"] == list(STEPS[: position + 1])
-        assert run.output["results"][step]["job"] == JOB
+    assert run.output["job"] == world.payload()
+    results = run.output["results"]
+    assert list(results) == list(STEPS)
+    assert sorted(results["flush"]["saved"]) == sorted(FACTS)
+    assert results["write_checkpoint"]["covers_through_seq"] == FOLDED_THROUGH
+    # And the pass did its work: the facts in the agent's own memory, the user's layer ...
+    for name, content in FACTS.items():
+        saved = world.entry(name)
+        assert saved is not None and saved.content == content, name
+        assert world.entry(name, user=None) is None
+    # ... the checkpoint, with the remembered item word for word and without the key ...
+    entry, record = world.checkpoint()
+    assert entry.name == checkpoint_name(CONVERSATION)
+    content = entry.content or ""
+    assert content == results["summarise"]["summary"].strip()
+    assert REMEMBERED in content and "French" in content
+    assert ACCESS_KEY not in content
+    assert "harbour of town 7" in content and "town 8" not in content  # seq 24 folded, 25 not
+    assert (entry.conversation, entry.category, entry.user_id, entry.version) == (CONVERSATION, "checkpoint", USER, 1)
+    # ... covering the messages that left the window, and the conversation no longer due
+    assert record.folded_through == FOLDED_THROUGH
+    assert (record.last_seq, record.unfolded_messages, record.due_since) == (44, 44 - FOLDED_THROUGH, None)
+    assert [m.seq for m in world.journal()] == list(range(1, 45))
 
 
-def test_starting_a_pass_that_is_running_is_a_no_op(moto: MotoServer, sfn: Any) -> None:
+def test_starting_the_same_pass_twice_is_one_execution(moto: MotoServer, sfn: Any, world: World) -> None:
     # Given a pass held inside its first step
     entered, release = threading.Event(), threading.Event()
 
     def held(event: Any, context: Any) -> Any:
-        entered.set()
-        assert release.wait(20)
+        if event.get("step") == "flush":
+            entered.set()
+            assert release.wait(20)
         return lambda_handler(event, context)
 
-    with summary_machine(moto, sfn, held) as (jobs, function):
-        first = jobs.start(PASS, JOB, discriminator="40")
+    with summary_machine(moto, sfn, held, world=world) as (jobs, function):
+        start_by_appending(world)
+        first = the_pass(world, jobs)
         assert entered.wait(20)
-        # When it is started again: same input (Step Functions answers with the running execution)
-        # and another input (Step Functions refuses: ExecutionAlreadyExists)
-        same = jobs.start(PASS, JOB, discriminator="40")
-        other = jobs.start(PASS, {**JOB, "note": "a later trigger"}, discriminator="40")
-        # Then both are the running execution, and it is the only one
-        assert same == first and other == first
-        executions = sfn.list_executions(stateMachineArn=jobs.state_machine_arn)["executions"]
-        assert [e["executionArn"] for e in executions] == [first]
+        # When it is started again while it runs: by another append over the threshold (same input), by
+        # the service again, and through the adapter with another input (ExecutionAlreadyExists)
+        world.append([MessageDraft("user", "Are you still there?"), MessageDraft("assistant", "Oui.")])
+        assert world.container.conversations.start_pass(world.record(), reason="threshold") == first
+        later = {**world.payload(), "note": "a later trigger"}
+        assert jobs.start(world.ref.job_name, later, discriminator="0") == first
+        # Then it is the running execution, and the only one
+        assert executions(sfn, jobs) == [first]
         assert jobs.describe(first).state == "running"
         release.set()
-        assert finished(jobs, first).state == "succeeded"
+        run = finished(jobs, first)
+        assert run.state == "succeeded", run.error
         # And once it has finished, a late trigger of the same pass starts nothing
-        assert jobs.start(PASS, JOB, discriminator="40") == first
-        assert len(sfn.list_executions(stateMachineArn=jobs.state_machine_arn)["executions"]) == 1
-    assert [step for step, _ in steps_called(moto, function)] == list(STEPS)
+        assert jobs.start(world.ref.job_name, world.payload(), discriminator="0") == first
+        assert executions(sfn, jobs) == [first]
+    assert steps_called(moto, function) == [(step, None) for step in STEPS]
+    # The pass read the journal as it stood when it ran: 46 messages, the window seq 27-46
+    entry, record = world.checkpoint()
+    assert record.folded_through == 26 and record.due_since is None
+    assert REMEMBERED in (entry.content or "") and ACCESS_KEY not in (entry.content or "")
 
 
-def test_a_step_that_fails_is_retried_by_the_state_machine(moto: MotoServer, sfn: Any) -> None:
-    # Given a summariser that fails its first call (the ASL retries task failures after 5 s)
-    failures = iter([RuntimeError("the model is throttled")])
+def test_a_step_that_fails_once_is_retried_by_the_state_machine(
+    moto: MotoServer, sfn: Any, world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a summariser that fails its first call
+    real = world.container.summariser
+    calls: list[int] = []
 
-    def flaky(event: Any, context: Any) -> Any:
-        if event.get("step") == "summarise":
-            error = next(failures, None)
-            if error is not None:
-                raise error
-        return lambda_handler(event, context)
+    def flaky() -> Any:
+        calls.append(1)
+        return UnreachableSummariser() if len(calls) == 1 else real()
 
-    with summary_machine(moto, sfn, flaky) as (jobs, function):
-        run = finished(jobs, jobs.start(PASS, JOB, discriminator="retry"), timeout=40)
+    monkeypatch.setattr(world.container, "summariser", flaky)
+    with summary_machine(moto, sfn, lambda_handler, change=quick_retries, world=world) as (jobs, function):
+        start_by_appending(world)
+        run = finished(jobs, the_pass(world, jobs))
+    # Then the state machine retried the step, and the pass went through
     assert run.state == "succeeded", run.error
     assert steps_called(moto, function) == [
-        ("flush", None), ("summarise", "RuntimeError"), ("summarise", None), ("write_checkpoint", None),
+        ("flush", None), ("summarise", "ConnectionError"), ("summarise", None), ("write_checkpoint", None),
     ]
+    entry, record = world.checkpoint()
+    assert REMEMBERED in (entry.content or "")
+    assert record.folded_through == FOLDED_THROUGH
 
 
-def test_an_invalid_job_fails_the_pass_at_once(moto: MotoServer, sfn: Any) -> None:
+def test_a_step_that_keeps_failing_is_retried_then_caught_and_nothing_is_lost(
+    moto: MotoServer, sfn: Any, world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a summariser that always fails
+    monkeypatch.setattr(world.container, "summariser", UnreachableSummariser)
+    with summary_machine(moto, sfn, lambda_handler, change=quick_retries, world=world) as (jobs, function):
+        start_by_appending(world)
+        run = finished(jobs, the_pass(world, jobs))
+    # Then the step was tried once and retried 3 times, and the execution failed through the Catch
+    assert steps_called(moto, function) == [("flush", None)] + [("summarise", "ConnectionError")] * (1 + RETRIES)
+    assert run.state == "failed"
+    assert run.error is not None and run.error.startswith("SummaryPassFailed")
+    # And no message is lost: nothing folded, no checkpoint, the journal whole, the conversation still due
+    with pytest.raises(NotFoundError):
+        world.checkpoint()
+    record = world.record()
+    assert (record.last_seq, record.folded_through, record.unfolded_messages) == (44, 0, 44)
+    assert record.due_since is not None
+    journal = world.journal()
+    assert [m.seq for m in journal] == list(range(1, 45))
+    assert [m.content for m in journal] == [r.content for r in script()]
+
+
+def test_an_invalid_job_fails_the_pass_at_once(moto: MotoServer, sfn: Any, world: World) -> None:
     # Given the state machine (with invalid input not retried) and a job without its conversation
-    with summary_machine(moto, sfn, lambda_handler, fix_retry=True) as (jobs, function):
-        run = finished(jobs, jobs.start(PASS, {"account": "acct_1", "agent": "support"}, discriminator="bad"))
+    with summary_machine(moto, sfn, lambda_handler, change=no_retry_of_invalid_input) as (jobs, function):
+        job = {"account": world.account, "agent": AGENT}
+        run = finished(jobs, jobs.start("summary/invalid", job, discriminator="bad"))
     # Then the handler refused it with its own error, once, and the execution failed through the Catch
     assert steps_called(moto, function) == [("flush", "InvalidStepInputError")]
     assert run.state == "failed"

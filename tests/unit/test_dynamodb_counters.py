@@ -15,7 +15,7 @@ import boto3
 import dynamodb_local
 import pytest
 from agentmem.adapters.aws.dynamodb import DynamoDBStores, build_dynamodb_stores, create_table, layout
-from agentmem.adapters.aws.dynamodb.table import BY_DUE, BY_LAYER_UPDATED, BY_MEMORY_EXPIRY, TTL_ATTRIBUTE
+from agentmem.adapters.aws.dynamodb.table import BY_DUE, BY_LAYER_UPDATED, BY_MEMORY_EXPIRY, BY_TOOL_CALL, TTL_ATTRIBUTE
 from agentmem.domain.errors import LayerFullError
 from agentmem.domain.models import EntryDraft, Layer, MemoryRecord
 from agentmem.settings import Settings
@@ -69,7 +69,9 @@ def test_the_table_is_made_once_with_its_indexes_ttl_and_stream(stores: DynamoDB
     # Then it is left as it is
     assert create_table(settings, stores.client) is False
     described = stores.client.describe_table(TableName=settings.table)["Table"]
-    assert {i["IndexName"] for i in described["GlobalSecondaryIndexes"]} == {BY_LAYER_UPDATED, BY_MEMORY_EXPIRY, BY_DUE}
+    assert {i["IndexName"] for i in described["GlobalSecondaryIndexes"]} == {
+        BY_LAYER_UPDATED, BY_MEMORY_EXPIRY, BY_DUE, BY_TOOL_CALL,
+    }
     assert described["StreamSpecification"] == {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}
     ttl = stores.client.describe_time_to_live(TableName=settings.table)["TimeToLiveDescription"]
     assert ttl["AttributeName"] == TTL_ATTRIBUTE

@@ -12,17 +12,22 @@ from .domain.clock import Clock, iso, utcnow
 from .ports.accounts import AccountStore
 from .ports.agents import AgentStore
 from .ports.blobs import BlobStore
+from .ports.conversations import ConversationStore
 from .ports.embedder import Embedder
 from .ports.entries import EntryStore
 from .ports.jobs import Jobs
 from .ports.memories import MemoryStore
 from .ports.search_index import SearchIndex
+from .ports.summariser import Summariser
 from .ports.usage import UsageStore
 from .services.agent_memory import AgentMemory
 from .services.agents import AgentService
+from .services.conversations import ConversationService
 from .services.entries import EntryService
+from .services.erasure import ErasureService
 from .services.keys import DEFAULT_ACCOUNT, KeyService
 from .services.memories import MemoryService
+from .services.summary_pass import SummaryPass
 from .services.tools import ToolService
 from .services.usage import UsageMeter
 from .settings import Settings, load_settings
@@ -35,6 +40,7 @@ class Stores:
     memories: MemoryStore
     entries: EntryStore
     usage: UsageStore
+    conversations: ConversationStore
     maintenance: list[object] = field(default_factory=list)
 
 
@@ -59,8 +65,32 @@ class Container:
     agents: AgentService
     agent_memory: AgentMemory
     tools: ToolService
+    conversations: ConversationService
+    summary_pass: SummaryPass
+    erasure: ErasureService
     usage: UsageMeter
     adapters: Adapters | None = None  # built on first use: the API's cold start needs none of them
+    _jobs: Jobs | None = None
+
+    def jobs(self) -> Jobs | None:
+        """Where summary passes run: the state machine on AWS, an in-process runner on the embedded backend."""
+        if self._jobs is None:
+            if self.settings.backend == "aws":
+                self._jobs = self.require_adapters().jobs
+            else:
+                from .adapters.embedded.jobs import ThreadJobRunner
+
+                self._jobs = ThreadJobRunner(self.summary_pass.run)
+        return self._jobs
+
+    def summariser(self) -> Summariser:
+        if self.settings.summariser == "bedrock":
+            from .adapters.aws.bedrock import BedrockSummariser
+
+            return BedrockSummariser(self.settings.bedrock_model_id)
+        from .domain.summary import ExtractiveSummariser
+
+        return ExtractiveSummariser()
 
     def require_adapters(self) -> Adapters:
         if self.adapters is None:
@@ -79,6 +109,7 @@ class Container:
         """Housekeeping the embedded backend does itself (AWS has TTL): trash and expiry."""
         purged = self.memories.purge_due()
         agents_purged = self.agents.purge_due()
+        passes = self.conversations.start_due_passes()
         expired = 0
         now = iso(self.memories.clock())
         for store in self.stores.maintenance:
@@ -86,7 +117,8 @@ class Container:
             if purge is not None:
                 expired += int(purge(now))
         self.usage.flush()
-        return {"memories_purged": purged, "agents_purged": agents_purged, "entries_expired": expired}
+        return {"memories_purged": purged, "agents_purged": agents_purged, "entries_expired": expired,
+                "passes_started": passes}
 
 
 def build_stores(settings: Settings, *, create_resources: bool = False) -> Stores:
@@ -97,12 +129,13 @@ def build_stores(settings: Settings, *, create_resources: bool = False) -> Store
         dynamo = build_dynamodb_stores(settings, create_missing_table=create_resources)
         return Stores(
             accounts=dynamo.accounts, agents=dynamo.agents, memories=dynamo.memories, entries=dynamo.entries,
-            usage=dynamo.usage,
+            usage=dynamo.usage, conversations=dynamo.conversations,
         )
     if os.environ.get("AWS_LAMBDA_FUNCTION_NAME"):
         raise RuntimeError("the embedded backend does not run inside Lambda; set AGENTMEM_BACKEND=aws")
     from .adapters.embedded.accounts import SqliteAccountStore
     from .adapters.embedded.agents import SqliteAgentStore
+    from .adapters.embedded.conversations import SqliteConversationStore
     from .adapters.embedded.database import Database
     from .adapters.embedded.entries import SqliteEntryStore
     from .adapters.embedded.memories import SqliteMemoryStore
@@ -117,6 +150,7 @@ def build_stores(settings: Settings, *, create_resources: bool = False) -> Store
         memories=SqliteMemoryStore(db),
         entries=entries,
         usage=SqliteUsageStore(db),
+        conversations=SqliteConversationStore(db),
         maintenance=[entries],
     )
 
@@ -178,7 +212,13 @@ def build_container(
     entries = EntryService(stores.entries, memories, clock)
     agents = AgentService(stores.agents, memories, clock)
     agent_memory = AgentMemory(agents, entries)
-    return Container(
+    holder: list[Container] = []  # the jobs and the summariser are the container's, built after it
+    conversations = ConversationService(stores.conversations, agent_memory, clock=clock,
+                                        jobs=lambda: holder[0].jobs())
+    summary_pass = SummaryPass(conversations, lambda: holder[0].summariser(), clock)
+    agents.purge_hooks.append(conversations.purge_agent)
+    entries.checkpoint_deleted.append(conversations.forget_checkpoint)
+    container = Container(
         settings=settings,
         stores=stores,
         keys=KeyService(stores.accounts, clock),
@@ -186,10 +226,15 @@ def build_container(
         entries=entries,
         agents=agents,
         agent_memory=agent_memory,
-        tools=ToolService(agent_memory),
+        tools=ToolService(agent_memory, conversations),
+        conversations=conversations,
+        summary_pass=summary_pass,
+        erasure=ErasureService(memories, agents, conversations),
         usage=UsageMeter(stores.usage, clock),
         adapters=adapters,
     )
+    holder.append(container)
+    return container
 
 
 _container: Container | None = None

@@ -27,6 +27,11 @@ class Settings(BaseSettings):
     workspace_bucket: str = "agentmem-workspace"
     state_machine_arn: str | None = None
     opensearch_endpoint: str | None = None
+    # the summariser of conversation summaries (SPEC §4.3): the offline extractive one, or Bedrock's Converse
+    summariser: Literal["extractive", "bedrock"] = "extractive"
+    bedrock_model_id: str = "anthropic.claude-3-5-haiku-20241022-v1:0"
+    # the embedded backend's sweep (expiry, trash, conversations left over threshold), every this many seconds
+    sweep_every_s: float = Field(default=60.0, gt=0)
     # limits that are settings rather than contract
     max_body_bytes: int = 1_000_000
 

@@ -23,12 +23,12 @@ from ..domain.errors import AgentmemError, InvalidError, MethodNotAllowedError, 
 from ..observability import count, count_request, logger, tracer
 from . import openapi
 from .context import pending_usage
-from .routes import agents, entries, keys, mcp, memories, system, tools
+from .routes import agents, conversations, entries, keys, mcp, memories, system, tools
 
 PUBLIC_PATHS = frozenset({"/v1/health", "/v1/openapi.json", "/v1/docs"})
 
 app = APIGatewayRestResolver(enable_validation=True)
-for module in (system, keys, memories, entries, agents, tools, mcp):
+for module in (system, keys, memories, entries, agents, conversations, tools, mcp):
     app.include_router(module.router)
 
 

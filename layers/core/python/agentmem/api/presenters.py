@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..domain.agents import AgentRecord
+from ..domain.conversations import ConversationRecord, Message
 from ..domain.models import ApiKey, Entry, HistoryItem, MemoryRecord, UsageCount
 
 
@@ -97,4 +98,40 @@ def agent_json(agent: AgentRecord) -> dict[str, Any]:
         "updated_at": agent.updated_at,
         "deleted_at": agent.deleted_at,
         "purge_after": agent.purge_after,
+    }
+
+
+def message_json(message: Message) -> dict[str, Any]:
+    return {
+        "seq": message.seq,
+        "turn": message.turn,
+        "role": message.role,
+        "content": message.content,
+        "tool_name": message.tool_name,
+        "tool_call_id": message.tool_call_id,
+        "arguments": message.arguments,
+        "result": message.result,
+        "client_id": message.client_id,
+        "created_at": message.created_at,
+        "tokens": message.tokens,
+    }
+
+
+def conversation_json(record: ConversationRecord) -> dict[str, Any]:
+    return {
+        "key": record.ref.key,
+        "agent": record.ref.agent,
+        "user_id": record.ref.user_id,
+        "surface": record.surface,
+        "messages": record.last_seq,
+        "turns": record.last_turn,
+        "covers_through_seq": record.folded_through,
+        "forgotten_through_seq": record.forgotten_through,
+        "unfolded_tokens": record.unfolded_tokens,
+        "unfolded_messages": record.unfolded_messages,
+        "window_messages": record.window_messages,
+        "summary_due": record.due_since is not None,
+        "created_at": record.created_at,
+        "updated_at": record.updated_at,
+        "deleted_at": record.deleted_at,
     }

@@ -91,3 +91,25 @@ class ToolCallBody(StrictBody):
     surface: Literal["agent", "mcp", "external", "test", "browser"] = Field(
         default="agent", description="Where the conversation happens (SPEC §7); decides what may be written"
     )
+
+
+class MessageBody(StrictBody):
+    """One journal row (SPEC §4.1)."""
+
+    role: Literal["user", "assistant", "tool_call", "tool_result"]
+    content: str = Field(default="", description="The text; required for user and assistant messages")
+    tool_name: str | None = Field(default=None, description="The tool a tool_call calls (or a tool_result answers)")
+    tool_call_id: str | None = Field(default=None, description="Pairs a tool_call with its tool_result")
+    arguments: dict[str, Any] | None = Field(default=None, description="A tool_call's arguments")
+    result: Any = Field(default=None, description="A tool_result's result (any JSON)")
+    client_id: str | None = Field(default=None, description="Makes a retried append idempotent")
+
+
+class AppendBody(StrictBody):
+    messages: list[MessageBody] = Field(description="1–40 messages, in order")
+    surface: Literal["agent", "mcp", "external", "test", "browser"] | None = Field(
+        default=None, description="Where the conversation happens (SPEC §7); default agent"
+    )
+    window_messages: int | None = Field(
+        default=None, description="This conversation's recent window, 1–20 (it can only lower the default)"
+    )

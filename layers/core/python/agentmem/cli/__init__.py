@@ -1,4 +1,5 @@
-"""The ``agentmem`` command: run the service, and manage memories, entries, agents and keys from a shell.
+"""The ``agentmem`` command: run the service, and manage memories, entries, agents, conversations and keys
+from a shell.
 
 Commands that talk to a running service go through the SDK (``agentmem.client``) and
 read ``--url`` / ``AGENTMEM_URL`` and ``--api-key`` / ``AGENTMEM_API_KEY``. ``serve``
@@ -7,7 +8,8 @@ short line) by default and JSON with ``--json``. API errors print one line to st
 and exit 1; usage errors exit 2.
 
 One module per command group: ``serve``, ``accounts``, ``keys``, ``memories``,
-``entries``, ``agents``; ``output`` prints, ``connection`` builds the SDK client.
+``entries``, ``agents``, ``conversations``, ``users``, ``mcp``; ``output`` prints, ``connection``
+builds the SDK client.
 """
 
 from __future__ import annotations
@@ -21,12 +23,14 @@ from agentmem.client import AgentmemError, ConfigurationError, Unreachable
 
 from .accounts import accounts
 from .agents import agents
+from .conversations import conversations
 from .entries import entries
 from .keys import keys
 from .mcp import mcp
 from .memories import memories
 from .output import render_table
 from .serve import serve
+from .users import users
 
 __all__ = ["cli", "main", "render_table"]
 
@@ -73,7 +77,7 @@ def cli(url: str | None, api_key: str | None, as_json: bool) -> None:
     """agentmem: memory for AI agents."""
 
 
-for _command in (serve, accounts, keys, memories, entries, agents, mcp):
+for _command in (serve, accounts, keys, memories, entries, agents, conversations, users, mcp):
     cli.add_command(_command)
 
 

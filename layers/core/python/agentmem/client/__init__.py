@@ -1,9 +1,12 @@
 """The agentmem SDK: typed access to an agentmem service over HTTP or in-process.
 
-from agentmem.client import Agent, Memory
+from agentmem.client import Agent, Memory, Message
 company = Memory.from_name("company", create_if_missing=True)   # AGENTMEM_URL / AGENTMEM_API_KEY
 company.save("tone", "Warm, brief, no jargon.", description="How we write")
 support = Agent.from_name("support", create_if_missing=True, memories=[company])
+chat = support.conversation("ticket-7", user="user_42")
+chat.append(Message.user("Hi, I'm Ana."), Message.assistant("Hello Ana!"))
+context = chat.context()                                          # what the model sees next turn
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 from .agent import Agent, Agents
 from .agent_settings import AgentSettings
 from .client import Client, default_client, set_default_client
+from .conversation import Conversation
 from .errors import (
     AgentmemError,
     Attached,
@@ -33,13 +37,26 @@ from .memory import Memories, Memory
 from .models import (
     AgentInfo,
     ApiKey,
+    AppendResult,
+    Checkpoint,
+    Context,
+    ContextSummary,
+    ContextWindow,
+    ConversationInfo,
+    ConversationReceipt,
     Entry,
+    ErasureReceipt,
     Health,
     HistoryItem,
     MemoryAttachment,
+    MemoryIndex,
     MemoryInfo,
+    Message,
+    MessageHit,
     Page,
+    PinnedBlock,
     PurgeReceipt,
+    ToolCall,
     ToolResult,
     UsageRecord,
 )
@@ -52,11 +69,20 @@ __all__ = [
     "AgentmemError",
     "Agents",
     "ApiKey",
+    "AppendResult",
     "Attached",
+    "Checkpoint",
     "Client",
     "ConfigurationError",
     "Conflict",
+    "Context",
+    "ContextSummary",
+    "ContextWindow",
+    "Conversation",
+    "ConversationInfo",
+    "ConversationReceipt",
     "Entry",
+    "ErasureReceipt",
     "Forbidden",
     "Health",
     "HistoryItem",
@@ -68,14 +94,19 @@ __all__ = [
     "Memories",
     "Memory",
     "MemoryAttachment",
+    "MemoryIndex",
     "MemoryInfo",
+    "Message",
+    "MessageHit",
     "NotFound",
     "Page",
+    "PinnedBlock",
     "PurgeReceipt",
     "RateLimited",
     "Rejected",
     "ServerError",
     "TooLarge",
+    "ToolCall",
     "ToolResult",
     "Transport",
     "TransportResponse",

@@ -23,16 +23,19 @@ from .agent_settings import AgentSettings, settings_body
 from .client import default_client
 from .errors import Conflict, NotFound
 from .memory import Memory
-from .models import AgentInfo, Entry, MemoryAttachment, PurgeReceipt, ToolResult
+from .models import AgentInfo, ConversationInfo, Entry, MemoryAttachment, MessageHit, PurgeReceipt, ToolResult
 from .transport import segment
 
 if TYPE_CHECKING:
     from .client import Client, ParamValue
+    from .conversation import Conversation
 
 AgentInfoList = list[AgentInfo]
 EntryList = list[Entry]
 ToolDefinitions = list[dict[str, Any]]
 AttachmentList = list[MemoryAttachment]
+ConversationInfoList = list[ConversationInfo]
+MessageHitList = list[MessageHit]
 
 
 class Agents:
@@ -259,6 +262,32 @@ class Agent:
             body["surface"] = surface
         path = self._path("tools", segment(name))
         return ToolResult.from_dict(self.client.request_json("POST", path, params=self._acting(user), body=body))
+
+    # --- conversations --------------------------------------------------------------------
+
+    def conversation(self, key: str, *, user: str | None = None) -> Conversation:
+        """A handle on the conversation ``key`` with ``user`` (an account agent's conversation with the
+        account itself without one; a user's agent talks with its own user). No request is sent."""
+        from .conversation import Conversation
+
+        return Conversation(self, key, user=user if user is not None else self.user)
+
+    def conversations(self, *, user: str | None = None) -> ConversationInfoList:
+        """The agent's conversations with ``user`` (or with the account), most recently updated first;
+        deleted ones are left out."""
+        return [*self.client.iterate(self._path("conversations"), ConversationInfo.from_dict, self._acting(user))]
+
+    def search_messages(
+        self, query: str, *, user: str | None = None, conversation: str | None = None, limit: int | None = None,
+        surface: str | None = None,
+    ) -> MessageHitList:
+        """Journal search: messages of the agent's conversations with ``user`` (only ``conversation``
+        when given) holding words of ``query``, best first (up to ``limit``, at most 100; default 10).
+        Open on the ``agent`` and ``test`` surfaces only: elsewhere ``Forbidden``."""
+        params: dict[str, ParamValue] = {"q": query, "conversation": conversation, "limit": limit,
+                                         "surface": surface, **self._acting(user)}
+        data = self.client.request_json("GET", self._path("messages", "search"), params=params)
+        return [MessageHit.from_dict(item) for item in data.get("items") or [] if isinstance(item, Mapping)]
 
     # --- helpers --------------------------------------------------------------------------
 

@@ -16,8 +16,8 @@ from datetime import date, datetime
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from .errors import ConfigurationError, error_from_response
-from .models import Health, Page, UsageRecord
-from .transport import HttpTransport, Transport, TransportResponse
+from .models import ErasureReceipt, Health, Page, UsageRecord
+from .transport import HttpTransport, Transport, TransportResponse, segment
 
 if TYPE_CHECKING:
     from .agent import Agent, Agents
@@ -204,6 +204,12 @@ class Client:
         from .keys import Keys
 
         return Keys(self)
+
+    def erase_user(self, user: str) -> ErasureReceipt:
+        """Erase ``user`` for good (account key only): their layer of every memory, their own agents,
+        their conversations' journals, checkpoints, workspaces and index documents. Returns what went,
+        counted by kind."""
+        return ErasureReceipt.from_dict(self.request_json("DELETE", f"/users/{segment(user)}"))
 
     def health(self) -> Health:
         """The service's liveness (needs no API key)."""

@@ -248,3 +248,293 @@ class Page(Generic[T]):
 
     def __len__(self) -> int:
         return len(self.items)
+
+
+# --- conversations (SPEC §4, §5) -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Message:
+    """One row of a conversation's journal: a ``user`` or ``assistant`` message, a ``tool_call`` or
+    a ``tool_result``.
+
+    Make one to append with ``Message.user("…")``, ``Message.assistant("…")``,
+    ``Message.tool_call(name, id, arguments)`` or ``Message.tool_result(id, result)``; a message read
+    back from the journal also carries what the service set: ``seq`` (its place, from 1, no gaps),
+    ``turn`` (a user message opens the next turn), ``created_at`` and ``tokens``. ``client_id`` makes
+    an append idempotent: the SDK gives each message one when it has none.
+    """
+
+    role: str
+    content: str = ""
+    tool_name: str | None = None
+    tool_call_id: str | None = None
+    arguments: dict[str, Any] | None = field(default=None, hash=False)
+    result: Any = field(default=None, hash=False)
+    client_id: str | None = None
+    seq: int | None = None
+    turn: int | None = None
+    created_at: str | None = None
+    tokens: int | None = None
+
+    @classmethod
+    def user(cls, content: str, *, client_id: str | None = None) -> Message:
+        """What the user said."""
+        return cls("user", content, client_id=client_id)
+
+    @classmethod
+    def assistant(cls, content: str, *, client_id: str | None = None) -> Message:
+        """What the agent answered."""
+        return cls("assistant", content, client_id=client_id)
+
+    @classmethod
+    def tool_call(
+        cls, name: str, id: str, arguments: Mapping[str, Any] | None = None, *, content: str = "",
+        client_id: str | None = None,
+    ) -> Message:
+        """The agent calling the tool ``name``; ``id`` pairs the call with its result."""
+        return cls("tool_call", content, tool_name=name, tool_call_id=id, arguments=dict(arguments or {}),
+                   client_id=client_id)
+
+    @classmethod
+    def tool_result(
+        cls, id: str, result: Any, name: str | None = None, *, content: str = "", client_id: str | None = None
+    ) -> Message:
+        """What the tool call ``id`` returned (``result``: any JSON value)."""
+        return cls("tool_result", content, tool_name=name, tool_call_id=id, result=result, client_id=client_id)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Message:
+        values = _known(cls, data)
+        if isinstance(values.get("arguments"), Mapping):
+            values["arguments"] = dict(values["arguments"])
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The message as an append sends it: its role and content, and the fields it has."""
+        body: dict[str, Any] = {"role": self.role, "content": self.content}
+        optional = {"tool_name": self.tool_name, "tool_call_id": self.tool_call_id, "arguments": self.arguments,
+                    "result": self.result, "client_id": self.client_id}
+        body.update({key: value for key, value in optional.items() if value is not None})
+        return body
+
+
+@dataclass(frozen=True)
+class ConversationInfo:
+    """A conversation as the API describes it.
+
+    ``messages`` is the seq of its newest message (the journal's length) and ``turns`` its number of
+    turns. The checkpoint summarises the messages up to ``covers_through_seq``; a deleted checkpoint
+    took those up to ``forgotten_through_seq`` with it. ``unfolded_tokens`` / ``unfolded_messages``
+    count what is not summarised yet (the summary threshold), ``summary_due`` says it is over it.
+    ``window_messages`` is the conversation's own window (``None``: the agent's or the platform's).
+    """
+
+    key: str
+    agent: str | None = None
+    user_id: str | None = None
+    surface: str | None = None
+    messages: int = 0
+    turns: int = 0
+    covers_through_seq: int = 0
+    forgotten_through_seq: int = 0
+    unfolded_tokens: int = 0
+    unfolded_messages: int = 0
+    window_messages: int | None = None
+    summary_due: bool = False
+    created_at: str | None = None
+    updated_at: str | None = None
+    deleted_at: str | None = None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ConversationInfo:
+        return cls(**_known(cls, data))
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    """What an append stored: one message per message sent, in order, with its ``seq``; ``added``
+    says how many were new (a message whose ``client_id`` was already stored comes back as stored)."""
+
+    messages: list[Message] = field(default_factory=list, hash=False)
+    added: int = 0
+    conversation: ConversationInfo | None = None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> AppendResult:
+        record = data.get("conversation")
+        return cls(
+            [Message.from_dict(item) for item in data.get("items") or [] if isinstance(item, Mapping)],
+            int(data.get("added") or 0),
+            ConversationInfo.from_dict(record) if isinstance(record, Mapping) else None,
+        )
+
+    @property
+    def seqs(self) -> list[int]:
+        """The seq of each message, in the order sent."""
+        return [message.seq for message in self.messages if message.seq is not None]
+
+
+@dataclass(frozen=True)
+class PinnedBlock:
+    """Part 1 of a context: the pinned entries (by name) rendered as one inert data block."""
+
+    text: str = ""
+    tokens: int = 0
+    entries: list[str] = field(default_factory=list, hash=False)
+
+
+@dataclass(frozen=True)
+class MemoryIndex:
+    """Part 2 of a context: the name and description of each entry the agent can read; ``more``
+    entries did not fit (the text says to search for them)."""
+
+    text: str = ""
+    tokens: int = 0
+    shown: int = 0
+    more: int = 0
+
+
+@dataclass(frozen=True)
+class ContextSummary:
+    """Part 3 of a context: the checkpoint's text, standing for the messages up to
+    ``covers_through_seq``."""
+
+    text: str = ""
+    tokens: int = 0
+    covers_through_seq: int = 0
+
+
+@dataclass(frozen=True)
+class ContextWindow:
+    """Part 4 of a context: the recent window, at most ``cap`` rows, starting at a user message."""
+
+    messages: list[Message] = field(default_factory=list, hash=False)
+    tokens: int = 0
+    cap: int = 20
+
+    @property
+    def seqs(self) -> list[int]:
+        return [message.seq for message in self.messages if message.seq is not None]
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the model sees next turn (SPEC §5), part by part, and ``messages``: the whole of it
+    assembled in order (system messages for the pinned block, the index and the summary, then the
+    window's rows), ready to turn into a model API's messages. ``tokens`` adds up the parts."""
+
+    conversation: str
+    agent: str | None = None
+    user_id: str | None = None
+    surface: str | None = None
+    pinned: PinnedBlock = field(default_factory=PinnedBlock)
+    memory_index: MemoryIndex = field(default_factory=MemoryIndex)
+    summary: ContextSummary | None = None
+    window: ContextWindow = field(default_factory=ContextWindow)
+    messages: list[dict[str, Any]] = field(default_factory=list, hash=False)
+    tokens: int = 0
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Context:
+        pinned = data.get("pinned") or {}
+        index = data.get("memory_index") or {}
+        summary = data.get("summary")
+        window = data.get("window") or {}
+        return cls(
+            conversation=str(data.get("conversation", "")),
+            agent=data.get("agent"),
+            user_id=data.get("user_id"),
+            surface=data.get("surface"),
+            pinned=PinnedBlock(str(pinned.get("text") or ""), int(pinned.get("tokens") or 0),
+                               [str(name) for name in pinned.get("entries") or []]),
+            memory_index=MemoryIndex(str(index.get("text") or ""), int(index.get("tokens") or 0),
+                                     int(index.get("shown") or 0), int(index.get("more") or 0)),
+            summary=ContextSummary(str(summary.get("text") or ""), int(summary.get("tokens") or 0),
+                                   int(summary.get("covers_through_seq") or 0))
+            if isinstance(summary, Mapping) else None,
+            window=ContextWindow(
+                [Message.from_dict(item) for item in window.get("messages") or [] if isinstance(item, Mapping)],
+                int(window.get("tokens") or 0), int(window.get("cap") or 20),
+            ),
+            messages=[dict(item) for item in data.get("messages") or [] if isinstance(item, Mapping)],
+            tokens=int(data.get("tokens") or 0),
+        )
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """An earlier tool call, whole: its ``arguments`` and its ``result`` (and the result's text),
+    with the seq of each row; either side is ``None`` when the journal does not hold it."""
+
+    tool_call_id: str
+    conversation: str | None = None
+    tool_name: str | None = None
+    arguments: dict[str, Any] | None = field(default=None, hash=False)
+    call_seq: int | None = None
+    result: Any = field(default=None, hash=False)
+    result_content: str | None = None
+    result_seq: int | None = None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ToolCall:
+        return cls(**_known(cls, data))
+
+
+@dataclass(frozen=True)
+class MessageHit:
+    """A journal search hit: the message ``seq`` of ``conversation``, with a ``snippet`` around the
+    words found and a ``score`` (the share of the query's words it holds)."""
+
+    conversation: str
+    seq: int
+    role: str | None = None
+    snippet: str = ""
+    score: float = 0.0
+    created_at: str | None = None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MessageHit:
+        return cls(**_known(cls, data))
+
+
+@dataclass(frozen=True)
+class Checkpoint(Entry):
+    """A conversation's checkpoint: the entry ``context.<hash>`` holding its rolling summary, which
+    stands for the journal's messages up to ``covers_through_seq``."""
+
+    covers_through_seq: int = 0
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Checkpoint:
+        return cls(**_known(cls, data))
+
+
+@dataclass(frozen=True)
+class ConversationReceipt:
+    """What deleting a conversation removed, by kind. Without ``purged`` only the conversation's
+    record went: its journal and checkpoint stay."""
+
+    conversation: str
+    purged: bool = False
+    removed: dict[str, int] = field(default_factory=dict, hash=False)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ConversationReceipt:
+        return cls(str(data.get("conversation", "")), bool(data.get("purged")), _counts(data.get("removed")))
+
+
+@dataclass(frozen=True)
+class ErasureReceipt:
+    """What erasing a user removed, counted by kind (``conversations``, ``messages``, ``entries``...)."""
+
+    user: str
+    removed: dict[str, int] = field(default_factory=dict, hash=False)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ErasureReceipt:
+        return cls(str(data.get("user", "")), _counts(data.get("removed")))
+
+
+def _counts(removed: Any) -> dict[str, int]:
+    return {str(k): int(v) for k, v in removed.items()} if isinstance(removed, Mapping) else {}

@@ -53,7 +53,8 @@ class Query:
         self.words = query_words(text)
         self._pattern = _prefix_pattern(self.words) if self.words else None
 
-    def _held(self, text: str) -> set[str]:
+    def held(self, text: str) -> set[str]:
+        """The query words ``text`` holds (a query word also matches the longer words it starts)."""
         if self._pattern is None or not text:
             return set()
         found = set()
@@ -69,9 +70,9 @@ class Query:
     def score(self, entry: Entry) -> float | None:
         """The entry's score, or None when it does not match."""
         meta = f"{entry.name}\n{entry.description}"
-        in_meta = self._held(meta)
+        in_meta = self.held(meta)
         # name words are split on . _ - as well ("refund-policy" holds "policy")
-        in_content = self._held(entry.content or "") - in_meta
+        in_content = self.held(entry.content or "") - in_meta
         whole = bool(self.whole) and self.whole in meta.lower()
         held = len(in_meta) + len(in_content)
         if not held and not whole:

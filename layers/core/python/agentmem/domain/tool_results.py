@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -100,3 +101,24 @@ def save_result(
 def delete_result(entry: Entry, memory: str) -> tuple[dict[str, Any], str]:
     result = {"deleted": entry.name, "memory": memory, "version": entry.version}
     return result, f"Deleted {entry.name!r} (version {entry.version}) from {_layer(memory, entry.user_id)}."
+
+
+def journal_search_result(query: str, hits: Sequence[Any]) -> tuple[dict[str, Any], str]:
+    """journal_message_search: the messages found, each with its conversation and seq."""
+    items = [{"conversation": h.conversation, "seq": h.seq, "role": h.role, "snippet": h.snippet, "score": h.score,
+              "created_at": h.created_at} for h in hits]
+    if not items:
+        return {"items": [], "mode": "keyword"}, f"No message of these conversations matches {query!r}."
+    lines = [f"{n}. [{i['conversation']} #{i['seq']}, {i['role']}] {i['snippet']}" for n, i in enumerate(items, 1)]
+    return {"items": items, "mode": "keyword"}, f"{len(items)} messages match {query!r}:\n" + "\n".join(lines)
+
+
+def tool_call_view_result(view: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """journal_tool_call_view: the whole arguments and result of an earlier tool call."""
+    result = view.get("result")
+    shown = json.dumps(result, ensure_ascii=False) if result is not None else view.get("result_content")
+    text = (
+        f"Tool call {view['tool_call_id']} ({view.get('tool_name') or 'unknown tool'}) in {view['conversation']}:\n"
+        f"arguments: {json.dumps(view.get('arguments'), ensure_ascii=False)}\nresult: {shown}"
+    )
+    return view, text

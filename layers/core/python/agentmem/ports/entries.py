@@ -32,6 +32,23 @@ class EntryStore(ABC):
         """
 
     @abstractmethod
+    def purge_layer(self, layer: Layer) -> int:
+        """Erase one layer of one memory for good (a user's erasure, SPEC §4.6 ``DELETE /v1/users/{user}``,
+        removes that user's layer in every memory); returns how many entries it removed.
+
+        Removed: every entry of the layer, checkpoints included, live or expired but not yet swept (each
+        counts in the answer); every history row of the layer, kept or not; the layer's counter; and the
+        layer's search rows (the embedded store's FTS rows). Left untouched: every other layer, the
+        account layer of the same memory, other users' layers, and the same user's layers in other memories.
+
+        Afterwards the layer is as new: a save creates version 1, the layer limit counts from 0, and the
+        memory's ``entry_count`` no longer counts the removed entries. A memory in the trash is purged the
+        same way (it is restored without the layer). A layer that is empty, or that never existed (an
+        unknown user or memory), gives 0. Purging is idempotent, and needs no version: it is not one of the
+        changes history records.
+        """
+
+    @abstractmethod
     def get(self, layer: Layer, name: str, now: str) -> Entry | None:
         """The live entry with content; expired entries are absent."""
 

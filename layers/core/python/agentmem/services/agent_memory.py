@@ -13,7 +13,7 @@ from ..domain.access import acting_user
 from ..domain.agents import AgentRecord
 from ..domain.clock import iso
 from ..domain.errors import ForbiddenError, NotFoundError, NoUserContextError
-from ..domain.models import Entry, Layer, MemoryRecord, Principal
+from ..domain.models import Entry, Layer, MemoryRecord, Principal, UpdatedBy
 from ..domain.rules import check_name, check_user_id
 from ..domain.search import Ranked
 from ..domain.surfaces import Surface, SurfaceRules, check_surface, surface_rules
@@ -177,7 +177,10 @@ class AgentMemory:
             groups.append(layers)
         return self.entries.search_layers(groups, query, limit=limit, cursor=cursor)
 
-    def save(self, ctx: CallContext, name: str, request: SaveRequest, memory: str | None = None) -> AgentSaveResult:
+    def save(
+        self, ctx: CallContext, name: str, request: SaveRequest, memory: str | None = None, *,
+        updated_by: UpdatedBy = "agent",
+    ) -> AgentSaveResult:
         check_name(name)
         self._check_write(ctx)
         record = self._target(ctx, memory, write=True)
@@ -202,7 +205,7 @@ class AgentMemory:
         self._refuse_read_only(ctx, record, name, user)
         request = replace(request, visibility="private" if user is not None else "shared")
         result = self.entries.save(
-            ctx.acting_as_agent, record.name, name, request, user=user, updated_by="agent", user_at_hand=ctx.user
+            ctx.acting_as_agent, record.name, name, request, user=user, updated_by=updated_by, user_at_hand=ctx.user
         )
         return AgentSaveResult(result.entry, result.created, record.name, result.forced, downgraded)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
 
@@ -12,6 +12,7 @@ from ..domain.cursor import decode_cursor, encode_cursor
 from ..domain.errors import ForbiddenError, InvalidError, NotFoundError
 from ..domain.models import Entry, EntryDraft, HistoryItem, Layer, Page, Principal, SaveResult, UpdatedBy, Visibility
 from ..domain.rules import (
+    CHECKPOINT_PREFIX,
     HISTORY_DAYS,
     LAYER_LIMIT,
     LIST_LIMIT_DEFAULT,
@@ -55,6 +56,7 @@ class EntryService:
         self.memories = memories
         self.clock = clock
         self.layer_limit = layer_limit
+        self.checkpoint_deleted: list[Callable[[Layer, Entry], None]] = []
 
     def save(
         self,
@@ -72,7 +74,7 @@ class EntryService:
         ``user_at_hand`` is the user of the conversation an agent tool runs in: with it, sensitive
         content meant for the account layer is forced into that user's layer instead of refused.
         """
-        check_name(name)
+        check_name(name, allow_checkpoint=name.startswith(CHECKPOINT_PREFIX))
         now = self.clock()
         draft = EntryDraft(
             name=name,
@@ -88,6 +90,8 @@ class EntryService:
         acting = acting_user(principal, user)
         record = self.memories.get(principal, memory, acting, counts=False)
         layer = entry_layer(record, acting, principal)
+        if name.startswith(CHECKPOINT_PREFIX):
+            self._editing_a_checkpoint(layer, name, iso(now))
         if principal.kind == "user" and request.visibility in ("shared", "read_only"):
             raise ForbiddenError("a user key never writes the account layer; its saves go to its user's layer")
         visibility = layer_visibility(layer, request.visibility)
@@ -114,6 +118,13 @@ class EntryService:
             layer_limit=self.layer_limit,
         )
         return SaveResult(entry=entry, created=created, forced=decision.forced)
+
+    def _editing_a_checkpoint(self, layer: Layer, name: str, now: str) -> None:
+        """A checkpoint is corrected like any entry (SPEC §4.4: an edit wins over the next summary), but
+        only the service makes one: a ``context.`` name that is not a checkpoint of this layer is refused."""
+        current = self.store.get(layer, name, now)
+        if current is None or current.conversation is None:
+            check_name(name)  # raises: names starting 'context.' are reserved for checkpoints
 
     def _copy_of_shared(self, layer: Layer, draft: EntryDraft, now: str) -> EntryDraft:
         """A user's first save of a name only the account has makes the user's own copy (SPEC §2.3),
@@ -183,10 +194,14 @@ class EntryService:
         if layer.user_id is None and principal.kind != "account":
             raise ForbiddenError("a user key never changes the account layer")
         now = self.clock()
-        return self.store.delete(
+        deleted = self.store.delete(
             layer, name, expected_version=expected, now=iso(now),
             keep_history_until=iso(now + timedelta(days=HISTORY_DAYS)), updated_by=updated_by,
         )
+        if name.startswith(CHECKPOINT_PREFIX):
+            for forget in self.checkpoint_deleted:
+                forget(layer, deleted)  # deleting a checkpoint forgets that part of the conversation for good
+        return deleted
 
     def history(self, principal: Principal, memory: str, name: str, *, user: str | None = None) -> list[HistoryItem]:
         check_name(name, allow_checkpoint=True)
@@ -232,9 +247,9 @@ class EntryService:
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise InvalidError("cursor is not one this service gave out", field="cursor")
         if not query or not query.strip():
-            raise InvalidError("q must hold at least one word", field="q")
+            raise InvalidError("q (the query) must hold at least one word", field="q")
         if len(query) > 1000:
-            raise InvalidError("q is longer than 1,000 characters", field="q")
+            raise InvalidError("q (the query) is longer than 1,000 characters", field="q")
         compiled = Query(query)
         now = iso(self.clock())  # one moment for the candidates and the shadowing check
         layers = [layer for group in groups for layer in group]

@@ -14,16 +14,25 @@ from ..domain.agents import AgentRecord
 from ..domain.errors import AgentmemError, ForbiddenError, InvalidError, NotImplementedYetError
 from ..domain.models import Principal
 from ..domain.surfaces import SurfaceRules
-from ..domain.tool_results import delete_result, read_result, save_result, search_result
+from ..domain.tool_results import (
+    delete_result,
+    journal_search_result,
+    read_result,
+    save_result,
+    search_result,
+    tool_call_view_result,
+)
 from ..domain.tools import Dialect, ToolCall, ToolDefinition, catalog, derive_description, find_tool, parse_call
 from .agent_memory import AgentMemory, AgentSaveResult, CallContext
+from .conversations import ConversationService
 from .entries import SaveRequest
 
 # fields the services name in a 400, and the argument each stands for
 _ARGUMENT_OF_FIELD = {
     "name": "name", "content": "content", "description": "description", "category": "category",
     "importance": "importance", "visibility": "visibility", "expires_at": "expires_at", "version": "version",
-    "memory": "memory", "limit": "limit", "q": "query", "query": "query",
+    "memory": "memory", "limit": "limit", "q": "query", "query": "query", "conversation": "conversation",
+    "tool_call_id": "tool_call_id",
 }
 
 
@@ -55,8 +64,34 @@ def refusal(tool: ToolDefinition, rules: SurfaceRules, agent: AgentRecord) -> tu
 
 
 class ToolService:
-    def __init__(self, agent_memory: AgentMemory) -> None:
+    def __init__(self, agent_memory: AgentMemory, conversations: ConversationService | None = None) -> None:
         self.agent_memory = agent_memory
+        self.conversations = conversations
+
+    def _journal(
+        self, principal: Principal, ctx: CallContext, call: ToolCall, user: str | None
+    ) -> tuple[dict[str, Any], str]:
+        """journal_message_search and journal_tool_call_view (SPEC §4.1), in the call's conversation
+        unless the arguments name another."""
+        assert self.conversations is not None
+        conversation = call.conversation or ctx.conversation
+        try:
+            if call.operation == "journal_search":
+                hits = self.conversations.search(
+                    principal, ctx.agent.name, call.query or "", user=user, conversation=call.conversation,
+                    limit=call.limit, surface=ctx.surface,
+                )
+                return journal_search_result(call.query or "", hits)
+            if conversation is None:
+                raise InvalidError("journal_tool_call_view needs the conversation (an argument, or the call's)",
+                                   field="arguments.conversation")
+            view = self.conversations.tool_call(
+                principal, ctx.agent.name, conversation, call.tool_call_id or "", user=user, surface=ctx.surface
+            )
+            return tool_call_view_result(view)
+        except AgentmemError as error:
+            _aim_at_argument(error, call)
+            raise
 
     def definitions(
         self, principal: Principal, agent: str, *, user: str | None = None, surface: str | None = None,
@@ -77,11 +112,14 @@ class ToolService:
         if refused is not None:
             message, reason = refused
             raise ForbiddenError(message, reason=reason, tool=definition.name, surface=ctx.surface)
-        if definition.journal:
-            raise NotImplementedYetError(
-                f"{definition.name}: journal tools arrive with conversation memory", tool=definition.name
-            )
         call = parse_call(definition.name, arguments)
+        if definition.journal:
+            if self.conversations is None:
+                raise NotImplementedYetError(
+                    f"{definition.name}: this deployment keeps no journal", tool=definition.name
+                )
+            journal_result, journal_text = self._journal(principal, ctx, call, user)
+            return ToolOutcome(definition.name, definition.operation, journal_result, journal_text)
         try:
             result, text = self._run(ctx, call)
         except AgentmemError as error:

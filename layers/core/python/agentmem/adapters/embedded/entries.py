@@ -26,6 +26,12 @@ def content_hash(content: str) -> str:
     return "sha256:" + hashlib.sha256(content.encode("utf-8")).hexdigest()
 
 
+def prefix_terms(words: Sequence[str]) -> str:
+    """An FTS5 expression matching a token that starts with any of ``words`` (each quoted, so no word
+    is read as FTS syntax): the prefix rule of domain/search.py."""
+    return " OR ".join('"' + w.replace('"', '""') + '"*' for w in words)
+
+
 def _scope_token(layer: Layer) -> str:
     # one FTS token per layer, so a search only walks its own layers' postings
     raw = f"{layer.account_id}\x1f{layer.memory}\x1f{layer.user_key}".encode()
@@ -173,6 +179,23 @@ class SqliteEntryStore(EntryStore):
             )
         return _row_to_entry(row, with_content=False)
 
+    def purge_layer(self, layer: Layer) -> int:
+        """The layer's entries (checkpoints and expired ones too), their FTS rows and the layer's history, in
+        one write transaction, as ``purge_memory_rows`` does for a whole memory. The layer's counts are
+        counted from its rows (the embedded store keeps no counter), so nothing else needs resetting."""
+        key = (layer.account_id, layer.memory, layer.user_key)
+        with self.db.write() as conn:
+            conn.execute(
+                "DELETE FROM entries_fts WHERE rowid IN "
+                "(SELECT rowid FROM entries WHERE account_id=? AND memory=? AND layer_user=?)",
+                key,
+            )
+            removed = conn.execute(
+                "DELETE FROM entries WHERE account_id=? AND memory=? AND layer_user=?", key
+            ).rowcount
+            conn.execute("DELETE FROM entry_history WHERE account_id=? AND memory=? AND layer_user=?", key)
+        return removed
+
     def _live_row(self, conn: sqlite3.Connection, key: tuple[str, str, str, str], now: str) -> sqlite3.Row | None:
         """The entry's row inside a write transaction; an expired one is removed first (the store's TTL)."""
         row: sqlite3.Row | None = conn.execute(
@@ -264,7 +287,7 @@ class SqliteEntryStore(EntryStore):
         found: dict[tuple[str, str, str], Entry] = {}
         if words:
             scopes = " OR ".join(_scope_token(layer) for layer in layers)
-            terms = " OR ".join('"' + w.replace('"', '""') + '"*' for w in words)
+            terms = prefix_terms(words)
             match = f"scope : ({scopes}) AND {{name description content}} : ({terms})"
             rows = conn.execute(
                 f"SELECT e.* FROM entries_fts f JOIN entries e ON e.rowid = f.rowid "

@@ -120,4 +120,54 @@ MIGRATIONS: list[str] = [
     CREATE INDEX agents_by_due ON agents(purge_after) WHERE purge_after IS NOT NULL;
     CREATE INDEX attachments_by_agent ON attachments(account_id, agent);
     """,
+    # 5: conversations and their journals. A message's ``arguments`` / ``result`` are JSON text; its client id
+    # is unique in its conversation (idempotent appends). ``messages_fts`` is contentless (the text lives
+    # once, in ``messages``): its rowid is the message's id, and rows leave it by the FTS 'delete' command.
+    # ``scope`` holds two tokens, the (agent, user) pair's and the conversation's (adapters/embedded/conversations.py)
+    """
+    CREATE TABLE conversations (
+        id INTEGER PRIMARY KEY,
+        account_id TEXT NOT NULL,
+        agent TEXT NOT NULL,
+        user_key TEXT NOT NULL,
+        key TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        last_seq INTEGER NOT NULL DEFAULT 0,
+        last_turn INTEGER NOT NULL DEFAULT 0,
+        folded_through INTEGER NOT NULL DEFAULT 0,
+        forgotten_through INTEGER NOT NULL DEFAULT 0,
+        unfolded_tokens INTEGER NOT NULL DEFAULT 0,
+        unfolded_messages INTEGER NOT NULL DEFAULT 0,
+        window_messages INTEGER,
+        surface TEXT NOT NULL,
+        due_since TEXT,
+        deleted_at TEXT,
+        UNIQUE (account_id, agent, user_key, key)
+    );
+    CREATE INDEX conversations_newest ON conversations(account_id, agent, user_key, updated_at DESC);
+    CREATE INDEX conversations_by_user ON conversations(account_id, user_key);
+    CREATE INDEX conversations_due ON conversations(due_since) WHERE due_since IS NOT NULL;
+    CREATE TABLE messages (
+        id INTEGER PRIMARY KEY,
+        conversation_id INTEGER NOT NULL REFERENCES conversations(id),
+        seq INTEGER NOT NULL,
+        turn INTEGER NOT NULL,
+        role TEXT NOT NULL,
+        content TEXT NOT NULL,
+        tool_name TEXT,
+        tool_call_id TEXT,
+        arguments TEXT,
+        result TEXT,
+        client_id TEXT,
+        tokens INTEGER NOT NULL,
+        created_at TEXT NOT NULL,
+        UNIQUE (conversation_id, seq)
+    );
+    CREATE UNIQUE INDEX messages_by_client_id ON messages(conversation_id, client_id) WHERE client_id IS NOT NULL;
+    CREATE INDEX messages_by_tool_call ON messages(conversation_id, tool_call_id, seq) WHERE tool_call_id IS NOT NULL;
+    CREATE VIRTUAL TABLE messages_fts USING fts5(
+        scope, content, tool_name, content = '', tokenize = 'unicode61 remove_diacritics 0'
+    );
+    """,
 ]

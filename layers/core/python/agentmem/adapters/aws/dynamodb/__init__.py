@@ -1,8 +1,11 @@
-"""The DynamoDB adapters: accounts, agents, memories, entries and usage in one table (see ``table`` and ``layout``).
+"""The DynamoDB adapters: accounts, agents, memories, entries, usage and conversations in one table (see
+``table`` and ``layout``).
 
 ``build_dynamodb_stores(settings, session=None)`` makes them: one boto3 client (``client_config()``: retries
 with backoff, timeouts; the endpoint from ``AWS_ENDPOINT_URL_DYNAMODB`` when set), pynamodb models
-bound to ``settings.table``.
+bound to ``settings.table``. The conversation store also gets the journal bucket (``settings.journal_bucket``)
+and, when ``settings.opensearch_endpoint`` is set, the search index for journal search; both are made on
+first use (``adapters/aws/lazy``), so a cold start that only appends or reads the hot tail makes neither.
 """
 
 from __future__ import annotations
@@ -13,10 +16,14 @@ from typing import TYPE_CHECKING
 
 import boto3
 
+from ....ports.blobs import BlobStore
+from ....ports.search_index import SearchIndex
 from ....settings import Settings
 from ..config import client_config
+from ..lazy import LazyBlobStore, LazySearchIndex
 from .accounts import DynamoAccountStore
 from .agents import DynamoAgentStore
+from .conversations import DynamoConversationStore
 from .entries import DynamoEntryStore
 from .memories import DynamoMemoryStore
 from .models import BoundModels, bind_models
@@ -38,6 +45,7 @@ class DynamoDBStores:
     memories: DynamoMemoryStore
     entries: DynamoEntryStore
     usage: DynamoUsageStore
+    conversations: DynamoConversationStore
     models: BoundModels
     client: DynamoDBClient
 
@@ -51,9 +59,13 @@ def dynamodb_client(session: boto3.Session | None = None) -> DynamoDBClient:
 
 
 def build_dynamodb_stores(
-    settings: Settings, session: boto3.Session | None = None, *, create_missing_table: bool = False
+    settings: Settings, session: boto3.Session | None = None, *, create_missing_table: bool = False,
+    journal: BlobStore | None = None, index: SearchIndex | None = None,
 ) -> DynamoDBStores:
-    """The stores on the table ``settings.table``; ``create_missing_table`` for local AWS mode."""
+    """The stores on the table ``settings.table``; ``create_missing_table`` for local AWS mode.
+
+    ``journal`` and ``index`` replace the conversation store's journal bucket and search index (tests)."""
+    session = session or boto3.Session()
     client = dynamodb_client(session)
     if create_missing_table:
         create_table(settings, client)
@@ -64,6 +76,37 @@ def build_dynamodb_stores(
         memories=DynamoMemoryStore(models),
         entries=DynamoEntryStore(models),
         usage=DynamoUsageStore(models),
+        conversations=DynamoConversationStore(
+            models, journal or journal_bucket(settings, session),
+            index if index is not None else journal_search_index(settings, session),
+        ),
         models=models,
         client=client,
     )
+
+
+def journal_bucket(settings: Settings, session: boto3.Session) -> BlobStore:
+    """The journal bucket ``settings.journal_bucket`` on S3, its client made on first use."""
+
+    def make() -> BlobStore:
+        from ..s3 import S3BlobStore
+
+        return S3BlobStore(settings.journal_bucket, boto3_session=session)
+
+    return LazyBlobStore(make)
+
+
+def journal_search_index(settings: Settings, session: boto3.Session) -> SearchIndex | None:
+    """The OpenSearch index journal search queries (None without ``settings.opensearch_endpoint``: the store
+    then searches the hot rows), connected on first use. Its dimension is the indexer's embedder's."""
+    endpoint = settings.opensearch_endpoint
+    if not endpoint:
+        return None
+
+    def make() -> SearchIndex:
+        from ...embedded.embedder import DEFAULT_DIMENSION
+        from ..opensearch import OpenSearchIndex
+
+        return OpenSearchIndex.connect(endpoint, dimension=DEFAULT_DIMENSION, boto3_session=session)
+
+    return LazySearchIndex(make)

@@ -19,6 +19,13 @@ Round trips (requests to DynamoDB) of each operation of the store:
     expired entries removed, a ``GetItem`` and a COUNT query checking the counter, and the retry.
 - ``delete``: ONE transaction (entry Delete conditioned like a save, history row, counters) when the
   entry is in the cache; else ``GetItem`` + transaction.
+- ``purge_layer``: a consistent ``GetItem`` of the layer's counter, one consistent keys-only ``Query`` of
+  the layer's partition (entries and history rows share it) per MB of it, one ``BatchWriteItem`` per 25
+  items found (pynamodb's ``batch_write``, which resends unprocessed items), ONE transaction deleting
+  the counter (conditioned on its ``rev`` as read) and taking what it held off the memory's
+  ``entry_total``, then one more ``Query`` confirming the partition is empty. An empty or unknown layer:
+  ``GetItem`` + ``Query``, 2 requests. A write racing the purge (the counter's condition fails, or the
+  last query finds items) costs one more round of the same.
 - ``get``: one consistent ``GetItem``.
 - ``list_layer``: one ``Query`` of the by_layer_updated index per page (more only when expired rows,
   filtered out, leave the page short).
@@ -208,6 +215,44 @@ class DynamoEntryStore(EntryStore):
             self.cache.put(key, None)
             return to_entry(live, with_content=False)
         raise ConflictError(f"entry {name!r} is being changed by too many writers at once; try again")
+
+    def purge_layer(self, layer: Layer) -> int:
+        """Delete the layer's partition (entries, checkpoints, expired entries TTL has not removed yet, and
+        history rows) in batches, then its counter with the memory's total (see ``LayerSpace.drop_counter``).
+
+        The batches are not conditional: an entry written after the partition was read survives them. Such
+        a write is caught afterwards: a create (or delete) moved the counter on, so its conditional delete
+        fails, and an update of an entry left a history row that the confirming query finds; either way
+        the purge goes round again. ``entry_total`` loses what the counter held (counted entries, expired
+        or not, and TTL removals the stream has not counted out yet): that keeps it the sum of the
+        memory's counters, whatever the partition held."""
+        pk = layout.layer_pk(layer)
+        counter = self.space.read_counter(layer)
+        removed = 0
+        for _attempt in range(MAX_WRITE_ATTEMPTS):
+            keys = [(item.pk, item.sk) for item in self.models.row.query(
+                pk, consistent_read=True, attributes_to_get=["PK", "SK"],
+            )]
+            if not keys and counter is None:
+                return removed
+            if keys:
+                with self.models.row.batch_write() as batch:
+                    for hash_key, range_key in keys:
+                        batch.delete(self.models.row(hash_key, range_key))
+                entries = [key for key in keys if key[1].startswith(layout.ENTRY_PREFIX)]
+                self.cache.forget(entries)
+                removed += len(entries)
+            if counter is None:
+                counter = self.space.read_counter(layer)  # a save raced the purge: it made a counter again
+                if counter is None:
+                    continue
+            try:
+                self.space.drop_counter(layer, counter)
+            except Cancelled:
+                counter = self.space.read_counter(layer)  # a write moved it on: delete what it made too
+                continue
+            counter = None
+        raise ConflictError("this layer is being written by too many writers at once; try the purge again")
 
     # -- reads ------------------------------------------------------------------------------------------
     def _read(self, key: tuple[str, str]) -> Snapshot:

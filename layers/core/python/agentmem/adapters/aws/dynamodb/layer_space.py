@@ -9,6 +9,12 @@ Expired entries keep their slot until they are removed. A create that finds its 
 the layer's expired entries (found through the by_memory_expiry index, counters down in the same
 transaction) and checks the counter against the layer itself (TTL removes items without touching the
 counters; ``on_ttl_removed`` is the stream's way to keep them right), then tries once more.
+
+Purging a layer (``DynamoEntryStore.purge_layer``) deletes its counter and takes what the counter held off
+the memory's total in one transaction, so ``entry_total`` stays the sum of the memory's layer counters.
+A TTL removal the stream has not counted out yet is in that count; when its record comes, the hook finds
+no counter and changes nothing (``must_exist``). Only a new save into the layer between the purge and
+that record would make the hook count out an entry the new counter never held.
 """
 
 from __future__ import annotations
@@ -29,13 +35,17 @@ REMOVALS_PER_TRANSACTION = 90  # of the 100 actions a transaction may hold; two 
 
 
 def count_in_layer(
-    writes: WriteSet, models: BoundModels, layer: Layer, delta: int, *, limit: int | None = None
+    writes: WriteSet, models: BoundModels, layer: Layer, delta: int, *, limit: int | None = None,
+    must_exist: bool = False,
 ) -> None:
-    """Add ``delta`` to the layer's counter; with ``limit``, only while it holds fewer than that."""
+    """Add ``delta`` to the layer's counter; with ``limit``, only while it holds fewer than that;
+    ``must_exist``: only if the counter is there (an update would otherwise make a bare one)."""
     counter = models.counter(layout.memory_pk(layer.account_id, layer.memory), layout.counter_sk(layer.user_id))
-    condition = None
+    condition: Condition | None = None
     if limit is not None:
         condition = CounterRow.entries.does_not_exist() | (CounterRow.entries < limit)
+    if must_exist:
+        condition = CounterRow.sk.exists() if condition is None else condition & CounterRow.sk.exists()
     writes.update("counter", counter, [CounterRow.entries.add(delta), CounterRow.rev.add(1)], condition, all_old=True)
 
 
@@ -106,6 +116,35 @@ class LayerSpace:
                 pending = []
         return removed
 
+    def read_counter(self, layer: Layer) -> CounterRow | None:
+        """The layer's counter as stored now (one consistent ``GetItem``); None when the layer has none."""
+        try:
+            return self.models.counter.get(
+                layout.memory_pk(layer.account_id, layer.memory), layout.counter_sk(layer.user_id),
+                consistent_read=True,
+            )
+        except self.models.counter.DoesNotExist:
+            return None
+
+    def drop_counter(self, layer: Layer, counter: CounterRow) -> None:
+        """Delete the layer's counter as ``counter`` read it, taking what it held off the memory's total in
+        the same transaction (one ``TransactWriteItems``). Raises ``Cancelled`` when a write changed the
+        counter since it was read (its ``rev`` moved on): read it again and retry."""
+        unchanged = CounterRow.rev.does_not_exist() if counter.rev is None else CounterRow.rev == counter.rev
+        held = int(counter.entries or 0)
+        writes = WriteSet(self.models.connection)
+        writes.delete("counter", counter, unchanged)
+        if held:
+            count_in_memory(writes, self.models, layer, -held)
+        try:
+            writes.commit()
+        except Cancelled as cancelled:
+            if not held or not cancelled.failed("memory") or cancelled.failed("counter"):
+                raise
+            alone = WriteSet(self.models.connection)  # the memory item is gone (purged): no total to keep
+            alone.delete("counter", counter, unchanged)
+            alone.commit()
+
     def _recount(self, layer: Layer) -> None:
         """Make the counter agree with the layer when TTL removed entries behind its back."""
         memory_pk, counter_sk = layout.memory_pk(layer.account_id, layer.memory), layout.counter_sk(layer.user_id)
@@ -140,10 +179,11 @@ class LayerSpace:
             return False
         layer = layout.parse_layer_pk(row.pk)
         writes = WriteSet(self.models.connection)
-        count_in_layer(writes, self.models, layer, -1)
+        # no counter: the layer was purged meanwhile, and the purge took the entry off with the counter
+        count_in_layer(writes, self.models, layer, -1, must_exist=True)
         count_in_memory(writes, self.models, layer, -1)
         try:
             writes.commit()
         except Cancelled:
-            return False  # the memory was purged meanwhile
+            return False  # the memory or the layer was purged meanwhile
         return True

@@ -14,10 +14,24 @@
 | layer counter | ``A#{account}#M#{memory}`` | ``C#{layer}`` |
 | entry | ``A#{account}#M#{memory}#{layer}`` | ``E#{name}`` |
 | history row | ``A#{account}#M#{memory}#{layer}`` | ``H#{name}#{created_at}#{version:010d}`` |
+| conversation record | ``C#{account}#{agent}#{layer}#{key}`` | ``META`` |
+| journal message (hot tail) | ``C#{account}#{agent}#{layer}#{key}`` | ``MSG#{seq:012d}`` |
+| idempotency item | ``C#{account}#{agent}#{layer}#{key}`` | ``CID#{client_id}`` |
+| sealed tool row's pointer | ``C#{account}#{agent}#{layer}#{key}`` | ``TC#{tool key}#{seq:012d}`` |
+| the agent's conversations | ``A#{account}#G#{agent}`` | ``C#{layer}#{key}`` |
+| the user's conversations | ``A#{account}#U#{user}`` | ``C#{agent}#{key}`` |
 
 ``{layer}`` is ``L`` for the account layer and ``U#{user}`` for a user's. A history row's key holds the
 entry's ``created_at``, so an entry deleted (or expired) and created again starts a new run of versions
 without overwriting the old one's rows while they are kept.
+
+A conversation's partition holds its record, its hot tail and its idempotency items, so one
+``TransactWriteItems`` appends to it. Its two reference items (written with the record, removed last by a
+purge) list it by agent and by user without a scan or an eventually consistent index. Client ids may hold
+any character, so they end a key and are never matched by prefix; tool call ids are hashed (``tool_key``)
+into the by_tool_call index's sort key ``tc_sk`` = ``{tool key}#{seq:012d}``. A conversation over its
+summary threshold sits in the by_due index under ``due_pk`` ``DUE#C``. Conversation keys, user ids and
+agent names never hold a ``#``.
 
 An agent's own memory is an ordinary memory item named ``agent:{agent}``. The agents attaching a memory
 are the memory item's ``attached`` (and ``writable``) string sets. In the by_due index, trashed memories
@@ -26,6 +40,8 @@ store's ``purge_due`` reads only its own.
 """
 
 from __future__ import annotations
+
+import hashlib
 
 from ....domain.models import Layer
 
@@ -41,6 +57,14 @@ ENTRY_PREFIX = "E#"
 HISTORY_PREFIX = "H#"
 TRASH = "TRASH"  # the by_due index's partition of trashed memories
 AGENT_TRASH = "TRASH#G"  # and of trashed agents
+CONVERSATION_PREFIX = "C#"  # a conversation's partition; also the sort key prefix of its reference items
+META_SK = "META"
+MESSAGE_PREFIX = "MSG#"
+CLIENT_ID_PREFIX = "CID#"
+TOOL_POINTER_PREFIX = "TC#"
+CONVERSATION_DUE = "DUE#C"  # the by_due index's partition of conversations over their summary threshold
+SEQ_DIGITS = 12
+MAX_SEQ = 10**SEQ_DIGITS - 1
 
 # ``lu_sk`` orders a layer's entries newest first, ties by name A→Z, when read in descending order: the
 # name's characters ([a-z0-9._-]) are mirrored so a descending read sees names ascending, and "~" (above
@@ -141,3 +165,85 @@ def due_sk(purge_after: str, account_id: str, name: str) -> str:
 def up_to(moment: str) -> str:
     """An upper bound (exclusive) for sort keys that start with a time at or before ``moment``."""
     return moment + "~"
+
+
+# -- conversations ---------------------------------------------------------------------------------------
+def conversation_pk(account_id: str, agent: str, user_id: str | None, key: str) -> str:
+    return f"{CONVERSATION_PREFIX}{account_id}#{agent}#{layer_suffix(user_id)}#{key}"
+
+
+def parse_conversation_pk(pk: str) -> tuple[str, str, str | None, str]:
+    """(account, agent, user or None, key) of a conversation's partition key; ValueError when it is not one."""
+    if not pk.startswith(CONVERSATION_PREFIX):
+        raise ValueError(f"not a conversation key: {pk!r}")
+    parts = pk[len(CONVERSATION_PREFIX):].split("#")
+    if len(parts) == 4 and parts[2] == "L":
+        account_id, agent, _, key = parts
+        return account_id, agent, None, key
+    if len(parts) == 5 and parts[2] == "U":
+        account_id, agent, _, user_id, key = parts
+        return account_id, agent, user_id, key
+    raise ValueError(f"not a conversation key: {pk!r}")
+
+
+def message_sk(seq: int) -> str:
+    return f"{MESSAGE_PREFIX}{seq:0{SEQ_DIGITS}d}"
+
+
+def message_seq(sk: str) -> int:
+    return int(sk[len(MESSAGE_PREFIX):])
+
+
+def client_id_sk(client_id: str) -> str:
+    return f"{CLIENT_ID_PREFIX}{client_id}"
+
+
+def tool_key(tool_call_id: str) -> str:
+    """A tool call id (any characters) as a fixed-length key part."""
+    return hashlib.sha256(tool_call_id.encode("utf-8")).hexdigest()[:32]
+
+
+def tool_call_sk(tool_call_id: str, seq: int) -> str:
+    """``tc_sk`` of the by_tool_call index: on a tool row while it is hot, then on its pointer."""
+    return f"{tool_key(tool_call_id)}#{seq:0{SEQ_DIGITS}d}"
+
+
+def tool_pointer_sk(tool_call_id: str, seq: int) -> str:
+    return f"{TOOL_POINTER_PREFIX}{tool_call_sk(tool_call_id, seq)}"
+
+
+def seq_of_tool_call_sk(tc_sk: str) -> int:
+    return int(tc_sk.rsplit("#", 1)[1])
+
+
+def agent_conversations_pk(account_id: str, agent: str) -> str:
+    return f"A#{account_id}#G#{agent}"
+
+
+def agent_conversation_sk(user_id: str | None, key: str) -> str:
+    return f"{CONVERSATION_PREFIX}{layer_suffix(user_id)}#{key}"
+
+
+def parse_agent_conversation_sk(sk: str) -> tuple[str | None, str]:
+    """(user or None, key) of a reference item in the agent's partition."""
+    suffix, key = sk[len(CONVERSATION_PREFIX):].rsplit("#", 1)
+    return user_of_suffix(suffix), key
+
+
+def user_conversations_pk(account_id: str, user_id: str) -> str:
+    return f"A#{account_id}#U#{user_id}"
+
+
+def user_conversation_sk(agent: str, key: str) -> str:
+    return f"{CONVERSATION_PREFIX}{agent}#{key}"
+
+
+def parse_user_conversation_sk(sk: str) -> tuple[str, str]:
+    """(agent, key) of a reference item in the user's partition."""
+    agent, key = sk[len(CONVERSATION_PREFIX):].split("#", 1)
+    return agent, key
+
+
+def conversation_due_sk(due_since: str, pk: str) -> str:
+    """``due_sk`` of the by_due index for a conversation (``due_pk`` CONVERSATION_DUE): oldest first."""
+    return f"{due_since}#{pk}"

@@ -16,7 +16,14 @@ from pynamodb.connection import Connection
 from pynamodb.indexes import GlobalSecondaryIndex, IncludeProjection, KeysOnlyProjection
 from pynamodb.models import Model
 
-from .table import BY_DUE, BY_LAYER_UPDATED, BY_MEMORY_EXPIRY, ENTRY_LISTING_ATTRIBUTES, TTL_ATTRIBUTE
+from .table import (
+    BY_DUE,
+    BY_LAYER_UPDATED,
+    BY_MEMORY_EXPIRY,
+    BY_TOOL_CALL,
+    ENTRY_LISTING_ATTRIBUTES,
+    TTL_ATTRIBUTE,
+)
 
 
 class TableRow(Model):
@@ -181,6 +188,95 @@ class UsageRow(TableRow):
     uses = NumberAttribute(default=0)
 
 
+class ConversationsByDue(GlobalSecondaryIndex["ConversationRow"]):  # type: ignore[no-untyped-call]
+    """The by_due index read from the conversations' side (``due_pk`` ``DUE#C``)."""
+
+    class Meta:
+        index_name = BY_DUE
+        projection = KeysOnlyProjection()
+
+    due_pk = UnicodeAttribute(hash_key=True)
+    due_sk = UnicodeAttribute(range_key=True)
+
+
+class ByToolCall(GlobalSecondaryIndex["ToolPointerRow"]):  # type: ignore[no-untyped-call]
+    class Meta:
+        index_name = BY_TOOL_CALL
+        projection = KeysOnlyProjection()
+
+    pk = UnicodeAttribute(hash_key=True, attr_name="PK")
+    tc_sk = UnicodeAttribute(range_key=True)
+
+
+class ConversationRow(TableRow):
+    """A conversation's record (``META``). ``rev`` moves on every write of it: an append is conditioned on
+    the revision it computed from, so its counters, turn and seqs are never computed from a stale copy.
+    ``incarnation`` tells this conversation from an earlier one purged under the same key (its sealed
+    segments name it); ``purging`` marks a purge under way."""
+
+    account_id = UnicodeAttribute()
+    agent = UnicodeAttribute()
+    user_id = UnicodeAttribute(null=True)
+    key = UnicodeAttribute()
+    incarnation = UnicodeAttribute()
+    rev = NumberAttribute()
+    created_at = UnicodeAttribute()
+    updated_at = UnicodeAttribute()
+    last_seq = NumberAttribute()
+    last_turn = NumberAttribute()
+    sealed_through = NumberAttribute(default=0)
+    folded_through = NumberAttribute(default=0)
+    forgotten_through = NumberAttribute(default=0)
+    unfolded_tokens = NumberAttribute(default=0)
+    unfolded_messages = NumberAttribute(default=0)
+    window_messages = NumberAttribute(null=True)
+    surface = UnicodeAttribute()
+    due_since = UnicodeAttribute(null=True)
+    deleted_at = UnicodeAttribute(null=True)
+    purging = BooleanAttribute(null=True)
+    due_pk = UnicodeAttribute(null=True)
+    due_sk = UnicodeAttribute(null=True)
+
+    by_due = ConversationsByDue()
+
+
+class MessageRow(TableRow):
+    """One journal message while it is in the hot tail. ``arguments`` and ``result`` are JSON text;
+    ``tc_sk`` (tool rows only) puts it in the by_tool_call index."""
+
+    seq = NumberAttribute()
+    turn = NumberAttribute()
+    role = UnicodeAttribute()
+    content = UnicodeAttribute()
+    created_at = UnicodeAttribute()
+    tool_name = UnicodeAttribute(null=True)
+    tool_call_id = UnicodeAttribute(null=True)
+    arguments = UnicodeAttribute(null=True)
+    result = UnicodeAttribute(null=True)
+    client_id = UnicodeAttribute(null=True)
+    tokens = NumberAttribute(default=0)
+    tc_sk = UnicodeAttribute(null=True)
+
+
+class ClientIdRow(TableRow):
+    """A client id the conversation holds, and the seq of its message: what makes a retried append idempotent."""
+
+    seq = NumberAttribute()
+
+
+class ToolPointerRow(TableRow):
+    """Where a sealed tool row was (its seq), kept in the by_tool_call index after the row leaves the table."""
+
+    seq = NumberAttribute(null=True)  # absent in index pages (keys only)
+    tc_sk = UnicodeAttribute(null=True)
+
+    by_tool_call = ByToolCall()
+
+
+class ConversationRefRow(TableRow):
+    """A conversation listed under its agent or its user: the keys say which."""
+
+
 _M = TypeVar("_M", bound=Model)
 
 
@@ -206,6 +302,11 @@ class BoundModels:
     account: type[AccountRow]
     key: type[KeyRow]
     usage: type[UsageRow]
+    conversation: type[ConversationRow]
+    message: type[MessageRow]
+    client_id: type[ClientIdRow]
+    tool_pointer: type[ToolPointerRow]
+    conversation_ref: type[ConversationRefRow]
     row: type[TableRow]
     connection: Connection
 
@@ -222,6 +323,11 @@ def bind_models(table: str, region: str, client: Any) -> BoundModels:
         account=_bind(AccountRow, table, region, client),
         key=_bind(KeyRow, table, region, client),
         usage=_bind(UsageRow, table, region, client),
+        conversation=_bind(ConversationRow, table, region, client),
+        message=_bind(MessageRow, table, region, client),
+        client_id=_bind(ClientIdRow, table, region, client),
+        tool_pointer=_bind(ToolPointerRow, table, region, client),
+        conversation_ref=_bind(ConversationRefRow, table, region, client),
         row=row,
         connection=row._get_connection().connection,
     )

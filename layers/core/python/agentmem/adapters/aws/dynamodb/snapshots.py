@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .models import EntryRow
@@ -48,3 +49,9 @@ class SnapshotCache:
             self._items.move_to_end(key)
             while len(self._items) > self._max:
                 self._items.popitem(last=False)
+
+    def forget(self, keys: Iterable[tuple[str, str]]) -> None:
+        """Drop what this process saw of these entries (a purge removed them)."""
+        with self._lock:
+            for key in keys:
+                self._items.pop(key, None)

@@ -10,9 +10,13 @@ Indexes (all sparse: an item is in an index only when it carries the index's sor
 - ``by_memory_expiry`` — ``mx_pk`` (the memory) + ``mx_sk`` (``{expires_at}#{layer}#{name}``): counted
   entries that expire, so counts can leave out what has expired and a full layer can free its
   expired slots without reading the layer.
-- ``by_due`` — ``due_pk`` (``TRASH`` for memories, ``TRASH#G`` for agents) + ``due_sk``
-  (``{purge_after}#{account}#{name}``): trashed memories and agents by the time they are purged, so each
-  store's ``purge_due`` is a query of its own partition, not a scan.
+- ``by_due`` — ``due_pk`` (``TRASH`` for memories, ``TRASH#G`` for agents, ``DUE#C`` for conversations) +
+  ``due_sk`` (``{purge_after}#{account}#{name}``, or ``{due_since}#{conversation key}``): trashed memories
+  and agents by the time they are purged, and conversations over their summary threshold by the time they
+  went over, so each store's sweep is a query of its own partition, not a scan.
+- ``by_tool_call`` — ``PK`` (the conversation) + ``tc_sk`` (``{hash of the tool call id}#{seq}``): the
+  journal rows of one tool call (the call and its result), on the row while it is hot and on a small
+  pointer item once the row is sealed into S3, so ``tool_messages`` reads a few keys, not the journal.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ BILLING_MODE = "PAY_PER_REQUEST"
 BY_LAYER_UPDATED = "by_layer_updated"
 BY_MEMORY_EXPIRY = "by_memory_expiry"
 BY_DUE = "by_due"
+BY_TOOL_CALL = "by_tool_call"
 
 # what a list page shows of an entry: everything but the content
 ENTRY_LISTING_ATTRIBUTES = [
@@ -67,6 +72,14 @@ INDEXES: list[dict[str, Any]] = [
         "KeySchema": [
             {"AttributeName": "due_pk", "KeyType": "HASH"},
             {"AttributeName": "due_sk", "KeyType": "RANGE"},
+        ],
+        "Projection": {"ProjectionType": "KEYS_ONLY"},
+    },
+    {
+        "IndexName": BY_TOOL_CALL,
+        "KeySchema": [
+            {"AttributeName": PARTITION_KEY, "KeyType": "HASH"},
+            {"AttributeName": "tc_sk", "KeyType": "RANGE"},
         ],
         "Projection": {"ProjectionType": "KEYS_ONLY"},
     },

@@ -1,0 +1,314 @@
+"""Conversations and their journals on SQLite (SPEC §4.1).
+
+An append is one ``BEGIN IMMEDIATE`` transaction: the record is read, numbered from and written back
+under the database's write lock, so concurrent appends (threads or processes) can neither reuse nor
+skip a seq. Messages are immutable once stored; a purge is the only thing that removes them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Sequence
+from typing import Any, cast
+
+from ...domain.conversations import AppendResult, ConversationRecord, ConversationRef, Message, MessageDraft
+from ...domain.errors import NotFoundError, VersionConflictError
+from ...domain.models import ACCOUNT_LAYER
+from ...ports.conversations import ConversationStore, MessageHit
+from .database import Database
+from .entries import prefix_terms
+
+_MESSAGE_COLUMNS = (
+    "m.seq, m.turn, m.role, m.content, m.created_at, m.tool_name, m.tool_call_id, m.arguments, m.result, "
+    "m.client_id, m.tokens"
+)
+_REF_WHERE = "account_id=? AND agent=? AND user_key=? AND key=?"
+
+
+def _user_key(user_id: str | None) -> str:
+    return user_id if user_id is not None else ACCOUNT_LAYER
+
+
+def _ref_params(ref: ConversationRef) -> tuple[str, str, str, str]:
+    return ref.account_id, ref.agent, _user_key(ref.user_id), ref.key
+
+
+def _token(prefix: str, *parts: str) -> str:
+    # one FTS token per scope, so a search only walks its own scope's postings
+    return prefix + hashlib.blake2b("\x1f".join(parts).encode(), digest_size=10).hexdigest()
+
+
+def _pair_token(account_id: str, agent: str, user_id: str | None) -> str:
+    return _token("u", account_id, agent, _user_key(user_id))
+
+
+def _conversation_token(ref: ConversationRef) -> str:
+    return _token("c", *_ref_params(ref))
+
+
+def _scope(ref: ConversationRef) -> str:
+    return f"{_pair_token(ref.account_id, ref.agent, ref.user_id)} {_conversation_token(ref)}"
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False)
+
+
+def _unjson(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def _message(row: sqlite3.Row) -> Message:
+    return Message(
+        seq=row["seq"], turn=row["turn"], role=row["role"], content=row["content"], created_at=row["created_at"],
+        tool_name=row["tool_name"], tool_call_id=row["tool_call_id"], arguments=_unjson(row["arguments"]),
+        result=_unjson(row["result"]), client_id=row["client_id"], tokens=row["tokens"],
+    )
+
+
+def _record(row: sqlite3.Row) -> ConversationRecord:
+    user_key = row["user_key"]
+    return ConversationRecord(
+        ref=ConversationRef(row["account_id"], row["agent"], user_key if user_key != ACCOUNT_LAYER else None,
+                            row["key"]),
+        created_at=row["created_at"], updated_at=row["updated_at"], last_seq=row["last_seq"],
+        last_turn=row["last_turn"], folded_through=row["folded_through"], forgotten_through=row["forgotten_through"],
+        unfolded_tokens=row["unfolded_tokens"], unfolded_messages=row["unfolded_messages"],
+        window_messages=row["window_messages"], surface=row["surface"], due_since=row["due_since"],
+        deleted_at=row["deleted_at"],
+    )
+
+
+def _over(tokens: int, messages: int, thresholds: tuple[int, int]) -> bool:
+    return tokens > thresholds[0] or messages > thresholds[1]
+
+
+class SqliteConversationStore(ConversationStore):
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    @staticmethod
+    def _row(conn: sqlite3.Connection, ref: ConversationRef) -> sqlite3.Row | None:
+        row: sqlite3.Row | None = conn.execute(
+            f"SELECT * FROM conversations WHERE {_REF_WHERE}", _ref_params(ref)
+        ).fetchone()
+        return row
+
+    def _existing(self, conn: sqlite3.Connection, ref: ConversationRef) -> sqlite3.Row:
+        row = self._row(conn, ref)
+        if row is None:
+            raise NotFoundError(f"no conversation {ref.key!r}", conversation=ref.key)
+        return row
+
+    # -- writes -----------------------------------------------------------------------------------------
+    def append(
+        self, ref: ConversationRef, drafts: Sequence[MessageDraft], *, now: str, surface: str,
+        thresholds: tuple[int, int], window_messages: int | None = None,
+    ) -> AppendResult:
+        with self.db.write() as conn:
+            row = self._row(conn, ref)
+            if row is None:
+                conn.execute(
+                    "INSERT INTO conversations (account_id, agent, user_key, key, created_at, updated_at, surface) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (*_ref_params(ref), now, now, surface),
+                )
+                row = self._row(conn, ref)
+                assert row is not None
+            conversation_id = row["id"]
+            seq, turn = row["last_seq"], row["last_turn"]
+            tokens, count = row["unfolded_tokens"], row["unfolded_messages"]
+            scope = _scope(ref)
+            stored: list[Message] = []
+            added = 0
+            for draft in drafts:
+                if draft.client_id is not None:
+                    old = conn.execute(
+                        f"SELECT {_MESSAGE_COLUMNS} FROM messages m WHERE m.conversation_id=? AND m.client_id=?",
+                        (conversation_id, draft.client_id),
+                    ).fetchone()
+                    if old is not None:
+                        stored.append(_message(old))
+                        continue
+                seq += 1
+                # a user message opens the next turn; a conversation that starts otherwise starts in turn 1
+                turn = turn + 1 if draft.role == "user" else max(turn, 1)
+                message = Message(
+                    seq=seq, turn=turn, role=draft.role, content=draft.content, created_at=now,
+                    tool_name=draft.tool_name, tool_call_id=draft.tool_call_id, arguments=draft.arguments,
+                    result=draft.result, client_id=draft.client_id, tokens=draft.tokens,
+                )
+                cursor = conn.execute(
+                    "INSERT INTO messages (conversation_id, seq, turn, role, content, tool_name, tool_call_id, "
+                    "arguments, result, client_id, tokens, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (conversation_id, seq, turn, draft.role, draft.content, draft.tool_name, draft.tool_call_id,
+                     _json(draft.arguments), _json(draft.result), draft.client_id, draft.tokens, now),
+                )
+                conn.execute(
+                    "INSERT INTO messages_fts (rowid, scope, content, tool_name) VALUES (?, ?, ?, ?)",
+                    (cast(int, cursor.lastrowid), scope, draft.content, draft.tool_name),
+                )
+                stored.append(message)
+                tokens += draft.tokens
+                count += 1
+                added += 1
+            if added:
+                # an append to a deleted conversation brings it back into the listing
+                conn.execute(
+                    "UPDATE conversations SET last_seq=?, last_turn=?, unfolded_tokens=?, unfolded_messages=?, "
+                    "surface=?, window_messages=coalesce(?, window_messages), updated_at=?, deleted_at=NULL, "
+                    "due_since=CASE WHEN ? THEN coalesce(due_since, ?) ELSE due_since END WHERE id=?",
+                    (seq, turn, tokens, count, surface, window_messages, now, _over(tokens, count, thresholds),
+                     now, conversation_id),
+                )
+            record = self._row(conn, ref)
+        assert record is not None
+        return AppendResult(record=_record(record), messages=stored, added=added)
+
+    def mark_folded(
+        self, ref: ConversationRef, *, expected_folded_through: int, folded_through: int, folded_tokens: int,
+        folded_messages: int, now: str, thresholds: tuple[int, int],
+    ) -> ConversationRecord:
+        with self.db.write() as conn:
+            row = self._existing(conn, ref)
+            current = row["folded_through"]
+            if current != expected_folded_through:
+                raise VersionConflictError(
+                    f"conversation {ref.key!r} is folded through {current} (expected {expected_folded_through}): "
+                    "another pass moved it",
+                    current_version=current,
+                )
+            tokens = max(0, row["unfolded_tokens"] - folded_tokens)
+            count = max(0, row["unfolded_messages"] - folded_messages)
+            due = (row["due_since"] or now) if _over(tokens, count, thresholds) else None
+            conn.execute(
+                "UPDATE conversations SET folded_through=?, unfolded_tokens=?, unfolded_messages=?, due_since=?, "
+                "updated_at=? WHERE id=?",
+                (folded_through, tokens, count, due, now, row["id"]),
+            )
+            return _record(self._existing(conn, ref))
+
+    def forget_through(self, ref: ConversationRef, seq: int, *, now: str) -> ConversationRecord:
+        with self.db.write() as conn:
+            row = self._existing(conn, ref)
+            # what was neither folded nor forgotten yet, up to seq (never past the newest message)
+            start = max(row["folded_through"], row["forgotten_through"])
+            through = min(seq, row["last_seq"])
+            if through > start:
+                gone_tokens, gone = conn.execute(
+                    "SELECT coalesce(sum(tokens), 0), count(*) FROM messages "
+                    "WHERE conversation_id=? AND seq>? AND seq<=?",
+                    (row["id"], start, through),
+                ).fetchone()
+                conn.execute(
+                    "UPDATE conversations SET forgotten_through=?, unfolded_tokens=max(0, unfolded_tokens-?), "
+                    "unfolded_messages=max(0, unfolded_messages-?), updated_at=? WHERE id=?",
+                    (through, gone_tokens, gone, now, row["id"]),
+                )
+            elif through > row["forgotten_through"]:
+                conn.execute(
+                    "UPDATE conversations SET forgotten_through=?, updated_at=? WHERE id=?", (through, now, row["id"])
+                )
+            return _record(self._existing(conn, ref))
+
+    def delete(self, ref: ConversationRef, *, now: str) -> ConversationRecord:
+        with self.db.write() as conn:
+            row = self._row(conn, ref)
+            if row is None or row["deleted_at"] is not None:
+                raise NotFoundError(f"no conversation {ref.key!r}", conversation=ref.key)
+            conn.execute("UPDATE conversations SET deleted_at=? WHERE id=?", (now, row["id"]))
+            return _record(self._existing(conn, ref))
+
+    def purge(self, ref: ConversationRef) -> int:
+        with self.db.write() as conn:
+            row = self._row(conn, ref)
+            if row is None:
+                return 0
+            # a contentless FTS table forgets a row when told the values it indexed
+            conn.execute(
+                "INSERT INTO messages_fts (messages_fts, rowid, scope, content, tool_name) "
+                "SELECT 'delete', id, ?, content, tool_name FROM messages WHERE conversation_id=?",
+                (_scope(ref), row["id"]),
+            )
+            removed = conn.execute("DELETE FROM messages WHERE conversation_id=?", (row["id"],)).rowcount
+            conn.execute("DELETE FROM conversations WHERE id=?", (row["id"],))
+        return removed
+
+    # -- reads ------------------------------------------------------------------------------------------
+    def get(self, ref: ConversationRef) -> ConversationRecord | None:
+        row = self._row(self.db.connection(), ref)
+        return _record(row) if row is not None else None
+
+    def list_conversations(
+        self, account_id: str, agent: str, user_id: str | None, *, include_deleted: bool = False
+    ) -> list[ConversationRecord]:
+        live = "" if include_deleted else "AND deleted_at IS NULL"
+        rows = self.db.connection().execute(
+            f"SELECT * FROM conversations WHERE account_id=? AND agent=? AND user_key=? {live} "
+            "ORDER BY updated_at DESC, id DESC",
+            (account_id, agent, _user_key(user_id)),
+        ).fetchall()
+        return [_record(r) for r in rows]
+
+    def _messages(self, ref: ConversationRef, where: str, params: Sequence[Any], order: str = "ASC",
+                  limit: int = -1) -> list[Message]:
+        rows = self.db.connection().execute(
+            f"SELECT {_MESSAGE_COLUMNS} FROM conversations c JOIN messages m ON m.conversation_id = c.id "
+            f"WHERE c.account_id=? AND c.agent=? AND c.user_key=? AND c.key=? AND {where} "
+            f"ORDER BY m.seq {order} LIMIT ?",
+            (*_ref_params(ref), *params, limit),
+        ).fetchall()
+        return [_message(r) for r in rows]
+
+    def messages(self, ref: ConversationRef, *, after: int, limit: int) -> list[Message]:
+        if limit <= 0:
+            return []
+        return self._messages(ref, "m.seq > ?", (after,), limit=limit)
+
+    def tail(self, ref: ConversationRef, count: int) -> list[Message]:
+        if count <= 0:
+            return []
+        return self._messages(ref, "1", (), order="DESC", limit=count)[::-1]
+
+    def tool_messages(self, ref: ConversationRef, tool_call_id: str) -> list[Message]:
+        return self._messages(ref, "m.tool_call_id = ? AND m.role IN ('tool_call', 'tool_result')",
+                              (tool_call_id,))
+
+    def search_candidates(
+        self, account_id: str, agent: str, user_id: str | None, words: Sequence[str], *,
+        conversation: str | None = None, limit: int = 200,
+    ) -> list[MessageHit]:
+        if not words or limit <= 0:
+            return []
+        scope = (_pair_token(account_id, agent, user_id) if conversation is None
+                 else _conversation_token(ConversationRef(account_id, agent, user_id, conversation)))
+        match = f"scope : {scope} AND {{content tool_name}} : ({prefix_terms(words)})"
+        rows = self.db.connection().execute(
+            f"SELECT c.key, {_MESSAGE_COLUMNS} FROM messages_fts f JOIN messages m ON m.id = f.rowid "
+            "JOIN conversations c ON c.id = m.conversation_id WHERE messages_fts MATCH ? "
+            "ORDER BY f.rowid DESC LIMIT ?",
+            (match, limit),
+        ).fetchall()
+        return [MessageHit(conversation=r["key"], message=_message(r)) for r in rows]
+
+    def refs_of_user(self, account_id: str, user_id: str) -> list[ConversationRef]:
+        return self._refs("account_id=? AND user_key=?", (account_id, user_id))
+
+    def refs_of_agent(self, account_id: str, agent: str) -> list[ConversationRef]:
+        return self._refs("account_id=? AND agent=?", (account_id, agent))
+
+    def _refs(self, where: str, params: tuple[str, str]) -> list[ConversationRef]:
+        rows = self.db.connection().execute(
+            f"SELECT account_id, agent, user_key, key FROM conversations WHERE {where} ORDER BY agent, user_key, key",
+            params,
+        ).fetchall()
+        return [ConversationRef(r[0], r[1], r[2] if r[2] != ACCOUNT_LAYER else None, r[3]) for r in rows]
+
+    def due_conversations(self, before: str, *, limit: int = 100) -> list[ConversationRecord]:
+        rows = self.db.connection().execute(
+            "SELECT * FROM conversations WHERE due_since IS NOT NULL AND due_since < ? ORDER BY due_since, id LIMIT ?",
+            (before, limit),
+        ).fetchall()
+        return [_record(r) for r in rows]

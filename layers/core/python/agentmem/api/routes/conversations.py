@@ -1,0 +1,122 @@
+"""Conversations (SPEC §4, §5): the journal, the context for a turn, journal search, the tool call view,
+summaries on demand, deleting and purging."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+
+from ...domain.conversations import MessageDraft
+from ..context import call, json_response
+from ..presenters import conversation_json, entry_json, message_json, page
+from ..schemas import AppendBody, EmptyBody
+
+router = Router()
+User = Annotated[str | None, Query(description="The user of the conversation (a user key implies it)")]
+Surface = Annotated[str | None, Query(description="Where the conversation happens (SPEC §7); default agent")]
+BASE = "/v1/agents/<agent>/conversations"
+
+
+@router.post(f"{BASE}/<key>/messages", summary="Append messages to the journal (durable when it answers)",
+             tags=["conversations"])
+def append_messages(agent: str, key: str, body: Annotated[AppendBody, Body()], user: User = None) -> Response[Any]:
+    container, principal = call(router, "conversations.append")
+    drafts = [
+        MessageDraft(role=m.role, content=m.content, tool_name=m.tool_name, tool_call_id=m.tool_call_id,
+                     arguments=m.arguments, result=m.result, client_id=m.client_id)
+        for m in body.messages
+    ]
+    result = container.conversations.append(
+        principal, agent, key, drafts, user=user, surface=body.surface, window_messages=body.window_messages
+    )
+    answer = {"items": [message_json(m) for m in result.messages], "added": result.added,
+              "conversation": conversation_json(result.record)}
+    return json_response(201 if result.added else 200, answer)
+
+
+@router.get(f"{BASE}/<key>/messages", summary="Read the journal back, whole and in order", tags=["conversations"])
+def read_messages(
+    agent: str, key: str, user: User = None,
+    after: Annotated[int | None, Query(description="Messages after this seq (next_cursor of the last page)")] = None,
+    limit: Annotated[int | None, Query(description="At most 1,000; default 100")] = None,
+) -> dict[str, Any]:
+    container, principal = call(router, "conversations.read")
+    rows, next_after = container.conversations.messages(principal, agent, key, user=user, after=after, limit=limit)
+    return page([message_json(m) for m in rows], None if next_after is None else str(next_after))
+
+
+@router.get(f"{BASE}/<key>/context", summary="What the model sees next turn: pinned, index, summary, window",
+            tags=["conversations"])
+def read_context(agent: str, key: str, user: User = None, surface: Surface = None) -> dict[str, Any]:
+    container, principal = call(router, "conversations.context")
+    return container.conversations.context(principal, agent, key, user=user, surface=surface)
+
+
+@router.get(f"{BASE}/<key>/tool-calls/<tool_call_id>", summary="The full arguments and result of a tool call",
+            tags=["conversations"])
+def read_tool_call(
+    agent: str, key: str, tool_call_id: str, user: User = None, surface: Surface = None
+) -> dict[str, Any]:
+    container, principal = call(router, "conversations.tool_call")
+    return container.conversations.tool_call(principal, agent, key, tool_call_id, user=user, surface=surface)
+
+
+@router.get("/v1/agents/<agent>/messages/search", summary="Find messages of the agent's conversations by words",
+            tags=["conversations"])
+def search_messages(
+    agent: str, q: Annotated[str, Query(description="Words to find")], user: User = None,
+    conversation: Annotated[str | None, Query(description="Only this conversation")] = None,
+    limit: Annotated[int | None, Query(description="At most 100; default 10")] = None, surface: Surface = None,
+) -> dict[str, Any]:
+    container, principal = call(router, "conversations.search")
+    hits = container.conversations.search(
+        principal, agent, q, user=user, conversation=conversation, limit=limit, surface=surface
+    )
+    items = [{"conversation": h.conversation, "seq": h.seq, "role": h.role, "snippet": h.snippet, "score": h.score,
+              "created_at": h.created_at} for h in hits]
+    return page(items, mode="keyword")
+
+
+@router.get(BASE, summary="The agent's conversations with this user (or the account)", tags=["conversations"])
+def list_conversations(agent: str, user: User = None) -> dict[str, Any]:
+    container, principal = call(router, "conversations.list")
+    return page([conversation_json(r) for r in container.conversations.list_conversations(principal, agent, user=user)])
+
+
+@router.get(f"{BASE}/<key>", summary="One conversation", tags=["conversations"])
+def read_conversation(agent: str, key: str, user: User = None) -> dict[str, Any]:
+    container, principal = call(router, "conversations.get")
+    return conversation_json(container.conversations.get(principal, agent, key, user=user))
+
+
+@router.get(f"{BASE}/<key>/checkpoint", summary="The conversation's checkpoint: its rolling summary",
+            tags=["conversations"])
+def read_checkpoint(agent: str, key: str, user: User = None) -> dict[str, Any]:
+    container, principal = call(router, "conversations.checkpoint")
+    entry, record, passes = container.conversations.checkpoint(principal, agent, key, user=user)
+    return entry_json(entry, content=True, covers_through_seq=record.folded_through, passes=passes)
+
+
+@router.delete(f"{BASE}/<key>", summary="Delete a conversation (purge=true: its journal, checkpoint and files too)",
+               tags=["conversations"])
+def delete_conversation(
+    agent: str, key: str, user: User = None,
+    purge: Annotated[bool, Query(description="Remove the journal, checkpoint, workspace and index too")] = False,
+) -> dict[str, Any]:
+    container, principal = call(router, "conversations.delete")
+    return container.conversations.delete(principal, agent, key, user=user, purge=purge)
+
+
+@router.post(f"{BASE}/<key>/compact", summary="Run a summary pass now, in the background", tags=["conversations"])
+def compact(agent: str, key: str, user: User = None, body: Annotated[EmptyBody | None, Body()] = None) -> Response[Any]:
+    container, principal = call(router, "conversations.compact")
+    return json_response(202, {"job_id": container.conversations.compact(principal, agent, key, user=user)})
+
+
+@router.delete("/v1/users/<user_id>", summary="Erase a user: their layers, conversations and files", tags=["users"])
+def erase_user(user_id: str) -> dict[str, Any]:
+    container, principal = call(router, "users.erase")
+    return {"user": user_id, "removed": container.erasure.erase_user(principal, user_id)}

@@ -1,0 +1,240 @@
+"""``Conversation``: one thread between an agent and a user (or the account), and its memory.
+
+    support = Agent.from_name("support", create_if_missing=True)
+    chat = support.conversation("ticket-7", user="user_42")
+    chat.append(Message.user("Hi, I'm Ana."), Message.assistant("Hello Ana!"))
+    for message in chat.messages():               # the journal, whole and in order
+        print(message.seq, message.role, message.content)
+    context = chat.context()                      # what the model sees next turn
+    reply = my_model(context.messages)
+
+Building a handle sends nothing. Every message is stored durably before ``append`` returns; each
+gets a ``client_id`` when it has none, and an append that got no answer (the service unreachable,
+a 5xx, a 429) is sent again with the same ids, so it is stored once (SPEC §4.1).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from .errors import NotFound, RateLimited, ServerError, Unreachable
+from .models import (
+    AppendResult,
+    Checkpoint,
+    Context,
+    ConversationInfo,
+    ConversationReceipt,
+    Message,
+    MessageHit,
+    Page,
+    ToolCall,
+)
+from .transport import segment
+
+if TYPE_CHECKING:
+    from .agent import Agent
+    from .client import Client, ParamValue
+
+MessageLike = Message | Mapping[str, Any]
+APPEND_BATCH_MAX = 40  # messages the service takes in one append (one transaction)
+READ_PAGE_MAX = 1000  # messages the service returns in one page
+
+
+def new_client_id() -> str:
+    """A fresh ``client_id`` for a message (random, 32 hex digits)."""
+    return uuid.uuid4().hex
+
+
+def message_body(message: MessageLike) -> dict[str, Any]:
+    """The JSON of one message for an append, with a ``client_id`` when it had none."""
+    if isinstance(message, Message):
+        body = message.to_dict()
+    elif isinstance(message, Mapping):
+        body = dict(message)
+    else:
+        raise TypeError(f"a message is a Message or a dict, not {type(message).__name__}")
+    if body.get("client_id") is None:
+        body["client_id"] = new_client_id()
+    return body
+
+
+def _flatten(messages: Sequence[MessageLike | Sequence[MessageLike]]) -> list[MessageLike]:
+    flat: list[MessageLike] = []
+    for item in messages:
+        if isinstance(item, (Message, Mapping)):
+            flat.append(item)
+        elif isinstance(item, (list, tuple)):
+            flat.extend(item)
+        else:
+            raise TypeError(f"append takes messages or a list of them, not {type(item).__name__}")
+    return flat
+
+
+class Conversation:
+    """A handle on the conversation ``key`` of ``agent`` with ``user`` (``None``: the account itself).
+
+    Make one with ``agent.conversation(key, user=...)``.
+    """
+
+    append_attempts: ClassVar[int] = 3  # an append that got no answer is tried this many times in all
+    retry_backoff_s: ClassVar[float] = 0.2  # the wait before the second try; doubled before each next one
+    retry_wait_max_s: ClassVar[float] = 5.0  # the longest wait, whatever a 429's Retry-After asks
+
+    def __init__(self, agent: Agent, key: str, *, user: str | None = None) -> None:
+        self.agent = agent
+        self.key = key
+        self.user = user
+
+    def __repr__(self) -> str:
+        scope = f", user={self.user!r}" if self.user is not None else ""
+        return f"Conversation({self.agent.name!r}, {self.key!r}{scope})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Conversation) and (other.agent, other.key, other.user) == (
+            self.agent, self.key, self.user)
+
+    def __hash__(self) -> int:
+        return hash(("conversation", self.agent, self.key, self.user))
+
+    @property
+    def client(self) -> Client:
+        return self.agent.client
+
+    # --- the journal ----------------------------------------------------------------------
+
+    def append(
+        self, *messages: MessageLike | Sequence[MessageLike], surface: str | None = None,
+        window_messages: int | None = None,
+    ) -> AppendResult:
+        """Append messages, in order: ``append(m1, m2)`` or ``append([m1, m2])``; each a ``Message``
+        or a dict with the API's fields (``role``, ``content``, ``tool_name``, ``tool_call_id``,
+        ``arguments``, ``result``, ``client_id``).
+
+        Stored durably when it returns, each with its ``seq``. A message whose ``client_id`` is
+        already stored is not stored again: the result gives back the stored one (``added`` counts
+        the new ones; after a retry whose first try did land, it can say 0). More than 40 messages
+        go 40 at a time, in order. ``surface`` says where the conversation happens (default
+        ``agent``); ``window_messages`` lowers this conversation's recent window (1–20).
+        """
+        bodies = [message_body(message) for message in _flatten(messages)]
+        extra: dict[str, Any] = {}
+        if surface is not None:
+            extra["surface"] = surface
+        if window_messages is not None:
+            extra["window_messages"] = window_messages
+        batches = [bodies[start : start + APPEND_BATCH_MAX] for start in range(0, len(bodies), APPEND_BATCH_MAX)]
+        stored: list[Message] = []
+        added = 0
+        last: AppendResult | None = None
+        for batch in batches or [[]]:  # none at all: let the service say what is wrong
+            last = self._append_once({"messages": batch, **extra})
+            stored += last.messages
+            added += last.added
+        assert last is not None
+        return AppendResult(stored, added, last.conversation)
+
+    def _append_once(self, body: dict[str, Any]) -> AppendResult:
+        """One append request, sent again (same body, same client ids) while it gets no answer."""
+        wait = self.retry_backoff_s
+        for attempt in range(1, self.append_attempts + 1):
+            try:
+                data = self.client.request_json("POST", self._path("messages"), params=self._scope(), body=body)
+                return AppendResult.from_dict(data)
+            except (Unreachable, ServerError, RateLimited) as error:
+                if attempt >= self.append_attempts:
+                    raise
+                hint = error.retry_after if isinstance(error, RateLimited) else None
+                time.sleep(min(hint if hint is not None else wait, self.retry_wait_max_s))
+                wait *= 2
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def messages_page(self, *, after: int | None = None, limit: int | None = None) -> Page[Message]:
+        """One page of the journal: the messages after seq ``after`` (at most ``limit``, up to 1,000;
+        default 100). ``next_cursor`` is the ``after`` of the next page, ``None`` on the last."""
+        params: dict[str, ParamValue] = {**self._scope(), "after": after, "limit": limit}
+        data = self.client.request_json("GET", self._path("messages"), params=params)
+        items = [Message.from_dict(item) for item in data.get("items") or [] if isinstance(item, Mapping)]
+        cursor = data.get("next_cursor")
+        return Page(items, str(cursor) if cursor is not None else None)
+
+    def iter_messages(self, *, after: int | None = None, limit: int | None = None) -> Iterator[Message]:
+        """The journal's messages after seq ``after`` (at most ``limit``), page by page as needed."""
+        if limit is not None and limit <= 0:
+            return
+        yielded = 0
+        cursor = after
+        while True:
+            size = READ_PAGE_MAX if limit is None else min(READ_PAGE_MAX, limit - yielded)
+            page = self.messages_page(after=cursor, limit=size)
+            for message in page:
+                yield message
+                yielded += 1
+            if page.next_cursor is None or not page.items or (limit is not None and yielded >= limit):
+                return
+            cursor = int(page.next_cursor)
+
+    def messages(self, *, after: int | None = None, limit: int | None = None) -> list[Message]:
+        """Every message of the journal, whole and in order (those after seq ``after``; at most ``limit``):
+        whatever the summary folded or the window left out, the journal keeps."""
+        return [*self.iter_messages(after=after, limit=limit)]
+
+    # --- what the model sees --------------------------------------------------------------
+
+    def context(self, surface: str | None = None) -> Context:
+        """The context for the next turn: pinned block, memory index, summary and recent window, and
+        ``messages``, all of it in order. Building it reads; it never writes."""
+        params: dict[str, ParamValue] = {**self._scope(), "surface": surface}
+        return Context.from_dict(self.client.request_json("GET", self._path("context"), params=params))
+
+    def tool_call(self, tool_call_id: str, *, surface: str | None = None) -> ToolCall:
+        """The full arguments and result of an earlier tool call, by its id (``NotFound`` if none)."""
+        params: dict[str, ParamValue] = {**self._scope(), "surface": surface}
+        path = self._path("tool-calls", segment(tool_call_id))
+        return ToolCall.from_dict(self.client.request_json("GET", path, params=params))
+
+    def search(self, query: str, *, limit: int | None = None, surface: str | None = None) -> list[MessageHit]:
+        """This conversation's messages holding words of ``query``, best first (journal search)."""
+        return self.agent.search_messages(query, user=self.user, conversation=self.key, limit=limit,
+                                          surface=surface)
+
+    # --- the summary ----------------------------------------------------------------------
+
+    def checkpoint(self) -> Checkpoint | None:
+        """The conversation's checkpoint (its rolling summary, with ``covers_through_seq``), or
+        ``None`` while it has none (no pass has run yet, or it was deleted). ``NotFound`` when the
+        conversation does not exist."""
+        try:
+            data = self.client.request_json("GET", self._path("checkpoint"), params=self._scope())
+        except NotFound:
+            self.messages_page(limit=1)  # raises NotFound when the conversation itself does not exist
+            return None
+        return Checkpoint.from_dict(data)
+
+    def compact(self) -> str:
+        """Start a summary pass now; it runs in the background. Returns its job id."""
+        data = self.client.request_json("POST", self._path("compact"), params=self._scope())
+        return str(data.get("job_id", ""))
+
+    # --- the conversation itself ----------------------------------------------------------
+
+    def info(self) -> ConversationInfo:
+        """The conversation's record: its length, what the summary covers, its window. ``NotFound``
+        when it does not exist or was deleted."""
+        return ConversationInfo.from_dict(self.client.request_json("GET", self._path(), params=self._scope()))
+
+    def delete(self, *, purge: bool = False) -> ConversationReceipt:
+        """Delete the conversation: its record goes, its journal and checkpoint stay. With ``purge=True``
+        the journal, checkpoint, workspace and index documents go too, for good."""
+        params: dict[str, ParamValue] = {**self._scope(), "purge": True if purge else None}
+        return ConversationReceipt.from_dict(self.client.request_json("DELETE", self._path(), params=params))
+
+    # --- helpers --------------------------------------------------------------------------
+
+    def _path(self, *rest: str) -> str:
+        return self.agent._path("conversations", segment(self.key), *rest)
+
+    def _scope(self) -> dict[str, ParamValue]:
+        return {"user": self.user}

@@ -1,0 +1,179 @@
+"""Conversations and their journal: the records and the message rules of SPEC §4.1. Pure."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+from .errors import InvalidError
+from .rules import check_user_id
+
+Role = Literal["user", "assistant", "tool_call", "tool_result"]
+ROLES: tuple[str, ...] = get_args(Role)
+# A message is one DynamoDB item (400 KB): its content and its arguments or result stay well inside it
+MESSAGE_CONTENT_MAX = 50_000  # characters of one message's content
+MESSAGE_JSON_MAX = 50_000  # characters of a tool call's arguments or a tool result, as JSON
+APPEND_BATCH_MAX = 40  # messages in one append: one transaction of its rows and their client ids
+TOOL_NAME_MAX = 128
+TOOL_CALL_ID_MAX = 128
+CLIENT_ID_MAX = 128
+
+
+@dataclass(frozen=True)
+class ConversationRef:
+    """One conversation: an agent talking with a user (``user_id``) or with the account itself (None)."""
+
+    account_id: str
+    agent: str
+    user_id: str | None
+    key: str
+
+    @property
+    def checkpoint_name(self) -> str:
+        """``context.<hash of the key>``: the conversation's checkpoint entry (SPEC §4.4)."""
+        return checkpoint_name(self.key)
+
+    @property
+    def job_name(self) -> str:
+        """What names its summary passes (one at a time per conversation)."""
+        return f"{self.account_id}.{self.agent}.{self.user_id or '-'}.{self.key}"
+
+
+def checkpoint_name(key: str) -> str:
+    return "context." + hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class MessageDraft:
+    """A message as appended, before the store numbers it. ``tokens`` is counted by the service."""
+
+    role: Role
+    content: str
+    tool_name: str | None = None
+    tool_call_id: str | None = None
+    arguments: dict[str, Any] | None = None
+    result: Any = None
+    client_id: str | None = None
+    tokens: int = 0
+
+
+@dataclass(frozen=True)
+class Message:
+    """One row of the journal. ``turn`` counts user messages: a user message opens a new turn."""
+
+    seq: int
+    turn: int
+    role: Role
+    content: str
+    created_at: str
+    tool_name: str | None = None
+    tool_call_id: str | None = None
+    arguments: dict[str, Any] | None = None
+    result: Any = None
+    client_id: str | None = None
+    tokens: int = 0
+
+
+@dataclass(frozen=True)
+class ConversationRecord:
+    """The conversation's state beside its journal.
+
+    ``last_seq`` is the seq of its newest message (0: none yet). Messages up to ``folded_through`` are
+    in the summary; ``unfolded_tokens`` / ``unfolded_messages`` count the ones after it (the threshold
+    of SPEC §4.3). ``forgotten_through``: a deleted checkpoint took the messages up to here with it, and
+    no pass summarises them again. ``surface`` is the one its latest append named.
+    """
+
+    ref: ConversationRef
+    created_at: str
+    updated_at: str
+    last_seq: int = 0
+    last_turn: int = 0
+    folded_through: int = 0
+    forgotten_through: int = 0
+    unfolded_tokens: int = 0
+    unfolded_messages: int = 0
+    window_messages: int | None = None
+    surface: str = "agent"
+    due_since: str | None = None  # over its summary threshold since then (None: under it)
+    deleted_at: str | None = None
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    record: ConversationRecord
+    messages: list[Message]  # one per draft, in order; a retried client_id gives back the stored message
+    added: int  # how many were new
+
+
+def check_conversation_key(key: str) -> str:
+    return check_user_id(key, field="conversation")
+
+
+def _check_short(value: Any, field: str, limit: int) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value or len(value) > limit:
+        raise InvalidError(f"{field} must be 1–{limit} characters", field=field)
+    return value
+
+
+def check_message(draft: MessageDraft, index: int) -> MessageDraft:
+    """The rules of one message (SPEC §4.1), with ``field`` naming it as ``messages[i].<field>``."""
+    where = f"messages[{index}]"
+    if draft.role not in ROLES:
+        raise InvalidError(f"{where}.role must be one of {', '.join(ROLES)}", field=f"{where}.role")
+    if not isinstance(draft.content, str):
+        raise InvalidError(f"{where}.content must be text", field=f"{where}.content")
+    if len(draft.content) > MESSAGE_CONTENT_MAX:
+        raise InvalidError(
+            f"{where}.content is {len(draft.content):,} characters; at most {MESSAGE_CONTENT_MAX:,} are allowed",
+            field=f"{where}.content",
+        )
+    try:
+        draft.content.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidError(f"{where}.content is not valid Unicode text", field=f"{where}.content") from None
+    _check_short(draft.tool_name, f"{where}.tool_name", TOOL_NAME_MAX)
+    _check_short(draft.tool_call_id, f"{where}.tool_call_id", TOOL_CALL_ID_MAX)
+    _check_short(draft.client_id, f"{where}.client_id", CLIENT_ID_MAX)
+    if draft.role in ("tool_call", "tool_result"):
+        if draft.tool_call_id is None:
+            raise InvalidError(f"{where}: a {draft.role} needs its tool_call_id", field=f"{where}.tool_call_id")
+    elif draft.tool_call_id is not None or draft.arguments is not None or draft.result is not None:
+        raise InvalidError(
+            f"{where}: tool_call_id, arguments and result belong to tool_call and tool_result rows",
+            field=f"{where}.role",
+        )
+    if draft.role == "tool_call" and draft.tool_name is None:
+        raise InvalidError(f"{where}: a tool_call needs its tool_name", field=f"{where}.tool_name")
+    if draft.role != "tool_call" and draft.arguments is not None:
+        raise InvalidError(f"{where}: only a tool_call carries arguments", field=f"{where}.arguments")
+    if draft.role != "tool_result" and draft.result is not None:
+        raise InvalidError(f"{where}: only a tool_result carries a result", field=f"{where}.result")
+    for name, value in (("arguments", draft.arguments), ("result", draft.result)):
+        if value is not None and len(json.dumps(value, ensure_ascii=False)) > MESSAGE_JSON_MAX:
+            raise InvalidError(f"{where}.{name} is over {MESSAGE_JSON_MAX:,} characters as JSON",
+                               field=f"{where}.{name}")
+    if draft.role in ("user", "assistant") and not draft.content:
+        raise InvalidError(f"{where}.content must not be empty", field=f"{where}.content")
+    return draft
+
+
+def check_batch(drafts: list[MessageDraft]) -> list[MessageDraft]:
+    if not drafts:
+        raise InvalidError("messages must hold at least one message", field="messages")
+    if len(drafts) > APPEND_BATCH_MAX:
+        raise InvalidError(f"at most {APPEND_BATCH_MAX} messages per append; {len(drafts)} were sent",
+                           field="messages")
+    seen: set[str] = set()
+    for index, draft in enumerate(drafts):
+        check_message(draft, index)
+        if draft.client_id is not None:
+            if draft.client_id in seen:
+                raise InvalidError(f"client_id {draft.client_id!r} appears twice in one append",
+                                   field=f"messages[{index}].client_id")
+            seen.add(draft.client_id)
+    return drafts

@@ -1,0 +1,109 @@
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..domain.conversations import AppendResult, ConversationRecord, ConversationRef, Message, MessageDraft
+
+
+@dataclass(frozen=True)
+class MessageHit:
+    """A journal search candidate: the message and its conversation."""
+
+    conversation: str
+    message: Message
+
+
+class ConversationStore(ABC):
+    """Conversation records and their journals (SPEC §4.1).
+
+    ``append`` is atomic and durable before it returns: the drafts get the seqs after the newest,
+    contiguous (no gap, no reordering, whatever runs concurrently), a user message opens a new turn,
+    and a draft whose ``client_id`` the conversation already holds is not stored again: the stored
+    message comes back in its place (idempotent retries). The record's ``last_seq``, ``last_turn`` and
+    unfolded counters move in the same write, and the record is created by the first append.
+    """
+
+    @abstractmethod
+    def append(
+        self, ref: ConversationRef, drafts: Sequence[MessageDraft], *, now: str, surface: str,
+        thresholds: tuple[int, int], window_messages: int | None = None,
+    ) -> AppendResult:
+        """Store the messages; ``window_messages`` (when given) becomes the conversation's setting.
+
+        ``thresholds`` (tokens, messages): when the unfolded counters go over either, the record's
+        ``due_since`` is set to ``now`` (kept if already set), which ``due_conversations`` finds."""
+
+    @abstractmethod
+    def get(self, ref: ConversationRef) -> ConversationRecord | None:
+        """The record (deleted or not); None when there never was one or it was purged."""
+
+    @abstractmethod
+    def list_conversations(
+        self, account_id: str, agent: str, user_id: str | None, *, include_deleted: bool = False
+    ) -> list[ConversationRecord]:
+        """The agent's conversations with ``user_id`` (None: with the account), newest first."""
+
+    @abstractmethod
+    def messages(self, ref: ConversationRef, *, after: int, limit: int) -> list[Message]:
+        """Messages with seq > ``after``, in order, at most ``limit``: the journal read back whole."""
+
+    @abstractmethod
+    def tail(self, ref: ConversationRef, count: int) -> list[Message]:
+        """The newest ``count`` messages, in order (what the window is cut from)."""
+
+    @abstractmethod
+    def tool_messages(self, ref: ConversationRef, tool_call_id: str) -> list[Message]:
+        """The tool_call and tool_result rows carrying ``tool_call_id``, in order."""
+
+    @abstractmethod
+    def search_candidates(
+        self, account_id: str, agent: str, user_id: str | None, words: Sequence[str], *,
+        conversation: str | None = None, limit: int = 200,
+    ) -> list[MessageHit]:
+        """Messages of the agent's conversations with ``user_id`` (one ``conversation`` when given) that
+        hold a word starting with one of ``words`` — every such message up to ``limit``, newest first;
+        the domain ranks them."""
+
+    @abstractmethod
+    def mark_folded(
+        self, ref: ConversationRef, *, expected_folded_through: int, folded_through: int, folded_tokens: int,
+        folded_messages: int, now: str, thresholds: tuple[int, int],
+    ) -> ConversationRecord:
+        """A summary pass folded the messages up to ``folded_through``: move the mark and take what it
+        folded off the unfolded counters, only if the mark is still at ``expected_folded_through``
+        (VersionConflictError otherwise: another pass moved it). ``due_since`` is cleared when the
+        counters are back under ``thresholds``."""
+
+    @abstractmethod
+    def forget_through(self, ref: ConversationRef, seq: int, *, now: str) -> ConversationRecord:
+        """The checkpoint was deleted: no pass summarises messages up to ``seq`` again (the mark only
+        ever moves forward), and they leave the unfolded counters."""
+
+    @abstractmethod
+    def delete(self, ref: ConversationRef, *, now: str) -> ConversationRecord:
+        """Remove the record from the listing; its journal stays (NotFoundError when there is none)."""
+
+    @abstractmethod
+    def purge(self, ref: ConversationRef) -> int:
+        """Remove the record and the whole journal (index documents too); returns the messages removed."""
+
+    @abstractmethod
+    def refs_of_user(self, account_id: str, user_id: str) -> list[ConversationRef]:
+        """Every conversation (any agent, deleted or not) with that user: what erasing a user removes."""
+
+    @abstractmethod
+    def refs_of_agent(self, account_id: str, agent: str) -> list[ConversationRef]:
+        """Every conversation of the agent, with anyone: what purging the agent removes."""
+
+    def seal(self, ref: ConversationRef, *, keep_hot: int = 1000) -> int:
+        """Move all but the newest ``keep_hot`` messages out of the hot store into compressed journal
+        segments, crash-safe (a segment is written create-only, and only then are its rows marked
+        sealed); returns how many were sealed. Stores without a hot tail have nothing to do."""
+        return 0
+
+    @abstractmethod
+    def due_conversations(self, before: str, *, limit: int = 100) -> list[ConversationRecord]:
+        """Conversations of every account over their threshold since before ``before`` (``due_since``),
+        oldest first: the ones a pass should have folded by now (the scheduled sweep's work)."""

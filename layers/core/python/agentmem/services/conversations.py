@@ -1,0 +1,401 @@
+"""Conversations: the journal, the window and the context for a turn, journal search, the tool call
+view, and what starts a summary pass (SPEC §4, §5)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from typing import Any
+
+from ..domain.agents import AgentRecord, agent_of_memory, check_window_messages
+from ..domain.clock import Clock, iso, utcnow
+from ..domain.context import row_text
+from ..domain.conversations import (
+    AppendResult,
+    ConversationRecord,
+    ConversationRef,
+    Message,
+    MessageDraft,
+    check_batch,
+    check_conversation_key,
+)
+from ..domain.errors import ForbiddenError, InvalidError, NotFoundError
+from ..domain.models import Entry, Layer, Principal
+from ..domain.rules import check_limit
+from ..domain.search import Query
+from ..domain.surfaces import check_surface, surface_rules
+from ..observability import logger
+from ..ports.conversations import ConversationStore
+from ..ports.jobs import Jobs
+from .agent_memory import AgentMemory, CallContext
+
+READ_LIMIT_DEFAULT = 100
+READ_LIMIT_MAX = 1000
+SEARCH_LIMIT_DEFAULT = 10
+SEARCH_LIMIT_MAX = 100
+SNIPPET_CHARS = 160
+PINNED_READ = 20  # candidates read whole for the pinned block (it keeps 10; a few may have expired)
+
+
+@dataclass(frozen=True)
+class JournalHit:
+    conversation: str
+    seq: int
+    role: str
+    snippet: str
+    score: float
+    created_at: str
+
+
+def message_text(draft: MessageDraft | Message) -> str:
+    """What a message says, for counting tokens and for search: its content, and a tool row's JSON."""
+    return row_text(draft)
+
+
+def snippet(text: str, words: Sequence[str]) -> str:
+    """About SNIPPET_CHARS characters of ``text`` around the first query word it holds."""
+    low = text.lower()
+    positions = [p for p in (low.find(w) for w in words) if p >= 0]
+    start = max(0, min(positions) - SNIPPET_CHARS // 4) if positions else 0
+    piece = text[start : start + SNIPPET_CHARS].replace("\n", " ")
+    return ("…" if start > 0 else "") + piece + ("…" if start + SNIPPET_CHARS < len(text) else "")
+
+
+class ConversationService:
+    def __init__(
+        self, store: ConversationStore, agent_memory: AgentMemory, *, clock: Clock = utcnow,
+        jobs: Callable[[], Jobs | None] = lambda: None, count_tokens: Callable[[str], int] | None = None,
+    ) -> None:
+        self.store = store
+        self.agent_memory = agent_memory
+        self.clock = clock
+        self.jobs = jobs
+        self._count_tokens = count_tokens
+        # what else a purge removes with a conversation (its workspace), by name: ref -> counts
+        self.purge_hooks: list[Callable[[ConversationRef], dict[str, int]]] = []
+
+    def count_tokens(self, text: str) -> int:
+        if self._count_tokens is None:
+            from ..domain.tokens import count_tokens
+
+            self._count_tokens = count_tokens
+        return self._count_tokens(text)
+
+    # --- which conversation ------------------------------------------------------------------
+
+    def call_context(
+        self, principal: Principal, agent: str, key: str | None, *, user: str | None, surface: str | None = None
+    ) -> CallContext:
+        if key is not None:
+            check_conversation_key(key)
+        return self.agent_memory.context(principal, agent, user=user, surface=surface, conversation=key)
+
+    @staticmethod
+    def ref(ctx: CallContext, key: str) -> ConversationRef:
+        return ConversationRef(ctx.principal.account_id, ctx.agent.name, ctx.user, key)
+
+    def _record(self, ref: ConversationRef) -> ConversationRecord:
+        record = self.store.get(ref)
+        if record is None:
+            whom = f"user {ref.user_id!r}" if ref.user_id else "the account"
+            raise NotFoundError(f"agent {ref.agent!r} has no conversation {ref.key!r} with {whom}")
+        return record
+
+    # --- the journal -------------------------------------------------------------------------
+
+    def append(
+        self, principal: Principal, agent: str, key: str, drafts: Sequence[MessageDraft], *,
+        user: str | None = None, surface: str | None = None, window_messages: int | None = None,
+    ) -> AppendResult:
+        """Durable before it returns; a pass starts in the background when the threshold is crossed."""
+        ctx = self.call_context(principal, agent, key, user=user, surface=surface)
+        check_batch(list(drafts))
+        check_window_messages(window_messages)
+        counted = [replace(d, tokens=self.count_tokens(message_text(d))) for d in drafts]
+        ref = self.ref(ctx, key)
+        summary = ctx.agent.summary
+        result = self.store.append(
+            ref, counted, now=iso(self.clock()), surface=ctx.surface, thresholds=(summary.tokens, summary.messages),
+            window_messages=window_messages,
+        )
+        if result.record.due_since is not None and ctx.rules.checkpoint:
+            self.start_pass(result.record, reason="threshold")
+        return result
+
+    def start_pass(self, record: ConversationRecord, *, reason: str, again: str = "") -> str | None:
+        """Start the conversation's summary pass (or find the one already running); never raises: a
+        pass that cannot start now is started by the next append or the scheduled sweep."""
+        jobs = self.jobs()
+        if jobs is None:
+            return None
+        ref = record.ref
+        payload = {"account": ref.account_id, "agent": ref.agent, "user": ref.user_id, "conversation": ref.key,
+                   "surface": record.surface, "reason": reason}
+        mark = max(record.folded_through, record.forgotten_through)
+        try:
+            run = jobs.start(ref.job_name, payload, discriminator=f"{mark}{again}")
+            if not again and jobs.describe(run).state == "failed":
+                # the pass for this mark failed for good: the next append over the threshold tries anew
+                run = jobs.start(ref.job_name, payload, discriminator=f"{mark}.after.{record.last_seq}")
+            return run
+        except Exception:
+            logger.exception("summary pass could not start", extra={"conversation": ref.key, "agent": ref.agent})
+            return None
+
+    def messages(
+        self, principal: Principal, agent: str, key: str, *, user: str | None = None, after: int | None = None,
+        limit: int | None = None,
+    ) -> tuple[list[Message], int | None]:
+        """A page of the journal, whole and in order, and the ``after`` of the next page (None: the end)."""
+        ctx = self.call_context(principal, agent, key, user=user)
+        size = check_limit(limit, default=READ_LIMIT_DEFAULT, maximum=READ_LIMIT_MAX)
+        start = 0 if after is None else after
+        if isinstance(start, bool) or not isinstance(start, int) or start < 0:
+            raise InvalidError("after must be a seq ≥ 0", field="after")
+        ref = self.ref(ctx, key)
+        record = self._record(ref)
+        rows = self.store.messages(ref, after=start, limit=size)
+        last = rows[-1].seq if rows else start
+        return rows, (last if rows and last < record.last_seq else None)
+
+    def tool_call(
+        self, principal: Principal, agent: str, key: str, tool_call_id: str, *, user: str | None = None,
+        surface: str | None = None,
+    ) -> dict[str, Any]:
+        """The full arguments and result of an earlier tool call (SPEC §4.1)."""
+        ctx = self.call_context(principal, agent, key, user=user, surface=surface)
+        self._require_journal_tools(ctx)
+        if not isinstance(tool_call_id, str) or not 1 <= len(tool_call_id) <= 128:
+            raise InvalidError("tool_call_id must be 1–128 characters", field="tool_call_id")
+        rows = self.store.tool_messages(self.ref(ctx, key), tool_call_id)
+        call = next((m for m in rows if m.role == "tool_call"), None)
+        results = [m for m in rows if m.role == "tool_result"]
+        if call is None and not results:
+            raise NotFoundError(f"no tool call {tool_call_id!r} in conversation {key!r}")
+        return {
+            "conversation": key,
+            "tool_call_id": tool_call_id,
+            "tool_name": call.tool_name if call else (results[0].tool_name if results else None),
+            "arguments": call.arguments if call else None,
+            "call_seq": call.seq if call else None,
+            "result": results[-1].result if results else None,
+            "result_content": results[-1].content if results else None,
+            "result_seq": results[-1].seq if results else None,
+        }
+
+    def search(
+        self, principal: Principal, agent: str, query: str, *, user: str | None = None,
+        conversation: str | None = None, limit: int | None = None, surface: str | None = None,
+    ) -> list[JournalHit]:
+        """Messages of the agent's conversations with this user, by words (SPEC §4.1)."""
+        ctx = self.call_context(principal, agent, conversation, user=user, surface=surface)
+        self._require_journal_tools(ctx)
+        size = check_limit(limit, default=SEARCH_LIMIT_DEFAULT, maximum=SEARCH_LIMIT_MAX)
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidError("q must hold at least one word", field="q")
+        if len(query) > 1000:
+            raise InvalidError("q is longer than 1,000 characters", field="q")
+        compiled = Query(query)
+        if not compiled.words:
+            raise InvalidError("q must hold at least one word", field="q")
+        candidates = self.store.search_candidates(
+            ctx.principal.account_id, ctx.agent.name, ctx.user, compiled.words, conversation=conversation
+        )
+        hits: list[JournalHit] = []
+        for candidate in candidates:
+            text = message_text(candidate.message)
+            held = compiled.held(text)
+            if not held:
+                continue
+            score = len(held) / len(compiled.words)
+            hits.append(JournalHit(candidate.conversation, candidate.message.seq, candidate.message.role,
+                                   snippet(text, sorted(held)), round(score, 4), candidate.message.created_at))
+        # two stable sorts: newest first, then by score
+        hits.sort(key=lambda h: (h.created_at, h.seq), reverse=True)
+        hits.sort(key=lambda h: -h.score)
+        return hits[:size]
+
+    @staticmethod
+    def _require_journal_tools(ctx: CallContext) -> None:
+        if not ctx.rules.journal_tools:
+            raise ForbiddenError(
+                f"the journal is not searchable on the {ctx.surface} surface (only agent and test)",
+                reason="no_journal_tools",
+            )
+
+    # --- conversations -----------------------------------------------------------------------
+
+    def list_conversations(
+        self, principal: Principal, agent: str, *, user: str | None = None
+    ) -> list[ConversationRecord]:
+        ctx = self.call_context(principal, agent, None, user=user)
+        return self.store.list_conversations(ctx.principal.account_id, ctx.agent.name, ctx.user)
+
+    def compact(self, principal: Principal, agent: str, key: str, *, user: str | None = None) -> str:
+        """Start a summary pass now (it still runs in the background); returns its run id."""
+        ctx = self.call_context(principal, agent, key, user=user)
+        record = self._record(self.ref(ctx, key))
+        if not keeps_checkpoint(record):
+            where = ("with an anonymous mcp client" if record.surface == "mcp"
+                     else f"on the {record.surface} surface")
+            raise ForbiddenError(f"a conversation {where} keeps no checkpoint", reason="no_checkpoint")
+        run = self.start_pass(record, reason="compact", again=f".compact.{iso(self.clock())}")
+        if run is None:
+            raise InvalidError("summary passes are not configured on this deployment", field="conversation")
+        return run
+
+
+    def get(self, principal: Principal, agent: str, key: str, *, user: str | None = None) -> ConversationRecord:
+        ctx = self.call_context(principal, agent, key, user=user)
+        record = self._record(self.ref(ctx, key))
+        if record.deleted_at is not None:
+            raise NotFoundError(f"conversation {key!r} was deleted (its journal stays until purged)")
+        return record
+
+    def checkpoint(
+        self, principal: Principal, agent: str, key: str, *, user: str | None = None
+    ) -> tuple[Entry, ConversationRecord, list[dict[str, Any]]]:
+        """The conversation's checkpoint entry, the record saying what it covers, and when each pass
+        (kept in its history, 30 days) wrote it."""
+        ctx = self.call_context(principal, agent, key, user=user)
+        ref = self.ref(ctx, key)
+        record = self._record(ref)
+        entry = self.checkpoint_entry(ctx, ref)
+        if entry is None:
+            raise NotFoundError(f"conversation {key!r} has no checkpoint (yet, or it was deleted)",
+                                reason="no_checkpoint")
+        layer = Layer(ref.account_id, ctx.agent.own_memory, ref.user_id)
+        history = self.agent_memory.entries.store.history(layer, ref.checkpoint_name, iso(self.clock()))
+        passes = [{"version": h.version, "at": h.changed_at, "by": h.updated_by} for h in history
+                  if h.operation != "delete"]
+        return entry, record, passes
+
+    def checkpoint_entry(self, ctx: CallContext, ref: ConversationRef) -> Entry | None:
+        layer = Layer(ref.account_id, ctx.agent.own_memory, ref.user_id)
+        return self.agent_memory.entries.store.get(layer, ref.checkpoint_name, iso(self.clock()))
+
+    def delete(
+        self, principal: Principal, agent: str, key: str, *, user: str | None = None, purge: bool = False
+    ) -> dict[str, Any]:
+        """Delete the record (the journal and checkpoint stay), or with ``purge`` everything, with a receipt."""
+        ctx = self.call_context(principal, agent, key, user=user)
+        ref = self.ref(ctx, key)
+        record = self._record(ref)
+        if not purge:
+            if record.deleted_at is None:
+                self.store.delete(ref, now=iso(self.clock()))
+            return {"conversation": key, "purged": False, "removed": {"conversations": 1}}
+        return {"conversation": key, "purged": True, "removed": self.purge_ref(ctx.agent.own_memory, ref)}
+
+    def purge_ref(self, own_memory: str, ref: ConversationRef) -> dict[str, int]:
+        """Remove one conversation for good: journal, index documents, checkpoint, workspace files."""
+        messages = self.store.purge(ref)
+        now = self.clock()
+        entries = self.agent_memory.entries
+        layer = Layer(ref.account_id, own_memory, ref.user_id)
+        checkpoints = 0
+        if entries.store.get(layer, ref.checkpoint_name, iso(now)) is not None:
+            entries.store.delete(layer, ref.checkpoint_name, expected_version=None, now=iso(now),
+                                 keep_history_until=iso(now), updated_by="system")
+            checkpoints = 1
+        removed = {"conversations": 1, "messages": messages, "checkpoints": checkpoints, "index_documents": messages}
+        for hook in self.purge_hooks:
+            for name, count in hook(ref).items():
+                removed[name] = removed.get(name, 0) + count
+        return removed
+
+    def purge_agent(self, agent: AgentRecord) -> dict[str, int]:
+        """Every conversation of an agent being purged (AgentService's purge hook)."""
+        total: dict[str, int] = {}
+        for ref in self.store.refs_of_agent(agent.account_id, agent.name):
+            for name, count in self.purge_ref(agent.own_memory, ref).items():
+                total[name] = total.get(name, 0) + count
+        return total
+
+    def forget_checkpoint(self, layer: Layer, entry: Entry) -> None:
+        """A checkpoint was deleted (EntryService's hook): its conversation forgets what it covered."""
+        agent = agent_of_memory(layer.memory)
+        if agent is None or entry.conversation is None:
+            return
+        ref = ConversationRef(layer.account_id, agent, layer.user_id, entry.conversation)
+        record = self.store.get(ref)
+        if record is not None:
+            self.store.forget_through(ref, record.last_seq, now=iso(self.clock()))
+
+    def start_due_passes(self, *, grace_s: float = 120.0, limit: int = 100) -> int:
+        """The sweep: start a pass for each conversation over its threshold for longer than ``grace_s``
+        (its pass failed, or its process went away). A new run name each hour, so a failed pass is tried
+        again, hourly at most."""
+        now = self.clock()
+        due = self.store.due_conversations(iso(now - timedelta(seconds=grace_s)), limit=limit)
+        started = 0
+        for record in due:
+            if not keeps_checkpoint(record) or record.deleted_at is not None:
+                continue
+            if self.start_pass(record, reason="sweep", again=f".sweep.{iso(now)[:13]}") is not None:
+                started += 1
+        return started
+
+    # --- the context for a turn (SPEC §5) ------------------------------------------------------
+
+    def context(
+        self, principal: Principal, agent: str, key: str, *, user: str | None = None, surface: str | None = None
+    ) -> dict[str, Any]:
+        """What the model sees next turn: pinned block, memory index, summary, recent window. Reads only."""
+        from ..domain.context import (
+            IndexSection,
+            SummaryPart,
+            assemble,
+            memory_index,
+            pinned_block,
+            qualifies_for_pinning,
+        )
+        from ..domain.window import effective_cap, recent_window
+
+        ctx = self.call_context(principal, agent, key, user=user, surface=surface)
+        ref = self.ref(ctx, key)
+        record = self.store.get(ref)
+        moment = self.clock()
+        now = iso(moment)
+        cap = effective_cap(ctx.agent.window_messages, record.window_messages if record else None)
+        window = recent_window(self.store.tail(ref, cap), cap) if record is not None else []
+        sections: list[IndexSection] = []
+        candidates: list[Entry] = []
+        for memory in self.agent_memory.readable(ctx):
+            users = [memory.user_id] if memory.user_id is not None else ([ctx.user, None] if ctx.user else [None])
+            listed = [e for u in users for e in self._layer(Layer(ref.account_id, memory.name, u), now)]
+            sections.append(IndexSection(memory.name, listed, own=memory.name == ctx.agent.own_memory))
+            candidates += [e for e in listed if qualifies_for_pinning(e)]
+        pinned = pinned_block(self._with_content(candidates, ref.account_id, now), moment)
+        summary = None
+        checkpoint = self.checkpoint_entry(ctx, ref) if record is not None else None
+        if checkpoint is not None and checkpoint.content:
+            summary = SummaryPart(checkpoint.content, record.folded_through if record else 0)
+        built = assemble(pinned, memory_index(sections, now=moment), summary, window, self.count_tokens, cap=cap)
+        return {"conversation": key, "agent": ctx.agent.name, "user_id": ctx.user, "surface": ctx.surface, **built}
+
+    def _layer(self, layer: Layer, now: str) -> list[Entry]:
+        """A layer's entries without content, newest first, checkpoints left out (every page)."""
+        store = self.agent_memory.entries.store
+        found: list[Entry] = []
+        cursor: str | None = None
+        while True:
+            page = store.list_layer(layer, now, limit=100, cursor=cursor)
+            found += [e for e in page.items if e.conversation is None]
+            if page.next_cursor is None:
+                return found
+            cursor = page.next_cursor
+
+    def _with_content(self, candidates: list[Entry], account_id: str, now: str) -> list[Entry]:
+        """The pinning candidates that can make the 10, read whole (a listing carries no content)."""
+        best = sorted(candidates, key=lambda e: e.updated_at, reverse=True)
+        best.sort(key=lambda e: -e.importance)
+        store = self.agent_memory.entries.store
+        read = (store.get(Layer(account_id, e.memory, e.user_id), e.name, now) for e in best[:PINNED_READ])
+        return [e for e in read if e is not None]
+
+
+def keeps_checkpoint(record: ConversationRecord) -> bool:
+    """SPEC §7: a conversation whose memory is read-only (external, test, anonymous MCP) keeps none."""
+    return surface_rules(check_surface(record.surface), record.ref.user_id).checkpoint

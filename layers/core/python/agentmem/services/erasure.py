@@ -1,0 +1,68 @@
+"""Erasing a user (SPEC §4.6): their layer in every memory, their conversations, their agents."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from ..domain.access import require_account_key
+from ..domain.clock import iso
+from ..domain.models import Layer, Principal
+from ..domain.rules import check_user_id
+from .agents import AgentService
+from .conversations import ConversationService
+from .memories import MemoryService
+
+
+class ErasureService:
+    def __init__(self, memories: MemoryService, agents: AgentService, conversations: ConversationService) -> None:
+        self.memories = memories
+        self.agents = agents
+        self.conversations = conversations
+
+    def erase_user(self, principal: Principal, user: str) -> dict[str, int]:
+        """Remove everything of ``user`` in the caller's account, with a receipt of counts. Nothing of
+        theirs is findable afterwards; the account's own entries and other users' are untouched."""
+        require_account_key(principal, "erasing a user")
+        check_user_id(user)
+        account = principal.account_id
+        removed: dict[str, int] = {"agents": 0, "conversations": 0, "messages": 0, "checkpoints": 0,
+                                   "entries": 0, "layers": 0, "index_documents": 0, "workspace_files": 0}
+
+        def add(counts: dict[str, int]) -> None:
+            for name, count in counts.items():
+                removed[name] = removed.get(name, 0) + count
+
+        # the user's own agents go for good, with their memories and conversations
+        for agent in self.agents.store.list_agents(account, iso(self.agents.clock()), trash=False, user_id=user,
+                                                   include_account=False):
+            add(self.agents.purge(principal, agent.name))
+        for agent in self.agents.store.list_agents(account, iso(self.agents.clock()), trash=True, user_id=user,
+                                                   include_account=False):
+            add(self.agents.purge(principal, agent.name))
+        # their conversations with every other agent
+        for ref in self.conversations.store.refs_of_user(account, user):
+            add(self.conversations.purge_ref(f"agent:{ref.agent}", ref))
+        # their own memories go for good (nothing attaches them now that their agents are gone): into the
+        # trash due at once (those already there are brought forward), then the trash's own purge
+        now = self.memories.clock()
+        moment, due = iso(now), iso(now + timedelta(milliseconds=1))
+        store = self.memories.store
+        owned = [(m, trash) for trash in (False, True)
+                 for m in store.list_memories(account, moment, trash=trash, user_id=user, include_account=False)]
+        for memory, trashed in owned:
+            if trashed:
+                store.restore_memory(account, memory.name, moment)
+            store.trash_memory(account, memory.name, moment, due)
+            removed["memories"] = removed.get("memories", 0) + 1
+            removed["entries"] += memory.entry_count
+        store.purge_due(due)
+        # their layer of every memory left (account memories, agents' own memories, their own memories)
+        later = iso(self.memories.clock())
+        for trash in (False, True):
+            for memory in self.memories.store.list_memories(account, later, trash=trash, user_id=None,
+                                                            include_account=True):
+                count = self.conversations.agent_memory.entries.store.purge_layer(Layer(account, memory.name, user))
+                if count:
+                    removed["layers"] += 1
+                    removed["entries"] += count
+        return removed

@@ -1,0 +1,256 @@
+"""The summary pass of one conversation (SPEC §4.3–4.5): flush → summarise → write checkpoint.
+
+On AWS each step is a task of the Step Functions state machine (``functions/summarise``), which keeps
+each step's result for the next; on the embedded backend the job runner calls ``run`` with the same
+steps in one go. A step that fails is retried; nothing is lost, because nothing moves the conversation's
+``folded_through`` mark but the last step, conditionally, after the checkpoint is written.
+
+* Progressive: a pass reads the current checkpoint (an edit made through the API is the starting point)
+  and only the messages that left the window since the last pass, at most ``MAX_FOLD`` of them.
+* An edit wins: the checkpoint is written only at the version the pass read; an edit meanwhile fails the
+  write, and the next pass starts from the edited text.
+* A deleted checkpoint forgets: the messages it covered, and those before its deletion, are behind the
+  conversation's ``forgotten_through`` mark, which no pass reads before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from typing import Any
+
+from ..domain.agents import AgentRecord
+from ..domain.clock import Clock, iso, utcnow
+from ..domain.conversations import ConversationRecord, ConversationRef, Message
+from ..domain.errors import AgentmemError, VersionConflictError
+from ..domain.models import EntryDraft, Layer, Principal
+from ..domain.rules import HISTORY_DAYS, LAYER_LIMIT
+from ..domain.screening import screen
+from ..domain.surfaces import check_surface, surface_rules
+from ..observability import logger
+from ..ports.summariser import Summariser
+from .agent_memory import CallContext
+from .conversations import ConversationService, keeps_checkpoint
+from .entries import SaveRequest
+
+MAX_FOLD = 500  # messages one pass folds at most; the rest wait for the next pass
+
+
+@dataclass(frozen=True)
+class Plan:
+    ref: ConversationRef
+    record: ConversationRecord
+    agent: AgentRecord
+    start: int  # fold the messages after this seq ...
+    end: int  # ... up to this one
+
+
+def job_ref(job: Mapping[str, Any]) -> ConversationRef:
+    return ConversationRef(str(job["account"]), str(job["agent"]), job.get("user") or None, str(job["conversation"]))
+
+
+class SummaryPass:
+    def __init__(
+        self, conversations: ConversationService, summariser: Callable[[], Summariser], clock: Clock = utcnow
+    ) -> None:
+        self.conversations = conversations
+        self.summariser = summariser
+        self.clock = clock
+
+    @property
+    def store(self) -> Any:
+        return self.conversations.store
+
+    def plan(self, job: Mapping[str, Any]) -> Plan | None:
+        """What this pass folds, or None when there is nothing to fold (or nothing to fold it for)."""
+        from ..domain.window import effective_cap, recent_window
+
+        ref = job_ref(job)
+        record = self.store.get(ref)
+        agents = self.conversations.agent_memory.agents
+        agent = agents.store.get_agent(ref.account_id, ref.agent, iso(self.clock()))
+        if record is None or agent is None or agent.deleted_at is not None or not keeps_checkpoint(record):
+            return None
+        cap = effective_cap(agent.window_messages, record.window_messages)
+        window = recent_window(self.store.tail(ref, cap), cap)
+        first_in_window = window[0].seq if window else record.last_seq + 1
+        start = max(record.folded_through, record.forgotten_through)
+        end = min(first_in_window - 1, start + MAX_FOLD)
+        if end <= start:
+            return None
+        return Plan(ref, record, agent, start, end)
+
+    def _folded(self, plan: Plan) -> list[Message]:
+        rows: list[Message] = []
+        after = plan.start
+        while after < plan.end:
+            page = self.store.messages(plan.ref, after=after, limit=min(500, plan.end - after))
+            if not page:
+                break
+            rows += [m for m in page if m.seq <= plan.end]
+            after = page[-1].seq
+        return rows
+
+    def _context(self, plan: Plan, job: Mapping[str, Any]) -> CallContext:
+        surface = check_surface(job.get("surface") or "agent")
+        principal = Principal(plan.ref.account_id, "system", "account")
+        return CallContext(principal, plan.agent, plan.ref.user_id, surface, plan.ref.key,
+                           surface_rules(surface, plan.ref.user_id))
+
+    # --- the three steps ---------------------------------------------------------------------
+
+    def flush(self, job: Mapping[str, Any]) -> dict[str, Any]:
+        """Save the durable facts of the messages about to be folded into the agent's own memory."""
+        from ..domain.flush import extract_facts
+
+        plan = self.plan(job)
+        if plan is None:
+            return {"skip": True, "saved": []}
+        ctx = self._context(plan, job)
+        saved: list[str] = []
+        forgotten: list[str] = []
+        if ctx.rules.writes and plan.agent.capabilities.memory:
+            folded = self._folded(plan)
+            forgotten = self._forget(ctx, folded)
+            for fact in extract_facts(folded):
+                name = self._same_as_existing(ctx, fact.name, fact.content) or fact.name
+                request = SaveRequest(content=fact.content, description=fact.description, category=fact.category,
+                                      importance=fact.importance)
+                try:
+                    self.conversations.agent_memory.save(ctx, name, request, updated_by="system")
+                    saved.append(name)
+                except AgentmemError as error:  # screened out, a full layer: the fact is skipped, not the pass
+                    logger.info("flush skipped a fact", extra={"fact": name, "reason": error.code})
+        return {"skip": False, "saved": saved, "forgotten": forgotten, "start": plan.start, "end": plan.end}
+
+    def _forget(self, ctx: CallContext, folded: list[Message]) -> list[str]:
+        """Entries an earlier flush saved that these messages ask to forget go, as the checkpoint drops them."""
+        from ..domain.flush import forgotten_names
+
+        entries = self.conversations.agent_memory.entries
+        layer = Layer(ctx.principal.account_id, ctx.agent.own_memory, ctx.user)
+        page = entries.store.list_layer(layer, iso(self.clock()), limit=100, cursor=None)
+        names = [e.name for e in page.items if e.conversation is None and e.updated_by == "system"]
+        gone: list[str] = []
+        for name in forgotten_names(folded, names):
+            try:
+                self.conversations.agent_memory.delete(ctx, name)
+                gone.append(name)
+            except AgentmemError as error:
+                logger.info("flush could not forget an entry", extra={"entry": name, "reason": error.code})
+        return gone
+
+    def _same_as_existing(self, ctx: CallContext, name: str, content: str) -> str | None:
+        """The name of an entry that already says this (by name, or by meaning), to update rather than add."""
+        from ..domain.flush import same_fact
+
+        entries = self.conversations.agent_memory.entries
+        layer = Layer(ctx.principal.account_id, ctx.agent.own_memory, ctx.user)
+        now = iso(self.clock())
+        if entries.store.get(layer, name, now) is not None:
+            return name
+        page = entries.store.list_layer(layer, now, limit=100, cursor=None)
+        for listed in page.items:
+            if listed.conversation is not None:
+                continue
+            existing = entries.store.get(layer, listed.name, now)
+            if existing is not None and existing.content and same_fact(existing.content, content):
+                return existing.name
+        return None
+
+    def summarise(self, job: Mapping[str, Any], results: Mapping[str, Any]) -> dict[str, Any]:
+        """The new summary from the current checkpoint and the folded messages."""
+        plan = self._as_flushed(self.plan(job), results.get("flush") or {})
+        if plan is None:
+            return {"skip": True}
+        checkpoint = self._checkpoint(plan)
+        previous = checkpoint.content if checkpoint is not None else None
+        rows = self._folded(plan)
+        text = self.summariser().summarise(previous, rows)
+        return {
+            "skip": False, "summary": text, "base_version": checkpoint.version if checkpoint else 0,
+            "expected_folded_through": plan.record.folded_through, "start": plan.start, "end": plan.end,
+            "tokens": sum(m.tokens for m in rows), "messages": len(rows),
+        }
+
+    def write_checkpoint(self, job: Mapping[str, Any], results: Mapping[str, Any]) -> dict[str, Any]:
+        """Store the summary at the version it was made from, then move the folded mark."""
+        made = results.get("summarise") or {}
+        if made.get("skip", True):
+            return {"skip": True}
+        ref = job_ref(job)
+        plan = self.plan(job)
+        if plan is None:
+            return {"skip": True}
+        if plan.record.folded_through != made["expected_folded_through"] or plan.start != made["start"]:
+            return {"skip": True, "reason": "another pass folded these messages"}
+        now = self.clock()
+        layer = Layer(ref.account_id, plan.agent.own_memory, ref.user_id)
+        draft = EntryDraft(
+            name=ref.checkpoint_name, content=safe_summary(made["summary"], ref.user_id) or "(nothing to keep)",
+            description=f"Summary of conversation {ref.key} through message {made['end']}"[:200],
+            category="checkpoint", importance=0.5, visibility="private" if ref.user_id else "shared",
+            conversation=ref.key, updated_by="system",
+        )
+        entries = self.conversations.agent_memory.entries
+        try:
+            entry, _ = entries.store.save(
+                layer, draft, expected_version=int(made["base_version"]), now=iso(now),
+                keep_history_until=iso(now + timedelta(days=HISTORY_DAYS)), layer_limit=LAYER_LIMIT,
+            )
+        except VersionConflictError:
+            current = entries.store.get(layer, ref.checkpoint_name, iso(now))
+            if current is None or current.content != draft.content:
+                # edited (or deleted) since the summary was made: the edit wins; the next pass starts from it
+                return {"skip": True, "reason": "the checkpoint changed while the pass ran"}
+            entry = current  # this step's own earlier attempt wrote it before failing: finish the job
+        agent = plan.agent
+        try:
+            record = self.store.mark_folded(
+                ref, expected_folded_through=int(made["expected_folded_through"]), folded_through=int(made["end"]),
+                folded_tokens=int(made["tokens"]), folded_messages=int(made["messages"]), now=iso(now),
+                thresholds=(agent.summary.tokens, agent.summary.messages),
+            )
+        except VersionConflictError:
+            return {"skip": True, "reason": "another pass folded these messages"}
+        sealed = self.store.seal(ref)
+        if record.due_since is not None:  # more than one pass's worth was waiting
+            self.conversations.start_pass(record, reason="more")
+        return {"skip": False, "checkpoint": entry.name, "version": entry.version, "covers_through_seq": made["end"],
+                "sealed": sealed}
+
+    @staticmethod
+    def _as_flushed(plan: Plan | None, flushed: Mapping[str, Any]) -> Plan | None:
+        """The plan cut to what the flush read: messages appended since then wait for the next pass, or
+        their facts would be folded without ever being saved."""
+        if plan is None or flushed.get("skip", True) or "end" not in flushed:
+            return plan
+        if plan.start != flushed.get("start"):
+            return None  # another pass folded meanwhile
+        end = min(plan.end, int(flushed["end"]))
+        return replace(plan, end=end) if end > plan.start else None
+
+    def _checkpoint(self, plan: Plan) -> Any:
+        entries = self.conversations.agent_memory.entries
+        layer = Layer(plan.ref.account_id, plan.agent.own_memory, plan.ref.user_id)
+        return entries.store.get(layer, plan.ref.checkpoint_name, iso(self.clock()))
+
+    def run(self, job: Mapping[str, Any]) -> dict[str, Any]:
+        """Every step in order, passing results along as the state machine does (the embedded runner)."""
+        results: dict[str, Any] = {"flush": self.flush(job)}
+        results["summarise"] = self.summarise(job, results)
+        results["write_checkpoint"] = self.write_checkpoint(job, results)
+        return {"job": dict(job), "results": results}
+
+
+def safe_summary(text: str, user_id: str | None) -> str:
+    """A summary the service writes keeps no line that tries to steer the model; in the account's layer
+    (a conversation with the account itself) it keeps no sensitive line either (SPEC §2.5)."""
+    kept = []
+    for line in text.splitlines():
+        found = screen(line)
+        if found.injection or (user_id is None and found.sensitive):
+            continue
+        kept.append(line)
+    return "\n".join(kept).strip()
