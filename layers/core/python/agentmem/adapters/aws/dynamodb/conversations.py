@@ -48,7 +48,10 @@ Round trips (requests to DynamoDB and S3) of each operation:
   ``sealed_through``; one ``BatchWriteItem`` per 25 rows deleted. Reads, writes and deletes run on a few
   threads.
 - ``purge``: the record marked ``purging`` (one transaction), the segments listed and deleted, the
-  partition queried (keys) and deleted in batches, the record deleted, then its two reference items.
+  partition queried (keys) and deleted in batches, the record deleted, then its two reference items (one
+  transaction, conditioned on there being no record: a conversation started again meanwhile keeps them).
+  Not safe against itself: two purges of one conversation at once, and an append starting it again in
+  between, could delete the new conversation's first rows (BatchWriteItem deletes carry no condition).
 - ``due_conversations``: one ``Query`` of the by_due index (``DUE#C``) + one ``BatchGetItem`` per 100.
 
 Crash safety: a segment is written create-only *before* ``sealed_through`` moves, and rows are deleted only
@@ -542,10 +545,7 @@ class DynamoConversationStore(ConversationStore):
         else:  # finishing a purge that already removed the record: count what was left
             removed = max([0, *(s.last for s in map(segment_of, objects) if s),
                            *(layout.message_seq(sk) for sk in items if sk.startswith(layout.MESSAGE_PREFIX))])
-        # the references go last: until then a purge cut short is found again (refs_of_user / refs_of_agent)
-        with self.models.conversation_ref.batch_write() as batch:
-            for ref_pk, ref_sk in _reference_keys(ref):
-                batch.delete(self.models.conversation_ref(ref_pk, ref_sk))
+        self._delete_references(ref)
         self.cache.drop(pk)
         return removed
 
@@ -561,6 +561,18 @@ class DynamoConversationStore(ConversationStore):
         except Cancelled:
             return False
         return True
+
+    def _delete_references(self, ref: ConversationRef) -> None:
+        """The references go last (until then a purge cut short is found again by refs_of_user and
+        refs_of_agent), and only while there is no record: a conversation started again under the key
+        meanwhile has written them anew, and keeps them."""
+        writes = WriteSet(self.models.connection)
+        writes.check("meta", self.models.conversation, conversation_pk(ref), layout.META_SK,
+                     ConversationRow.sk.does_not_exist())
+        for ref_pk, ref_sk in _reference_keys(ref):
+            writes.delete(f"ref:{ref_pk}", self.models.conversation_ref(ref_pk, ref_sk))
+        with suppress(Cancelled):
+            writes.commit()
 
     def _delete_record(self, state: ConversationState) -> None:
         writes = WriteSet(self.models.connection)
