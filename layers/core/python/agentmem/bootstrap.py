@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING
 
 from .domain.clock import Clock, iso, utcnow
 from .ports.accounts import AccountStore
@@ -22,15 +24,17 @@ from .ports.summariser import Summariser
 from .ports.usage import UsageStore
 from .services.agent_memory import AgentMemory
 from .services.agents import AgentService
-from .services.conversations import ConversationService
 from .services.entries import EntryService
-from .services.erasure import ErasureService
 from .services.keys import DEFAULT_ACCOUNT, KeyService
 from .services.memories import MemoryService
-from .services.summary_pass import SummaryPass
-from .services.tools import ToolService
 from .services.usage import UsageMeter
 from .settings import Settings, load_settings
+
+if TYPE_CHECKING:  # built on first use: the authorizer's cold start needs none of them
+    from .services.conversations import ConversationService
+    from .services.erasure import ErasureService
+    from .services.summary_pass import SummaryPass
+    from .services.tools import ToolService
 
 
 @dataclass
@@ -64,13 +68,37 @@ class Container:
     entries: EntryService
     agents: AgentService
     agent_memory: AgentMemory
-    tools: ToolService
-    conversations: ConversationService
-    summary_pass: SummaryPass
-    erasure: ErasureService
     usage: UsageMeter
     adapters: Adapters | None = None  # built on first use: the API's cold start needs none of them
     _jobs: Jobs | None = None
+
+    # Conversations, summaries, tools and erasure are built on first use: the authorizer (which only
+    # checks keys) never pays for their imports.
+    @cached_property
+    def conversations(self) -> ConversationService:
+        from .services.conversations import ConversationService
+
+        return ConversationService(self.stores.conversations, self.agent_memory, clock=self.memories.clock,
+                                   jobs=lambda: self.jobs())
+
+    @cached_property
+    def summary_pass(self) -> SummaryPass:
+        from .services.summary_pass import SummaryPass
+
+        # looked up at each pass, so a summariser patched in (tests, a settings change) takes effect
+        return SummaryPass(self.conversations, lambda: self.summariser(), self.memories.clock)
+
+    @cached_property
+    def tools(self) -> ToolService:
+        from .services.tools import ToolService
+
+        return ToolService(self.agent_memory, self.conversations)
+
+    @cached_property
+    def erasure(self) -> ErasureService:
+        from .services.erasure import ErasureService
+
+        return ErasureService(self.memories, self.agents, self.conversations)
 
     def jobs(self) -> Jobs | None:
         """Where summary passes run: the state machine on AWS, an in-process runner on the embedded backend."""
@@ -211,13 +239,6 @@ def build_container(
     memories = MemoryService(stores.memories, clock)
     entries = EntryService(stores.entries, memories, clock)
     agents = AgentService(stores.agents, memories, clock)
-    agent_memory = AgentMemory(agents, entries)
-    holder: list[Container] = []  # the jobs and the summariser are the container's, built after it
-    conversations = ConversationService(stores.conversations, agent_memory, clock=clock,
-                                        jobs=lambda: holder[0].jobs())
-    summary_pass = SummaryPass(conversations, lambda: holder[0].summariser(), clock)
-    agents.purge_hooks.append(conversations.purge_agent)
-    entries.checkpoint_deleted.append(conversations.forget_checkpoint)
     container = Container(
         settings=settings,
         stores=stores,
@@ -225,15 +246,13 @@ def build_container(
         memories=memories,
         entries=entries,
         agents=agents,
-        agent_memory=agent_memory,
-        tools=ToolService(agent_memory, conversations),
-        conversations=conversations,
-        summary_pass=summary_pass,
-        erasure=ErasureService(memories, agents, conversations),
+        agent_memory=AgentMemory(agents, entries),
         usage=UsageMeter(stores.usage, clock),
         adapters=adapters,
     )
-    holder.append(container)
+    # purging an agent takes its conversations; deleting a checkpoint forgets what it covered
+    agents.purge_hooks.append(lambda record: container.conversations.purge_agent(record))
+    entries.checkpoint_deleted.append(lambda layer, entry: container.conversations.forget_checkpoint(layer, entry))
     return container
 
 
