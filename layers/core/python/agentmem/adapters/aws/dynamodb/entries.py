@@ -57,6 +57,12 @@ from .transactions import Cancelled, WriteSet
 MAX_WRITE_ATTEMPTS = 40
 
 
+def _back_off(attempt: int) -> None:
+    """Exponential backoff with full jitter (2 ms doubling, at most 100 ms): writers that keep colliding
+    spread out instead of retrying in lockstep, so none of them starves."""
+    time.sleep(random.uniform(0, min(0.1, 0.002 * 2 ** min(attempt, 6))))
+
+
 def _live_filter(now: str) -> Condition:
     return cast(Condition, EntryRow.expires_at.does_not_exist() | (EntryRow.expires_at > now))
 
@@ -137,14 +143,15 @@ class DynamoEntryStore(EntryStore):
                 writes.commit()
             except Cancelled as cancelled:
                 if cancelled.contended:
-                    snapshot = self._read(key)  # others kept the entry busy: decide again from what they left
+                    _back_off(attempt)  # others kept the entry busy: wait a moment, then decide again
+                    snapshot = self._read(key)
                     continue
                 if cancelled.failed("entry"):
                     # someone else wrote first: decide again from the item as it is now
                     snapshot = Snapshot(from_raw(self.models, cancelled.old_item("entry")), fresh=True)
                     self.cache.put(key, snapshot.row)
-                    if attempt >= 3:
-                        time.sleep(random.uniform(0, 0.005 * attempt))
+                    if attempt >= 2:
+                        _back_off(attempt)
                     continue
                 if cancelled.failed("memory"):
                     raise NotFoundError(f"no memory named {layer.memory!r}") from None
