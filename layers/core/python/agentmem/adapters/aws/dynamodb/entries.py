@@ -54,7 +54,7 @@ from .models import BoundModels, EntryRow, HistoryRow
 from .snapshots import Snapshot, SnapshotCache
 from .transactions import Cancelled, WriteSet
 
-MAX_WRITE_ATTEMPTS = 40
+MAX_WRITE_ATTEMPTS = 120  # with the backoff below, several seconds of contention before a save gives up
 
 
 def _back_off(attempt: int) -> None:
