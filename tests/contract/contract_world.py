@@ -23,12 +23,9 @@ from agentmem.adapters.aws.dynamodb import build_dynamodb_stores
 from agentmem.adapters.aws.dynamodb.entries import DynamoEntryStore
 from agentmem.adapters.aws.lazy import LazyBlobStore
 from agentmem.adapters.aws.s3 import S3BlobStore
-from agentmem.adapters.embedded.conversations import SqliteConversationStore
-from agentmem.adapters.embedded.entries import SqliteEntryStore
 from agentmem.bootstrap import Container, Stores, build_container
 from agentmem.domain.models import Entry, HistoryItem, Principal, SaveResult
 from agentmem.ports.blobs import BlobStore
-from agentmem.ports.conversations import ConversationStore
 from agentmem.services.entries import SaveRequest
 from agentmem.settings import Settings
 from moto_server import MotoServer
@@ -106,17 +103,6 @@ def twin_container(container: Container, clock: FakeClock) -> Container:
     if container.settings.backend == "aws":
         return aws_container(container.settings, clock)
     return build_container(container.settings, clock=clock)
-
-
-def conversation_store(container: Container) -> ConversationStore | None:
-    """The container's conversation store; until the composition root wires one, the embedded backend's
-    is built on the container's own database, and None says the backend has none yet."""
-    wired: ConversationStore | None = getattr(container.stores, "conversations", None)
-    if wired is not None:
-        return wired
-    if isinstance(container.stores.entries, SqliteEntryStore):
-        return SqliteConversationStore(container.stores.entries.db)
-    return None
 
 
 # -- the AWS backend's journal bucket -----------------------------------------------------------------------

@@ -12,7 +12,7 @@ from agentmem.domain.agents import Attachment
 from agentmem.domain.conversations import ConversationRef
 from agentmem.domain.errors import InvalidError
 from agentmem.services.agents import AgentSettings
-from contract_world import World, conversation_store
+from contract_world import World
 from test_contract_conversations import (
     AGENT,
     KEY,
@@ -194,8 +194,7 @@ def snapshot(world: World, refs: list[ConversationRef]) -> dict[str, Any]:
             state[f"{memory.name}/{who}"] = [
                 (e, container.entries.history(world.account, memory.name, e.name, user=who)) for e in entries
             ]
-    store = conversation_store(container)
-    assert store is not None
+    store = container.stores.conversations
     for ref in refs:
         state[ref.key] = (store.get(ref), store.messages(ref, after=0, limit=1000) if store.get(ref) else None)
         state[f"{ref.key}/list"] = store.list_conversations(ref.account_id, ref.agent, ref.user_id,

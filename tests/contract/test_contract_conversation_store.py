@@ -15,17 +15,14 @@ from agentmem.domain.clock import iso
 from agentmem.domain.conversations import AppendResult, ConversationRef, Message, MessageDraft
 from agentmem.domain.errors import NotFoundError, VersionConflictError
 from agentmem.ports.conversations import ConversationStore
-from contract_world import World, conversation_store, twin_container
+from contract_world import World, twin_container
 from test_contract_concurrency import run_threads
 
 THRESHOLDS = (32_000, 40)
 
 
 def store(world: World) -> ConversationStore:
-    found = conversation_store(world.container)
-    if found is None:
-        pytest.skip("DynamoDB conversation store not wired yet")
-    return found
+    return world.container.stores.conversations
 
 
 def now(world: World) -> str:
@@ -183,8 +180,7 @@ def test_a_message_without_a_client_id_is_stored_every_time(world: World) -> Non
 def test_concurrent_appenders_in_two_processes_lose_duplicate_and_reorder_nothing(world: World) -> None:
     # Given one conversation, and eight writers of 250 messages each, half of them in a second process
     ref = conv(world)
-    stores = [store(world), conversation_store(twin_container(world.container, world.clock))]
-    assert stores[1] is not None
+    stores = [store(world), twin_container(world.container, world.clock).stores.conversations]
     returned: dict[str, int] = {}
     lock = threading.Lock()
 
