@@ -29,7 +29,7 @@ from agentmem.mcp_server import __main__ as mcp_main
 from agentmem.settings import Settings
 from botocore.stub import Stubber
 from click.testing import CliRunner
-from doc_blocks import fenced_blocks
+from doc_blocks import check_printed, fenced_blocks
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = (ROOT / "docs" / "agents.md").read_text()
@@ -97,45 +97,6 @@ class StubbedBedrock:
 
 
 # --- running the page -------------------------------------------------------------------------------
-
-PRINT_WITH_VALUE = re.compile(r"^(?P<code>.*\bprint\(.*?)\s+#\s(?P<value>.*)$")
-COMMENT_LINE = re.compile(r"^\s*#\s?(?P<value>.*)$")
-
-
-def expected_output(block: str) -> list[str]:
-    """What the block's comments say it prints: `print(...)  # value`, and the comment lines that
-    directly follow a print (a loop's output). Comments starting `e.g.` are illustrations."""
-    values: list[str] = []
-    after_print = False
-    illustration = False
-    for line in block.splitlines():
-        printed = PRINT_WITH_VALUE.match(line)
-        comment = COMMENT_LINE.match(line)
-        if printed:
-            illustration = printed["value"].startswith("e.g.")
-            if not illustration:
-                values.append(printed["value"])
-            after_print = True
-        elif comment and after_print:
-            if comment["value"].startswith("e.g."):
-                illustration = True
-            if not illustration:
-                values.append(comment["value"].strip())
-        else:
-            after_print = "print(" in line
-            illustration = False
-    return values
-
-
-def check_printed(block: str, printed: str, where: str) -> None:
-    """Each value the comments promise is printed, in order (a value may add `: explanation`)."""
-    lines = printed.splitlines()
-    position = 0
-    for value in expected_output(block):
-        while position < len(lines) and not (value == lines[position] or value.startswith(lines[position] + ": ")):
-            position += 1
-        assert position < len(lines), f"{where}: the comment says it prints {value!r}; it printed:\n{printed}"
-        position += 1
 
 
 def run_block(block: str, namespace: dict[str, Any], where: str) -> str:
