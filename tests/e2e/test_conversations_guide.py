@@ -14,11 +14,8 @@ import contextlib
 import hashlib
 import io
 import json
-import os
 import re
-import socket
 import subprocess
-import sys
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,13 +28,12 @@ from agentmem.api.app import lambda_handler
 from agentmem.bootstrap import build_container, ensure_default_account, set_container
 from agentmem.settings import Settings
 from doc_blocks import check_printed, fenced_blocks
-from serving import wait_healthy
+from serving import served_as_make_run
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = (ROOT / "docs" / "conversations.md").read_text()
 README = (ROOT / "README.md").read_text()
 PICTURE = ROOT / "docs" / "img" / "conversation-memory.svg"
-AGENTMEM = Path(sys.executable).with_name("agentmem")
 SVG = "{http://www.w3.org/2000/svg}"
 
 
@@ -58,31 +54,11 @@ def service(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[agentme
     set_container(None)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """`agentmem serve` as `make run` starts it, in a fresh folder; the environment a reader's shell has."""
-    workdir = tmp_path_factory.mktemp("conversations")
-    port = _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
-    process = subprocess.Popen(
-        [str(AGENTMEM), "serve", "--port", str(port)], cwd=workdir, env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(process, url, lambda: process.stdout.read() if process.stdout else "")
-        key = (workdir / ".agentmem" / "dev-key").read_text().strip()
-        yield {**env, "AGENTMEM_URL": url, "AGENTMEM_API_KEY": key, "PATH": f"{AGENTMEM.parent}:{env['PATH']}",
-               "WORKDIR": str(workdir)}
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+    with served_as_make_run(tmp_path_factory.mktemp("conversations")) as env:
+        yield env
 
 
 def run_block(block: str, namespace: dict[str, Any], where: str) -> str:

@@ -6,9 +6,7 @@ curl block runs in bash, and the CLI block runs its commands one by one.
 
 from __future__ import annotations
 
-import os
 import re
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,42 +15,21 @@ from pathlib import Path
 import pytest
 import requests
 from doc_blocks import fenced_blocks
-from serving import wait_healthy
+from serving import served_as_make_run
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
-AGENTMEM = Path(sys.executable).with_name("agentmem")
 
 
 def _blocks(language: str) -> list[str]:
     return fenced_blocks(README, language)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """`agentmem serve` as the README's `make run` starts it, in a fresh folder."""
-    workdir = tmp_path_factory.mktemp("readme")
-    port = _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
-    process = subprocess.Popen(
-        [str(AGENTMEM), "serve", "--port", str(port)], cwd=workdir, env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(process, url, lambda: process.stdout.read() if process.stdout else "")
-        key = (workdir / ".agentmem" / "dev-key").read_text().strip()
-        yield {**env, "AGENTMEM_URL": url, "AGENTMEM_API_KEY": key, "PATH": f"{AGENTMEM.parent}:{env['PATH']}",
-               "WORKDIR": str(workdir)}
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+    with served_as_make_run(tmp_path_factory.mktemp("readme")) as env:
+        yield env
 
 
 def test_the_python_example_runs_and_shows_a_conflict(served: dict[str, str]) -> None:

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import socket
 import subprocess
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import requests
@@ -25,3 +30,33 @@ def wait_healthy(
             pass
         time.sleep(0.1)
     raise RuntimeError(f"agentmem serve did not become healthy in {timeout}s:\n{output()}")
+
+
+AGENTMEM = Path(sys.executable).with_name("agentmem")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def served_as_make_run(workdir: Path) -> Iterator[dict[str, str]]:
+    """`agentmem serve` as `make run` starts it, in ``workdir``; yields the environment a reader's shell
+    has then (``AGENTMEM_URL``, ``AGENTMEM_API_KEY``, the CLI on ``PATH``, and ``WORKDIR``)."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
+    process = subprocess.Popen(
+        [str(AGENTMEM), "serve", "--port", str(port)], cwd=workdir, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(process, url, lambda: process.stdout.read() if process.stdout else "")
+        key = (workdir / ".agentmem" / "dev-key").read_text().strip()
+        yield {**env, "AGENTMEM_URL": url, "AGENTMEM_API_KEY": key, "PATH": f"{AGENTMEM.parent}:{env['PATH']}",
+               "WORKDIR": str(workdir)}
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
