@@ -109,7 +109,7 @@ from .models import BoundModels, ClientIdRow, ConversationRow, TableRow
 from .transactions import Cancelled, WriteSet
 
 MAX_APPEND_ATTEMPTS = 200
-MAX_WRITE_ATTEMPTS = 20
+MAX_WRITE_ATTEMPTS = 120  # with the jittered backoff, several seconds of contention before an append gives up
 APPEND_LOCKS = 64  # stripes of the per-process append lock
 BACKOFF_BASE_S = 0.002
 BACKOFF_CAP_S = 0.05
