@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # built on first use: the authorizer's cold start needs none 
     from .services.erasure import ErasureService
     from .services.summary_pass import SummaryPass
     from .services.tools import ToolService
+    from .services.workspaces import WorkspaceService
 
 
 @dataclass
@@ -78,8 +79,17 @@ class Container:
     def conversations(self) -> ConversationService:
         from .services.conversations import ConversationService
 
-        return ConversationService(self.stores.conversations, self.agent_memory, clock=self.memories.clock,
-                                   jobs=lambda: self.jobs())
+        service = ConversationService(self.stores.conversations, self.agent_memory, clock=self.memories.clock,
+                                      jobs=lambda: self.jobs())
+        # purging a conversation takes its workspace
+        service.purge_hooks.append(lambda ref: self.workspaces.purge_conversation(ref))
+        return service
+
+    @cached_property
+    def workspaces(self) -> WorkspaceService:
+        from .services.workspaces import WorkspaceService
+
+        return WorkspaceService(self.conversations, lambda: self.require_adapters().workspaces, self.memories.clock)
 
     @cached_property
     def summary_pass(self) -> SummaryPass:
@@ -98,7 +108,7 @@ class Container:
     def erasure(self) -> ErasureService:
         from .services.erasure import ErasureService
 
-        return ErasureService(self.memories, self.agents, self.conversations)
+        return ErasureService(self.memories, self.agents, self.conversations, self.workspaces)
 
     def jobs(self) -> Jobs | None:
         """Where summary passes run: the state machine on AWS, an in-process runner on the embedded backend."""
@@ -215,13 +225,15 @@ def build_adapters(settings: Settings, *, create_resources: bool = False) -> Ada
                 index.setup()
         return Adapters(embedder=embedder, journal=journal, workspaces=workspaces, search_index=index, jobs=jobs)
     from .adapters.embedded.blobs import FileBlobStore
+    from .adapters.embedded.links import LinkSigner, load_secret
     from .adapters.embedded.search_index import InMemorySearchIndex
 
     blobs = settings.data_dir / "blobs"
+    links = LinkSigner(load_secret(settings.data_dir), base_url=settings.public_url or "")
     return Adapters(
         embedder=embedder,
         journal=FileBlobStore(blobs / "journal"),
-        workspaces=FileBlobStore(blobs / "workspaces"),
+        workspaces=FileBlobStore(blobs / "workspaces", links=links),
         search_index=InMemorySearchIndex(embedder.dimension),
     )
 
@@ -252,6 +264,7 @@ def build_container(
     )
     # purging an agent takes its conversations; deleting a checkpoint forgets what it covered
     agents.purge_hooks.append(lambda record: container.conversations.purge_agent(record))
+    agents.purge_hooks.append(lambda record: container.workspaces.purge_agent(record))
     entries.checkpoint_deleted.append(lambda layer, entry: container.conversations.forget_checkpoint(layer, entry))
     return container
 

@@ -32,6 +32,8 @@ class Settings(BaseSettings):
     bedrock_model_id: str = "anthropic.claude-3-5-haiku-20241022-v1:0"
     # the embedded backend's sweep (expiry, trash, conversations left over threshold), every this many seconds
     sweep_every_s: float = Field(default=60.0, gt=0)
+    # embedded backend: the address workspace links start with (default: the address `serve` listens on)
+    public_url: str | None = None
     # limits that are settings rather than contract
     max_body_bytes: int = 1_000_000
 

@@ -7,6 +7,8 @@ in the SPEC §10 shape ``{"error": {"code", "message", ...}}``.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import threading
 from typing import Any
@@ -19,16 +21,17 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from ..bootstrap import get_container
-from ..domain.errors import AgentmemError, InvalidError, MethodNotAllowedError, NotFoundError, TooLargeError
+from ..domain.errors import AgentmemError, InvalidError, MethodNotAllowedError, NotFoundError
 from ..observability import count, count_request, logger, tracer
 from . import openapi
 from .context import pending_usage
-from .routes import agents, conversations, entries, keys, mcp, memories, system, tools
+from .limits import is_file_write, oversized
+from .routes import agents, conversations, entries, keys, mcp, memories, system, tools, workspaces
 
 PUBLIC_PATHS = frozenset({"/v1/health", "/v1/openapi.json", "/v1/docs"})
 
 app = APIGatewayRestResolver(enable_validation=True)
-for module in (system, keys, memories, entries, agents, conversations, tools, mcp):
+for module in (system, keys, memories, entries, agents, conversations, workspaces, tools, mcp):
     app.include_router(module.router)
 
 
@@ -138,27 +141,33 @@ def _declared_content_type(event: dict[str, Any]) -> str:
 
 def _default_to_json(event: dict[str, Any]) -> None:
     """The API's bodies are JSON: read them as JSON when the client did not say (curl -d says form)."""
-    if not event.get("body"):
-        return
-    if _declared_content_type(event) in ("", "application/x-www-form-urlencoded"):
-        headers = event.get("headers") or {}
-        for name in [k for k in headers if k.lower() == "content-type"]:
-            del headers[name]
-        event["headers"] = headers
-        headers["Content-Type"] = content_types.APPLICATION_JSON
-        if event.get("multiValueHeaders") is not None:
-            multi = {k: v for k, v in event["multiValueHeaders"].items() if k.lower() != "content-type"}
-            multi["Content-Type"] = [content_types.APPLICATION_JSON]
-            event["multiValueHeaders"] = multi
+    if event.get("body") and _declared_content_type(event) in ("", "application/x-www-form-urlencoded"):
+        _set_content_type(event, content_types.APPLICATION_JSON)
+
+
+def _set_content_type(event: dict[str, Any], value: str) -> None:
+    headers = event.get("headers") or {}
+    for name in [k for k in headers if k.lower() == "content-type"]:
+        del headers[name]
+    event["headers"] = headers
+    headers["Content-Type"] = value
+    if event.get("multiValueHeaders") is not None:
+        multi = {k: v for k, v in event["multiValueHeaders"].items() if k.lower() != "content-type"}
+        multi["Content-Type"] = [value]
+        event["multiValueHeaders"] = multi
 
 
 def _is_json_array(event: dict[str, Any]) -> bool:
     """Powertools would take a one-item JSON array for its item; the API's JSON bodies are objects."""
     body = event.get("body")
-    if not body or event.get("isBase64Encoded"):
+    if not body or not _declared_content_type(event).startswith(content_types.APPLICATION_JSON):
         return False
-    is_json = _declared_content_type(event).startswith(content_types.APPLICATION_JSON)
-    return is_json and str(body).lstrip().startswith("[")
+    if event.get("isBase64Encoded"):  # API Gateway sends every body base64-encoded (binary media type */*)
+        try:
+            return base64.b64decode(body).lstrip().startswith(b"[")
+        except (binascii.Error, ValueError):
+            return False
+    return str(body).lstrip().startswith("[")
 
 
 def _principal_from_authorizer(event: dict[str, Any]) -> Any:
@@ -177,14 +186,14 @@ def _principal_from_authorizer(event: dict[str, Any]) -> Any:
 def _handle(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     container = get_container()
     app.context.clear()
-    size = _body_size(event)
-    if size > container.settings.max_body_bytes:
-        return _proxy_error(TooLargeError(
-            f"the request body is {size:,} bytes; at most {container.settings.max_body_bytes:,} are accepted",
-            limit=container.settings.max_body_bytes,
-        ))
     path = event.get("path") or ""
-    _default_to_json(event)
+    refused = oversized(event.get("httpMethod") or "", path, _body_size(event), container.settings.max_body_bytes)
+    if refused is not None:
+        return _proxy_error(refused)
+    if is_file_write(event.get("httpMethod") or "", path):
+        _set_content_type(event, "application/octet-stream")  # a file's bytes, whatever the client called them
+    else:
+        _default_to_json(event)
     if path not in PUBLIC_PATHS:
         try:
             principal = _principal_from_authorizer(event)

@@ -113,3 +113,14 @@ class AppendBody(StrictBody):
     window_messages: int | None = Field(
         default=None, description="This conversation's recent window, 1–20 (it can only lower the default)"
     )
+
+
+class WorkspaceLinkBody(StrictBody):
+    """A link to one workspace file that needs no key (SPEC §8)."""
+
+    path: str = Field(description="The file's path in the workspace, like `reports/q3.csv`")
+    expires_in_s: int | None = Field(default=None, description="Seconds the link works: 1–86,400; default 3,600")
+    method: str | None = Field(default=None, description="`GET` (a download link, the default) or `PUT` (an upload)")
+    size_bytes: int | None = Field(
+        default=None, description="For `PUT`: the exact size of the file to upload, at most 104,857,600 (100 MB)"
+    )

@@ -11,12 +11,17 @@ import uuid
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit
 
+from ..api.limits import oversized
 from ..bootstrap import Container, build_adapters, build_container, ensure_default_account, set_container
 from ..settings import Settings
 from .events import build_rest_event, decode_lambda_response
+from .links import is_link, serve_link
+
+if TYPE_CHECKING:
+    from ..adapters.embedded.blobs import FileBlobStore
 
 # Requests larger than this are refused before their body is read; the handler refuses smaller
 # ones past its own limit, so both answers are the same 413.
@@ -56,6 +61,7 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
     # a buffered writer: headers and body leave together when the request is done
     wbufsize = 64 * 1024
     handler: Any = None  # set by make_server: the Lambda handler to call (it serves one event at a time)
+    links: FileBlobStore | None = None  # set by make_server: the store whose links this server serves
     max_body_bytes = 1_000_000  # set by make_server from the settings, for the message of a 413
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -80,6 +86,10 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
         self._reply(status, [("Content-Type", "application/json")], body)
 
     def _handle(self) -> None:
+        url = urlsplit(self.path)
+        if is_link(url.path) and self.command in ("GET", "HEAD", "PUT"):
+            serve_link(self, type(self).links)
+            return
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
             self._error(411, "length_required", "send a Content-Length; chunked bodies are not accepted")
             return
@@ -91,11 +101,11 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
             self._error(400, "invalid", "Content-Length is not a number of bytes")
             return
         if length > READ_LIMIT:
-            accepted = type(self).max_body_bytes
-            self._error(413, "too_large", f"the request body is {length:,} bytes; at most {accepted:,} are accepted")
+            refused = oversized(self.command, unquote(url.path), length, type(self).max_body_bytes)
+            message = refused.message if refused else f"the request body is {length:,} bytes; too large"
+            self._error(413, "too_large", message)
             return
         body = self.rfile.read(length) if length else None
-        url = urlsplit(self.path)
         # HEAD is a GET whose body is left out (as API Gateway answers it)
         method = "GET" if self.command == "HEAD" else self.command
         event = build_rest_event(
@@ -115,14 +125,30 @@ def make_server(container: Container, host: str = "127.0.0.1", port: int = 8787)
     set_container(container)
     from ..api.app import lambda_handler
 
+    links = link_store(container)
     handler_class = type(
         "BoundApiRequestHandler",
         (ApiRequestHandler,),
-        {"handler": staticmethod(lambda_handler), "max_body_bytes": container.settings.max_body_bytes},
+        {"handler": staticmethod(lambda_handler), "max_body_bytes": container.settings.max_body_bytes,
+         "links": links},
     )
     server = ThreadingHTTPServer((host, port), handler_class)
     server.daemon_threads = True
+    if links is not None and links.links is not None and not container.settings.public_url:
+        bound = str(server.server_address[0])
+        shown = "127.0.0.1" if bound in ("0.0.0.0", "::", "") else bound
+        links.links.base_url = f"http://{shown}:{server.server_address[1]}"
     return server
+
+
+def link_store(container: Container) -> FileBlobStore | None:
+    """The embedded workspace store, whose signed links this server serves (None on the AWS backend)."""
+    from ..adapters.embedded.blobs import FileBlobStore
+
+    if container.settings.backend != "embedded":
+        return None
+    store = container.require_adapters().workspaces
+    return store if isinstance(store, FileBlobStore) else None
 
 
 def _announce_key(settings: Settings, secret: str | None) -> None:

@@ -48,10 +48,8 @@ class BlobStore(ABC):
     and when two race exactly one wins; the other gets ``BlobExistsError``. Journal segments are written
     that way so a retried or concurrent seal can never overwrite a sealed segment.
 
-    The workspaces issue adds expiring links beside these calls:
-    ``signed_url(key, *, method: "GET" | "PUT", expires_in_s: int) -> str`` (S3 presigns; the embedded
-    store signs with HMAC and the local server serves it). Keys and ``BlobInfo`` are already what
-    that needs.
+    Workspaces add expiring links (``signed_url``) that reach an object with no API key: S3 presigns
+    them; the embedded store signs them with HMAC and ``agentmem serve`` serves them.
     """
 
     @abstractmethod
@@ -67,6 +65,36 @@ class BlobStore(ABC):
         """Remove the object; deleting a missing key is not an error (S3's semantics)."""
 
     @abstractmethod
-    def list(self, prefix: str = "") -> Iterator[BlobInfo]:
-        """Every object whose key starts with ``prefix``, in key order (UTF-8 byte order, as S3).
-        S3 fetches them page by page as the iterator is consumed."""
+    def stat(self, key: str) -> BlobInfo:
+        """The object's size and time; BlobNotFoundError when there is none."""
+
+    @abstractmethod
+    def list(self, prefix: str = "", *, start_after: str = "") -> Iterator[BlobInfo]:
+        """Every object whose key starts with ``prefix`` (and sorts after ``start_after``), in key order
+        (UTF-8 byte order, as S3). S3 fetches them page by page as the iterator is consumed."""
+
+    @abstractmethod
+    def signed_url(
+        self, key: str, *, method: str, expires_in_s: int, size: int | None = None, filename: str | None = None,
+        content_type: str | None = None,
+    ) -> str:
+        """A link that reaches the object with no API key until ``expires_in_s`` from now.
+
+        ``GET`` downloads it (with ``filename`` in a ``Content-Disposition``, ``content_type`` as its type);
+        ``PUT`` uploads exactly ``size`` bytes to it."""
+
+    def fits(self, key: str) -> bool:
+        """Whether ``key`` can be stored here as it is (S3: 1,024 bytes; a directory: also its name limits)."""
+        try:
+            check_key(key)
+        except InvalidError:
+            return False
+        return True
+
+    def delete_prefix(self, prefix: str) -> int:
+        """Remove every object under ``prefix``; how many went."""
+        removed = 0
+        for info in [*self.list(prefix)]:
+            self.delete(info.key)
+            removed += 1
+        return removed

@@ -281,6 +281,11 @@ class ConversationService:
         """Delete the record (the journal and checkpoint stay), or with ``purge`` everything, with a receipt."""
         ctx = self.call_context(principal, agent, key, user=user)
         ref = self.ref(ctx, key)
+        if purge and self.store.get(ref) is None:
+            # files may be written to a conversation's workspace before its first message
+            removed = self._purge_extras(ref)
+            if any(removed.values()):
+                return {"conversation": key, "purged": True, "removed": {"conversations": 0, **removed}}
         record = self._record(ref)
         if not purge:
             if record.deleted_at is None:
@@ -300,6 +305,13 @@ class ConversationService:
                                  keep_history_until=iso(now), updated_by="system")
             checkpoints = 1
         removed = {"conversations": 1, "messages": messages, "checkpoints": checkpoints, "index_documents": messages}
+        for name, count in self._purge_extras(ref).items():
+            removed[name] = removed.get(name, 0) + count
+        return removed
+
+    def _purge_extras(self, ref: ConversationRef) -> dict[str, int]:
+        """What the purge hooks remove with the conversation (its workspace files)."""
+        removed: dict[str, int] = {}
         for hook in self.purge_hooks:
             for name, count in hook(ref).items():
                 removed[name] = removed.get(name, 0) + count

@@ -11,13 +11,18 @@ from ..domain.rules import check_user_id
 from .agents import AgentService
 from .conversations import ConversationService
 from .memories import MemoryService
+from .workspaces import WorkspaceService
 
 
 class ErasureService:
-    def __init__(self, memories: MemoryService, agents: AgentService, conversations: ConversationService) -> None:
+    def __init__(
+        self, memories: MemoryService, agents: AgentService, conversations: ConversationService,
+        workspaces: WorkspaceService | None = None,
+    ) -> None:
         self.memories = memories
         self.agents = agents
         self.conversations = conversations
+        self.workspaces = workspaces
 
     def erase_user(self, principal: Principal, user: str) -> dict[str, int]:
         """Remove everything of ``user`` in the caller's account, with a receipt of counts. Nothing of
@@ -39,9 +44,14 @@ class ErasureService:
         for agent in self.agents.store.list_agents(account, iso(self.agents.clock()), trash=True, user_id=user,
                                                    include_account=False):
             add(self.agents.purge(principal, agent.name))
-        # their conversations with every other agent
+        # their conversations with every other agent, and the workspaces of those conversations
         for ref in self.conversations.store.refs_of_user(account, user):
             add(self.conversations.purge_ref(f"agent:{ref.agent}", ref))
+        if self.workspaces is not None:
+            now_iso = iso(self.agents.clock())
+            account_agents = [agent for trash in (False, True) for agent in self.agents.store.list_agents(
+                account, now_iso, trash=trash, user_id=None, include_account=True) if agent.user_id is None]
+            add(self.workspaces.erase_user(account, user, account_agents))
         # their own memories go for good (nothing attaches them now that their agents are gone): into the
         # trash due at once (those already there are brought forward), then the trash's own purge
         now = self.memories.clock()

@@ -44,8 +44,24 @@ class LazyBlobStore(BlobStore):
     def delete(self, key: str) -> None:
         self._store().delete(key)
 
-    def list(self, prefix: str = "") -> Iterator[BlobInfo]:
-        return self._store().list(prefix)
+    def stat(self, key: str) -> BlobInfo:
+        return self._store().stat(key)
+
+    def list(self, prefix: str = "", *, start_after: str = "") -> Iterator[BlobInfo]:
+        return self._store().list(prefix, start_after=start_after)
+
+    def signed_url(
+        self, key: str, *, method: str, expires_in_s: int, size: int | None = None, filename: str | None = None,
+        content_type: str | None = None,
+    ) -> str:
+        return self._store().signed_url(key, method=method, expires_in_s=expires_in_s, size=size, filename=filename,
+                                        content_type=content_type)
+
+    def fits(self, key: str) -> bool:
+        return self._store().fits(key)
+
+    def delete_prefix(self, prefix: str) -> int:
+        return self._store().delete_prefix(prefix)
 
 
 class LazySearchIndex(SearchIndex):

@@ -8,6 +8,7 @@ its outcome decides whether ours can land.
 
 from __future__ import annotations
 
+import builtins
 import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -16,6 +17,7 @@ import boto3
 from botocore.exceptions import ClientError
 
 from ...domain.clock import iso
+from ...domain.workspaces import content_disposition
 from ...ports.blobs import BlobExistsError, BlobInfo, BlobNotFoundError, BlobStore, check_key
 from .config import client_config
 
@@ -43,9 +45,22 @@ class S3BlobStore(BlobStore):
     ) -> None:
         self.bucket = bucket
         self.page_size = page_size  # keys per ListObjectsV2 page (S3's maximum is 1000)
-        self.client: S3Client = boto3_client or (boto3_session or boto3.session.Session()).client(
-            "s3", config=client_config()
-        )
+        self._session = boto3_session or boto3.session.Session()
+        self.client: S3Client = boto3_client or self._session.client("s3", config=client_config())
+        self._presigner: S3Client | None = None
+
+    @property
+    def presigner(self) -> S3Client:
+        """A client that presigns with SigV4 (botocore would still use SigV2 for some regions) and, on AWS,
+        virtual-hosted URLs on the bucket's regional endpoint; against an emulator, its endpoint."""
+        if self._presigner is None:
+            endpoint = self.client.meta.endpoint_url
+            on_aws = endpoint.endswith(".amazonaws.com") or endpoint.endswith(".amazonaws.com.cn")
+            config = client_config(signature_version="s3v4", s3={"addressing_style": "virtual" if on_aws else "path"})
+            self._presigner = self._session.client(
+                "s3", region_name=self.client.meta.region_name, endpoint_url=None if on_aws else endpoint, config=config
+            )
+        return self._presigner
 
     def put(self, key: str, data: bytes, *, if_none_match: bool = False) -> None:
         check_key(key)
@@ -79,12 +94,64 @@ class S3BlobStore(BlobStore):
         check_key(key)
         self.client.delete_object(Bucket=self.bucket, Key=key)
 
-    def list(self, prefix: str = "") -> Iterator[BlobInfo]:
+    def stat(self, key: str) -> BlobInfo:
+        check_key(key)
+        try:
+            head = self.client.head_object(Bucket=self.bucket, Key=key)
+        except ClientError as error:
+            if _code(error) in _MISSING_CODES:
+                raise BlobNotFoundError(f"no blob at {key!r}") from None
+            raise
+        return BlobInfo(key=key, size=head["ContentLength"], last_modified=iso(head["LastModified"]))
+
+    def list(self, prefix: str = "", *, start_after: str = "") -> Iterator[BlobInfo]:
         paginator = self.client.get_paginator("list_objects_v2")
-        pages = paginator.paginate(Bucket=self.bucket, Prefix=prefix, PaginationConfig={"PageSize": self.page_size})
+        extra = {"StartAfter": start_after} if start_after else {}
+        pages = paginator.paginate(
+            Bucket=self.bucket, Prefix=prefix, PaginationConfig={"PageSize": self.page_size}, **extra  # type: ignore[arg-type]
+        )
         for page in pages:
             for item in page.get("Contents", []):
                 yield BlobInfo(key=item["Key"], size=item["Size"], last_modified=iso(item["LastModified"]))
+
+    def delete_prefix(self, prefix: str) -> int:
+        """DeleteObjects, 1,000 keys a call."""
+        removed = 0
+        batch: builtins.list[str] = []
+        for info in self.list(prefix):
+            batch.append(info.key)
+            if len(batch) == 1000:
+                removed += self._delete_batch(batch)
+                batch = []
+        if batch:
+            removed += self._delete_batch(batch)
+        return removed
+
+    def _delete_batch(self, keys: builtins.list[str]) -> int:
+        answer = self.client.delete_objects(
+            Bucket=self.bucket, Delete={"Objects": [{"Key": key} for key in keys], "Quiet": True}
+        )
+        failed = answer.get("Errors", [])
+        if failed:
+            raise RuntimeError(f"S3 kept {len(failed)} of {len(keys)} objects: {failed[0].get('Message', '')}")
+        return len(keys)
+
+    def signed_url(
+        self, key: str, *, method: str, expires_in_s: int, size: int | None = None, filename: str | None = None,
+        content_type: str | None = None,
+    ) -> str:
+        """A SigV4 presigned URL. A PUT link signs ``Content-Length``, so S3 takes exactly ``size`` bytes."""
+        check_key(key)
+        params: dict[str, object] = {"Bucket": self.bucket, "Key": key}
+        if method == "PUT":
+            if size is not None:
+                params["ContentLength"] = size
+            return self.presigner.generate_presigned_url("put_object", Params=params, ExpiresIn=expires_in_s)
+        if filename:
+            params["ResponseContentDisposition"] = content_disposition(filename)
+        if content_type:
+            params["ResponseContentType"] = content_type
+        return self.presigner.generate_presigned_url("get_object", Params=params, ExpiresIn=expires_in_s)
 
     def ensure_bucket(self) -> bool:
         """Create the bucket when it is missing (local mode's ``--create-resources``); True when created."""

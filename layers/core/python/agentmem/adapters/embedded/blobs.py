@@ -19,16 +19,23 @@ import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Protocol
 from urllib.parse import quote, unquote
 
 from ...domain.clock import iso
 from ...domain.errors import InvalidError
 from ...ports.blobs import BlobExistsError, BlobInfo, BlobNotFoundError, BlobStore, check_key
+from .links import LinkSigner
+
+class Readable(Protocol):
+    def read(self, size: int = -1, /) -> bytes: ...
+
 
 _FILE_MARK = "~"
 _MAX_NAME_BYTES = 255
 _STALE_TMP_S = 3600
 _PLACE_ATTEMPTS = 5
+_CHUNK = 1024 * 1024
 
 
 def _encode(segment: str) -> str:
@@ -36,8 +43,9 @@ def _encode(segment: str) -> str:
 
 
 class FileBlobStore(BlobStore):
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, links: LinkSigner | None = None) -> None:
         self.root = root
+        self.links = links  # signs expiring links (workspaces); None for a store that gives none
         self._objects = root / "objects"
         self._tmp = root / "tmp"
         self._objects.mkdir(parents=True, exist_ok=True)
@@ -52,8 +60,39 @@ class FileBlobStore(BlobStore):
             out.write(data)
             out.flush()
             os.fsync(out.fileno())
+        self._land(tmp, path, create_only=if_none_match, key=key)
+
+    def put_stream(self, key: str, source: Readable, size: int) -> None:
+        """Store exactly ``size`` bytes read from ``source`` (an upload link's body), never all in memory.
+        A body that ends early stores nothing (InvalidError)."""
+        path = self._path(key)
+        tmp = self._tmp / uuid.uuid4().hex
         try:
-            self._place(tmp, path, create_only=if_none_match, key=key)
+            with open(tmp, "wb") as out:
+                left = size
+                while left:
+                    chunk = source.read(min(_CHUNK, left))
+                    if not chunk:
+                        raise InvalidError(f"the body ended {left:,} bytes short of its {size:,}", field="body")
+                    out.write(chunk)
+                    left -= len(chunk)
+                out.flush()
+                os.fsync(out.fileno())
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        self._land(tmp, path, create_only=False, key=key)
+
+    def object_path(self, key: str) -> Path:
+        """Where the object's bytes are (to stream them); BlobNotFoundError when there is none."""
+        path = self._path(key)
+        if not path.is_file():
+            raise BlobNotFoundError(f"no blob at {key!r}")
+        return path
+
+    def _land(self, tmp: Path, path: Path, *, create_only: bool, key: str) -> None:
+        try:
+            self._place(tmp, path, create_only=create_only, key=key)
         finally:
             tmp.unlink(missing_ok=True)
         self._sync_dir(path.parent)
@@ -69,7 +108,30 @@ class FileBlobStore(BlobStore):
         path.unlink(missing_ok=True)
         self._prune(path.parent)
 
-    def list(self, prefix: str = "") -> Iterator[BlobInfo]:
+    def stat(self, key: str) -> BlobInfo:
+        try:
+            found = os.stat(self._path(key))
+        except FileNotFoundError:
+            raise BlobNotFoundError(f"no blob at {key!r}") from None
+        return BlobInfo(key=key, size=found.st_size, last_modified=iso(datetime.fromtimestamp(found.st_mtime, UTC)))
+
+    def fits(self, key: str) -> bool:
+        try:
+            self._path(key)
+        except InvalidError:
+            return False
+        return True
+
+    def signed_url(
+        self, key: str, *, method: str, expires_in_s: int, size: int | None = None, filename: str | None = None,
+        content_type: str | None = None,
+    ) -> str:
+        if self.links is None:
+            raise RuntimeError("this blob store was built without a link signer")
+        self._path(key)
+        return self.links.sign(key, method=method, expires_in_s=expires_in_s, size=size, filename=filename)
+
+    def list(self, prefix: str = "", *, start_after: str = "") -> Iterator[BlobInfo]:
         # Only the directory of the prefix's complete segments can hold matches.
         complete = prefix.split("/")[:-1]
         if any(segment in ("", ".", "..") for segment in complete):
@@ -82,7 +144,7 @@ class FileBlobStore(BlobStore):
                 if not name.endswith(_FILE_MARK):
                     continue
                 key = "/".join(unquote(part) for part in (*relative, name[: -len(_FILE_MARK)]))
-                if not key.startswith(prefix):
+                if not key.startswith(prefix) or (start_after and key.encode() <= start_after.encode()):
                     continue
                 try:
                     stat = os.stat(os.path.join(directory, name))

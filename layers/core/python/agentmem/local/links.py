@@ -1,0 +1,165 @@
+"""Serving the embedded backend's workspace links (``/v1/links/...``), as S3 serves presigned URLs.
+
+The local server streams them straight from the store, outside the Lambda handler: a download goes
+out with ``sendfile`` (Range requests answer 206), an upload is read to disk in chunks, so a 100 MB
+file never sits in memory. The SDK's in-process transport uses ``serve_link_bytes`` for the same rules.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import io
+import json
+import os
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, BinaryIO
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from ..adapters.embedded.blobs import FileBlobStore
+from ..adapters.embedded.links import LINK_ROOT, LinkRefusedError, SignedLink
+from ..domain.errors import AgentmemError, InvalidError, NotFoundError
+from ..domain.workspaces import content_disposition, content_type
+from ..ports.blobs import BlobNotFoundError
+
+if TYPE_CHECKING:
+    from http.server import BaseHTTPRequestHandler
+
+_RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
+
+
+def is_link(url_path: str) -> bool:
+    return url_path.startswith(LINK_ROOT)
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes = b""
+    source: BinaryIO | None = None  # the open file to send after the headers (a replace cannot swap it midway)
+    span: tuple[int, int] = (0, 0)  # (offset, length) of it to send
+
+
+def _error(error: AgentmemError) -> Answer:
+    body = json.dumps({"error": error.to_dict()}).encode()
+    return Answer(error.status, [("Content-Type", "application/json")], body)
+
+
+def _verify(store: FileBlobStore | None, method: str, target: str) -> tuple[FileBlobStore, SignedLink]:
+    if store is None or store.links is None:
+        raise NotFoundError("links are served by the embedded backend only")
+    url = urlsplit(target)
+    key = unquote(url.path[len(LINK_ROOT):])
+    return store, store.links.verify(method, key, dict(parse_qsl(url.query, keep_blank_values=True)))
+
+
+def _download(store: FileBlobStore, link: SignedLink, method: str, range_header: str | None) -> Answer:
+    try:
+        source = open(store.object_path(link.key), "rb")  # noqa: SIM115 (closed by whoever sends it)
+    except (BlobNotFoundError, FileNotFoundError, IsADirectoryError):
+        raise NotFoundError("the file is gone: it was deleted") from None
+    found = os.fstat(source.fileno())
+    size = found.st_size
+    name = link.filename or link.key.rsplit("/", 1)[-1]
+    headers = [
+        ("Content-Type", content_type(name)), ("Content-Disposition", content_disposition(name)),
+        ("Accept-Ranges", "bytes"), ("Last-Modified", email.utils.formatdate(found.st_mtime, usegmt=True)),
+        ("Cache-Control", "private, no-store"), ("X-Content-Type-Options", "nosniff"),
+    ]
+    start, length, status = 0, size, 200
+    wanted = _RANGE.match(range_header.strip()) if range_header else None
+    if wanted and (wanted.group(1) or wanted.group(2)):
+        first, last = wanted.group(1), wanted.group(2)
+        if first:
+            start = int(first)
+            end = min(int(last), size - 1) if last else size - 1
+        else:  # bytes=-N: the last N bytes
+            start = max(0, size - int(last))
+            end = size - 1
+        if start >= size or end < start:
+            source.close()
+            return Answer(416, [("Content-Range", f"bytes */{size}"), ("Content-Type", "application/json")],
+                          b'{"error": {"code": "invalid", "message": "the range is outside the file"}}')
+        length, status = end - start + 1, 206
+        headers.append(("Content-Range", f"bytes {start}-{end}/{size}"))
+    headers.append(("Content-Length", str(length)))
+    if method == "HEAD":
+        source.close()
+        return Answer(status, headers)
+    return Answer(status, headers, source=source, span=(start, length))
+
+
+def _check_upload(link: SignedLink, length: int | None) -> int:
+    if length is None:
+        raise InvalidError("send a Content-Length: an upload link takes a body of its exact size", field="body")
+    if link.size is not None and length != link.size:
+        raise LinkRefusedError(f"this link uploads exactly {link.size:,} bytes; the body is {length:,}")
+    return length
+
+
+def _uploaded(length: int) -> Answer:
+    return Answer(200, [("Content-Type", "application/json")], json.dumps({"size_bytes": length}).encode())
+
+
+def serve_link(handler: BaseHTTPRequestHandler, store: FileBlobStore | None) -> None:
+    """Answer one link request on the server's connection (GET, HEAD or PUT)."""
+    method = handler.command
+    try:
+        found, link = _verify(store, method, handler.path)
+        if method == "PUT":
+            if handler.headers.get("Transfer-Encoding", "").lower() == "chunked":
+                raise InvalidError("send a Content-Length; chunked uploads are not accepted", field="body")
+            raw = handler.headers.get("Content-Length")
+            length = _check_upload(link, int(raw) if raw and raw.isdigit() else None)
+            found.put_stream(link.key, handler.rfile, length)
+            answer = _uploaded(length)
+        else:
+            answer = _download(found, link, method, handler.headers.get("Range"))
+    except AgentmemError as error:
+        if method == "PUT":
+            handler.close_connection = True  # the body was not read
+        answer = _error(error)
+    _send(handler, answer)
+
+
+def _send(handler: BaseHTTPRequestHandler, answer: Answer) -> None:
+    handler.send_response(answer.status)
+    for name, value in answer.headers:
+        handler.send_header(name, value)
+    if not any(name == "Content-Length" for name, _ in answer.headers):
+        handler.send_header("Content-Length", str(len(answer.body)))
+    if handler.close_connection:
+        handler.send_header("Connection", "close")
+    handler.end_headers()
+    if answer.source is None:
+        if handler.command != "HEAD":
+            handler.wfile.write(answer.body)
+        return
+    with answer.source:
+        handler.wfile.flush()
+        offset, length = answer.span
+        handler.connection.sendfile(answer.source, offset, length)
+
+
+def serve_link_bytes(
+    store: FileBlobStore | None, method: str, target: str, headers: dict[str, str], body: bytes | None
+) -> tuple[int, dict[str, str], bytes]:
+    """The same answer for a request held in memory (the SDK's in-process transport)."""
+    lowered = {k.lower(): v for k, v in headers.items()}
+    try:
+        found, link = _verify(store, method, target)
+        if method == "PUT":
+            length = _check_upload(link, len(body or b""))
+            found.put_stream(link.key, io.BytesIO(body or b""), length)
+            answer = _uploaded(length)
+        else:
+            answer = _download(found, link, method, lowered.get("range"))
+    except AgentmemError as error:
+        answer = _error(error)
+    payload = answer.body
+    if answer.source is not None:
+        with answer.source:
+            answer.source.seek(answer.span[0])
+            payload = answer.source.read(answer.span[1])
+    return answer.status, dict(answer.headers), payload
