@@ -41,11 +41,10 @@ from .packaging import Layers
 
 PUBLIC_PATHS = ("health", "openapi.json", "docs")  # under /v1; agentmem.api.app.PUBLIC_PATHS
 MCP_PATH = "mcp"  # under /v1: agentmem.api.routes.mcp, served by the MCP function
-# bodies API Gateway passes through as bytes (base64 to the function): workspace uploads
-BINARY_MEDIA_TYPES = [
-    "application/octet-stream", "application/zip", "application/gzip", "application/pdf",
-    "image/*", "audio/*", "video/*", "font/*",
-]
+# Every body passes through as bytes (base64 to the function, which decodes JSON itself): a workspace file
+# of any type (text/csv with Latin-1 bytes, curl's default form type) arrives byte for byte, and a file read
+# back leaves as bytes whatever the client's Accept says.
+BINARY_MEDIA_TYPES = ["*/*"]
 ACCESS_LOG_FORMAT = {
     "requestId": "$context.requestId",
     "extendedRequestId": "$context.extendedRequestId",

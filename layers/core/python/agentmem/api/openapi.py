@@ -48,11 +48,12 @@ _WHY = {
     "404": "No such resource (also another account's)",
     "409": "Conflict: `conflict` with `current_version`, `layer_full`, or `attached` with `attached_to`",
     "412": "`If-Match` / `If-None-Match` did not hold; carries `current_version`",
-    "413": "Body over 1 MB",
+    "413": "Body over 1 MB (a workspace file: over 6 MB; use an upload link)",
     "422": "Refused by screening: `rejected_injection` or `sensitive_without_user`",
 }
 
 # status codes beyond 200/400/401 that an operation answers, by (method, path)
+_WORKSPACE = "/v1/agents/{agent}/conversations/{key}/workspace"
 _EXTRA: dict[tuple[str, str], dict[str, str]] = {
     ("post", "/v1/keys"): {"201": "The key, with its secret (shown once)", "403": ""},
     ("get", "/v1/keys"): {"403": ""},
@@ -83,6 +84,19 @@ _EXTRA: dict[tuple[str, str], dict[str, str]] = {
         "501": "`not_implemented`: journal tools arrive with conversation memory",
     },
     ("post", "/v1/mcp"): {"404": "No such agent (or not the caller's)"},
+    ("get", f"{_WORKSPACE}/files"): {"404": "No such agent, or not the caller's conversation"},
+    ("put", f"{_WORKSPACE}/files/{{path}}"): {"404": "No such agent, or not the caller's conversation"},
+    ("get", f"{_WORKSPACE}/files/{{path}}"): {
+        "307": "The file is over 6 MB: `Location` is a download link (follow it without the key)", "404": "",
+    },
+    ("delete", f"{_WORKSPACE}/files/{{path}}"): {"404": "No such file"},
+    ("post", f"{_WORKSPACE}/links"): {"201": "The link, its expiry, and the headers an upload must send",
+                                      "404": "No such file (a download link) or agent"},
+}
+_FILE_PATH_PARAMETER = {
+    "name": "path", "in": "path", "required": True, "schema": {"type": "string"},
+    "description": "The file's path in the workspace, slashes and all (`reports/q3.csv`): relative, at most 1,024 "
+                   "bytes, no `..`, empty segments, control characters or backslashes",
 }
 
 _CONDITIONAL_HEADERS = [
@@ -104,6 +118,7 @@ def document(app: APIGatewayRestResolver) -> dict[str, Any]:
         security=[{"bearer": []}], title=TITLE, version=__version__, description=DESCRIPTION,
     )
     spec: dict[str, Any] = json.loads(raw)
+    _name_file_paths(spec)
     schemas = spec.setdefault("components", {}).setdefault("schemas", {})
     for unused in ("HTTPValidationError", "ValidationError", "ResponseValidationError"):
         schemas.pop(unused, None)
@@ -116,7 +131,7 @@ def document(app: APIGatewayRestResolver) -> dict[str, Any]:
             if any(code in extra for code in ("201", "204")) and "200" in responses and method != "put":
                 responses.pop("200")
             for code, description in extra.items():
-                if code in ("201", "204"):
+                if code in ("201", "204", "307"):
                     responses[code] = {"description": description}
                 else:
                     responses[code] = _error_response(description or _WHY[code])
@@ -130,6 +145,23 @@ def document(app: APIGatewayRestResolver) -> dict[str, Any]:
             if path == "/v1/memories/{memory}/entries/{name}" and method in ("put", "delete"):
                 operation.setdefault("parameters", []).extend(_CONDITIONAL_HEADERS)
     return spec
+
+
+def _name_file_paths(spec: dict[str, Any]) -> None:
+    """The file routes match the rest of the URL with a pattern (api/routes/workspaces.py): show it as ``{path}``."""
+    paths = spec.get("paths", {})
+    for rule in [p for p in paths if p.endswith("/files/[\\s\\S]+")]:
+        operations = paths.pop(rule)
+        binary = {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}
+        for method, operation in operations.items():
+            operation.setdefault("parameters", []).append(_FILE_PATH_PARAMETER)
+            if method == "put":
+                operation["requestBody"] = {"required": True, "content": binary,
+                                            "description": "The file's bytes, of any type (at most 6 MB)"}
+            if method == "get":
+                operation.setdefault("responses", {})["200"] = {
+                    "description": "The file's bytes, with its type from its name", "content": binary}
+        paths[rule.replace("[\\s\\S]+", "{path}")] = operations
 
 
 @cache
