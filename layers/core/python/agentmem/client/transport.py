@@ -141,6 +141,8 @@ class InProcessTransport:
     ) -> TransportResponse:
         from agentmem.local.events import build_rest_event, decode_lambda_response
 
+        if path.startswith("/v1/links/"):  # a workspace link: served beside the API, as `agentmem serve` does
+            return self._link(method, path, params, headers, body)
         event = build_rest_event(method, path, urlencode(params or {}), headers, body)
         result = self._handler(event, self._context)
         status, pairs, raw = decode_lambda_response(result)
@@ -149,3 +151,17 @@ class InProcessTransport:
             name = key.lower()
             merged[name] = f"{merged[name]}, {value}" if name in merged else value
         return TransportResponse(status, merged, raw)
+
+    @staticmethod
+    def _link(
+        method: str, path: str, params: dict[str, str] | None, headers: dict[str, str], body: bytes | None
+    ) -> TransportResponse:
+        from agentmem.bootstrap import get_container
+        from agentmem.local.links import serve_link_bytes
+        from agentmem.local.server import link_store
+
+        target = f"{path}?{urlencode(params)}" if params else path
+        status, answer_headers, payload = serve_link_bytes(
+            link_store(get_container()), method, target, headers, body
+        )
+        return TransportResponse(status, answer_headers, payload)
