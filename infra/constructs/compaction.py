@@ -1,16 +1,17 @@
-"""Periodic compaction: every 15 minutes, start summary passes for conversations left over threshold."""
+"""Periodic compaction: every 15 minutes, the sweep — summary passes for conversations left over threshold, and the
+trash purge of memories and agents past their 30 days."""
 
 from __future__ import annotations
 
 from aws_cdk import Duration
-from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from constructs import Construct
 
 from ..config import DeploymentConfig
+from ..stacks.shared import SharedResources
 from .function import AgentmemFunction, FunctionSpec
-from .grants import TABLE_READ, TABLE_WRITE, grant_start_execution, grant_table
+from .grants import OBJECT_DELETE, TABLE_READ, TABLE_WRITE, grant_bucket, grant_start_execution, grant_table
 from .packaging import Layers
 
 SCHEDULE = events.Schedule.rate(Duration.minutes(15))
@@ -19,7 +20,7 @@ SCHEDULE = events.Schedule.rate(Duration.minutes(15))
 class CompactionSchedule(Construct):
     def __init__(
         self, scope: Construct, construct_id: str, *, config: DeploymentConfig, layers: Layers,
-        environment: dict[str, str], table: dynamodb.ITable, state_machine_arn: str,
+        environment: dict[str, str], shared: SharedResources, state_machine_arn: str,
     ) -> None:
         super().__init__(scope, construct_id)
         self.sweeper = AgentmemFunction(
@@ -29,8 +30,14 @@ class CompactionSchedule(Construct):
                 memory_mb=256, timeout=Duration.minutes(2),
             ),
         )
-        # the sweep purges trashed memories past their 30 days and flushes usage counters
-        grant_table(self.sweeper, table, TABLE_READ + TABLE_WRITE)
+        # the sweep purges trashed memories and agents past their 30 days and flushes usage counters; an
+        # agent's purge deletes its conversations' sealed journal segments and its workspaces' files (it lists
+        # and deletes objects, and reads none)
+        grant_table(self.sweeper, shared.table, TABLE_READ + TABLE_WRITE)
+        grant_bucket(self.sweeper, shared.journal_bucket, OBJECT_DELETE, arn_label=shared.journal_arn_label,
+                     list_objects=True)
+        grant_bucket(self.sweeper, shared.workspace_bucket, OBJECT_DELETE, arn_label=shared.workspace_arn_label,
+                     list_objects=True)
         grant_start_execution(self.sweeper, state_machine_arn)
         self.rule = events.Rule(
             self, "Every15Minutes", schedule=SCHEDULE,

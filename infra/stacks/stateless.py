@@ -55,7 +55,7 @@ class StatelessStack(Stack):
             self, "Indexer", config=config, layers=layers, environment=settings, table=shared.table
         )
         self.compaction = CompactionSchedule(
-            self, "Compaction", config=config, layers=layers, environment=with_machine, table=shared.table,
+            self, "Compaction", config=config, layers=layers, environment=with_machine, shared=shared,
             state_machine_arn=self.summaries.state_machine_arn,
         )
         self.search_access = SearchAccess(

@@ -201,8 +201,10 @@ def _actions_of(synthesis: Any, role_prefix: str) -> set[str]:
     # a pass seals the journal into segments (and removes its own when it loses to a purge)
     ("SummariesSummariseRole", {"dynamodb:PutItem", "s3:PutObject", "s3:DeleteObject"},
      {"aoss:APIAccessAll", "s3:PutBucketPolicy"}),
-    ("CompactionRole", {"dynamodb:Query", "dynamodb:DeleteItem", "states:StartExecution"},
-     {"s3:GetObject", "aoss:APIAccessAll"}),
+    # an agent's purge (30 days in the trash) lists and deletes its journal segments and workspace files
+    ("CompactionRole", {"dynamodb:Query", "dynamodb:DeleteItem", "states:StartExecution", "s3:ListBucket",
+                        "s3:DeleteObject"},
+     {"s3:GetObject", "s3:PutObject", "aoss:APIAccessAll"}),
 ])
 def test_each_role_gets_what_its_function_needs_and_no_more(
     synthesis: Any, role: str, must: set[str], must_not: set[str]
