@@ -1,8 +1,9 @@
 """The scheduled sweep (EventBridge): housekeeping the store does not do by itself.
 
-Today it runs the container's sweep — the trash purge of memories and agents past their 30 days (SPEC §3.1, §3.2), and
-on backends without a TTL the removal of expired entries — and logs what it did. Starting summary
-passes for conversations left over their threshold joins with the conversations issue.
+It runs the container's sweep and logs what it did: summary passes for conversations left over their
+threshold, and the trash purge of memories and agents past their 30 days (SPEC §3.1, §3.2) — an agent's
+purge takes its conversations, their sealed journal segments and their workspace files. On backends
+without a TTL it also removes expired entries.
 """
 
 from __future__ import annotations
