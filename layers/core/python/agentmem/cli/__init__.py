@@ -1,5 +1,5 @@
-"""The ``agentmem`` command: run the service, and manage memories, entries, agents, conversations and keys
-from a shell.
+"""The ``agentmem`` command: run the service, and manage memories, entries, agents, conversations, workspaces
+and keys from a shell.
 
 Commands that talk to a running service go through the SDK (``agentmem.client``) and
 read ``--url`` / ``AGENTMEM_URL`` and ``--api-key`` / ``AGENTMEM_API_KEY``. ``serve``
@@ -8,8 +8,8 @@ short line) by default and JSON with ``--json``. API errors print one line to st
 and exit 1; usage errors exit 2.
 
 One module per command group: ``serve``, ``accounts``, ``keys``, ``memories``,
-``entries``, ``agents``, ``conversations``, ``users``, ``mcp``; ``output`` prints, ``connection``
-builds the SDK client.
+``entries``, ``agents``, ``conversations``, ``workspace``, ``users``, ``mcp``; ``output`` prints,
+``connection`` builds the SDK client.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from .memories import memories
 from .output import render_table
 from .serve import serve
 from .users import users
+from .workspace import workspace
 
 __all__ = ["cli", "main", "render_table"]
 
@@ -77,7 +78,7 @@ def cli(url: str | None, api_key: str | None, as_json: bool) -> None:
     """agentmem: memory for AI agents."""
 
 
-for _command in (serve, accounts, keys, memories, entries, agents, conversations, users, mcp):
+for _command in (serve, accounts, keys, memories, entries, agents, conversations, workspace, users, mcp):
     cli.add_command(_command)
 
 

@@ -7,6 +7,7 @@ support = Agent.from_name("support", create_if_missing=True, memories=[company])
 chat = support.conversation("ticket-7", user="user_42")
 chat.append(Message.user("Hi, I'm Ana."), Message.assistant("Hello Ana!"))
 context = chat.context()                                          # what the model sees next turn
+support.workspace("ticket-7", user="user_42").write("notes/plan.md", "# Plan")  # its /workspace
 """
 
 from __future__ import annotations
@@ -58,9 +59,12 @@ from .models import (
     PurgeReceipt,
     ToolCall,
     ToolResult,
+    UploadLink,
     UsageRecord,
+    WorkspaceFile,
 )
 from .transport import HttpTransport, InProcessTransport, Transport, TransportResponse
+from .workspace import Workspace
 
 __all__ = [
     "Agent",
@@ -113,7 +117,10 @@ __all__ = [
     "Unauthorized",
     "Unreachable",
     "Unsupported",
+    "UploadLink",
     "UsageRecord",
+    "Workspace",
+    "WorkspaceFile",
     "default_client",
     "set_default_client",
 ]

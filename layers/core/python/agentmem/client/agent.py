@@ -29,6 +29,7 @@ from .transport import segment
 if TYPE_CHECKING:
     from .client import Client, ParamValue
     from .conversation import Conversation
+    from .workspace import Workspace
 
 AgentInfoList = list[AgentInfo]
 EntryList = list[Entry]
@@ -271,6 +272,13 @@ class Agent:
         from .conversation import Conversation
 
         return Conversation(self, key, user=user if user is not None else self.user)
+
+    def workspace(self, conversation: str, *, user: str | None = None) -> Workspace:
+        """A handle on the workspace of the conversation ``conversation`` with ``user`` (as for
+        ``conversation()``): the files the agent sees as ``/workspace`` there. No request is sent."""
+        from .workspace import Workspace
+
+        return Workspace(self, conversation, user=user if user is not None else self.user)
 
     def conversations(self, *, user: str | None = None) -> ConversationInfoList:
         """The agent's conversations with ``user`` (or with the account), most recently updated first;

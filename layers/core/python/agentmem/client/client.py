@@ -85,10 +85,12 @@ class Client:
         body: Any = None,
         headers: Mapping[str, str] | None = None,
         auth: bool = True,
+        content: bytes | None = None,
     ) -> TransportResponse:
         """Send ``method`` to ``/v1`` + ``path`` (segments already encoded); raise on an error status.
 
-        ``params`` whose value is ``None`` are left out; ``body`` is sent as JSON unless ``None``.
+        ``params`` whose value is ``None`` are left out; ``body`` is sent as JSON unless ``None``;
+        ``content`` is sent as raw bytes (a workspace file).
         """
         sent_headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
         if auth:
@@ -102,6 +104,9 @@ class Client:
         if body is not None:
             payload = json.dumps(body).encode("utf-8")
             sent_headers["Content-Type"] = "application/json"
+        elif content is not None:
+            payload = content
+            sent_headers["Content-Type"] = "application/octet-stream"
         sent_headers.update(headers or {})
         query = {key: _query_value(value) for key, value in (params or {}).items() if value is not None}
         response = self.transport.request(

@@ -538,3 +538,44 @@ class ErasureReceipt:
 
 def _counts(removed: Any) -> dict[str, int]:
     return {str(k): int(v) for k, v in removed.items()} if isinstance(removed, Mapping) else {}
+
+
+# --- workspaces (SPEC §8) ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WorkspaceFile:
+    """One file of a conversation's workspace: its ``path`` (relative, ``/``-separated), ``size_bytes``,
+    ``modified_at`` and ``url``, a download link that works without a key until it expires (``None``
+    where the answer carried none)."""
+
+    path: str
+    size_bytes: int = 0
+    modified_at: str | None = None
+    url: str | None = None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> WorkspaceFile:
+        values = _known(cls, data)
+        values["size_bytes"] = int(values.get("size_bytes") or 0)
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class UploadLink:
+    """Where to upload one workspace file straight to storage, without a key: an HTTP PUT of exactly
+    the announced number of bytes to ``url``, sending ``headers``, before ``expires_at``."""
+
+    url: str
+    headers: dict[str, str] = field(default_factory=dict, hash=False)
+    expires_at: str | None = None
+    path: str | None = None
+    method: str = "PUT"
+    expires_in_s: int | None = None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> UploadLink:
+        values = _known(cls, data)
+        headers = values.get("headers")
+        values["headers"] = {str(k): str(v) for k, v in headers.items()} if isinstance(headers, Mapping) else {}
+        return cls(**values)
