@@ -23,7 +23,8 @@ from agentmem.adapters.aws.dynamodb import build_dynamodb_stores
 from agentmem.adapters.aws.dynamodb.entries import DynamoEntryStore
 from agentmem.adapters.aws.lazy import LazyBlobStore
 from agentmem.adapters.aws.s3 import S3BlobStore
-from agentmem.bootstrap import Container, Stores, build_container
+from agentmem.adapters.embedded.embedder import HashingEmbedder
+from agentmem.bootstrap import Adapters, Container, Stores, build_container
 from agentmem.domain.models import Entry, HistoryItem, Principal, SaveResult
 from agentmem.ports.blobs import BlobStore
 from agentmem.services.entries import SaveRequest
@@ -66,15 +67,17 @@ def _session() -> boto3.Session:
 def aws_container(settings: Settings, clock: FakeClock, *, create_table: bool = False) -> Container:
     """The DynamoDB adapters on this process's DynamoDB Local, on the table ``settings.table``."""
     server = dynamodb_local.shared()
+    journal = aws_journal(settings)
     # the endpoint and dummy credentials, as botocore reads them, while the client is made
     with mock.patch.dict(os.environ, server.environment()):
-        dynamodb = build_dynamodb_stores(settings, _session(), create_missing_table=create_table,
-                                         journal=aws_journal(settings))
+        dynamodb = build_dynamodb_stores(settings, _session(), create_missing_table=create_table, journal=journal)
     stores = Stores(
         accounts=dynamodb.accounts, agents=dynamodb.agents, memories=dynamodb.memories, entries=dynamodb.entries,
         usage=dynamodb.usage, conversations=dynamodb.conversations,
     )
-    return build_container(settings, clock=clock, stores=stores)
+    # the buckets on moto's S3 server; no search index and no state machine, as settings have none
+    adapters = Adapters(embedder=HashingEmbedder(), journal=journal, workspaces=aws_workspaces(settings))
+    return build_container(settings, clock=clock, stores=stores, adapters=adapters)
 
 
 @contextmanager
@@ -126,6 +129,21 @@ def aws_journal(settings: Settings) -> BlobStore:
 
     def make() -> BlobStore:
         bucket = S3BlobStore(settings.table, boto3_client=journal_s3().client("s3"))
+        bucket.ensure_bucket()
+        return bucket
+
+    return LazyBlobStore(make)
+
+
+def aws_workspaces(settings: Settings) -> BlobStore:
+    """The AWS backend's workspace bucket, as the journal's: on the same moto S3 server, named after the
+    table (a twin container shares it), made on first use. Its presigned links are signed with moto's
+    dummy credentials (the server's session), as boto3 would sign them with the Lambda's."""
+
+    def make() -> BlobStore:
+        server = journal_s3()
+        bucket = S3BlobStore(f"{settings.table}-workspaces", boto3_client=server.client("s3"),
+                             boto3_session=server.session())
         bucket.ensure_bucket()
         return bucket
 

@@ -27,7 +27,7 @@ LIST_LIMIT_DEFAULT = 100
 LIST_LIMIT_MAX = 1000
 LINK_METHODS = ("GET", "PUT")
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # C0, DEL and C1: Unicode's control characters (Cc)
 _DIRECT, _HASHED, _NAMES = "f/", "h/", "n/"
 
 

@@ -47,7 +47,8 @@ class S3BlobStore(BlobStore):
         self.page_size = page_size  # keys per ListObjectsV2 page (S3's maximum is 1000)
         self._session = boto3_session or boto3.session.Session()
         self.client: S3Client = boto3_client or self._session.client("s3", config=client_config())
-        self._presigner: S3Client | None = None
+        # a client handed in without its session presigns itself (its credentials are not reachable otherwise)
+        self._presigner: S3Client | None = boto3_client if boto3_client is not None and boto3_session is None else None
 
     @property
     def presigner(self) -> S3Client:
