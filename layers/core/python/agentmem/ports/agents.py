@@ -48,5 +48,9 @@ class AgentStore(ABC):
         row. Returns counts (``entries``, ``memories``). NotFoundError when there is no such agent."""
 
     @abstractmethod
+    def due_for_purge(self, now: str) -> list[tuple[str, str]]:
+        """The trashed agents whose time has come, as (account, name), not yet purged."""
+
+    @abstractmethod
     def purge_due(self, now: str) -> list[tuple[str, str]]:
         """Purge the trashed agents whose time has come; returns their (account, name)."""

@@ -192,4 +192,11 @@ class AgentService:
             )
 
     def purge_due(self) -> int:
-        return len(self.store.purge_due(iso(self.clock())))
+        """Purge the agents whose 30 days in the trash are over, with what goes with them (the purge hooks:
+        conversations, workspaces) first: a sweep cut short between the two leaves the agent to the next."""
+        now = iso(self.clock())
+        for account_id, name in self.store.due_for_purge(now):
+            gone = AgentRecord(account_id=account_id, name=name, user_id=None, created_at=now, updated_at=now)
+            for hook in self.purge_hooks:
+                hook(gone)
+        return len(self.store.purge_due(now))

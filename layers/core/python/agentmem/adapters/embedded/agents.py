@@ -127,15 +127,12 @@ class SqliteAgentStore(AgentStore):
             memories, entries = _purge(conn, account_id, name)
         return {"memories": memories, "entries": entries}
 
+    def due_for_purge(self, now: str) -> list[tuple[str, str]]:
+        return _due(self.db.connection(), now)
+
     def purge_due(self, now: str) -> list[tuple[str, str]]:
         with self.db.write() as conn:
-            due = [
-                (r[0], r[1]) for r in conn.execute(
-                    "SELECT account_id, name FROM agents WHERE purge_after IS NOT NULL AND purge_after <= ? "
-                    "ORDER BY account_id, name",
-                    (now,),
-                )
-            ]
+            due = _due(conn, now)
             for account_id, name in due:
                 _purge(conn, account_id, name)
         return due
@@ -226,3 +223,13 @@ def _purge(conn: sqlite3.Connection, account_id: str, name: str) -> tuple[int, i
     removed = purge_memory_rows(conn, account_id, own_memory_name(name))
     conn.execute("DELETE FROM agents WHERE account_id=? AND name=?", (account_id, name))
     return removed
+
+
+def _due(conn: sqlite3.Connection, now: str) -> list[tuple[str, str]]:
+    return [
+        (r[0], r[1]) for r in conn.execute(
+            "SELECT account_id, name FROM agents WHERE purge_after IS NOT NULL AND purge_after <= ? "
+            "ORDER BY account_id, name",
+            (now,),
+        )
+    ]

@@ -263,13 +263,18 @@ class DynamoAgentStore(AgentStore):
         memories, entries = self._purge(account_id, name)
         return {"memories": memories, "entries": entries}
 
-    def purge_due(self, now: str) -> list[tuple[str, str]]:
-        purged: list[tuple[str, str]] = []
+    def due_for_purge(self, now: str) -> list[tuple[str, str]]:
+        found: list[tuple[str, str]] = []
         for due in self.models.agent.by_due.query(layout.AGENT_TRASH, AgentRow.due_sk < layout.up_to(now)):
             account_id, name = due.pk[len("A#"):], due.sk[len(layout.AGENT_PREFIX):]
             row = self._row(account_id, name)
-            if row is None or not is_purged(row.purge_after, now):
-                continue  # restored, or the index was behind
+            if row is not None and is_purged(row.purge_after, now):  # else restored, or the index was behind
+                found.append((account_id, name))
+        return found
+
+    def purge_due(self, now: str) -> list[tuple[str, str]]:
+        purged: list[tuple[str, str]] = []
+        for account_id, name in self.due_for_purge(now):
             try:
                 self._purge(account_id, name)
             except AttachedError:
