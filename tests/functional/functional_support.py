@@ -1,6 +1,7 @@
 """Helpers of the functional tests: run ``agentmem serve`` as a subprocess (on the embedded backend, or on
 the AWS backend against DynamoDB Local and moto's S3), make accounts with the operator command, and read
-the store (the SQLite file read-only, or a consistent Scan of the table) to prove a request changed nothing."""
+the store (the SQLite file read-only, or a consistent Scan of the table, and the workspace files: the blob
+directory, or a listing of the bucket) to prove a request changed nothing."""
 
 from __future__ import annotations
 
@@ -30,6 +31,8 @@ STORE_TABLES = ("accounts", "api_keys", "memories", "attachments", "entries", "e
 # The AWS backend's single table: usage counters (SK ``U#...``) are left out for the same reason.
 USAGE_SK_PREFIX = "U#"
 AWS_START_TIMEOUT_S = 60.0
+# where the embedded backend keeps workspace files, under the data dir
+WORKSPACE_BLOBS = Path("blobs") / "workspaces"
 
 Snapshot = dict[str, list[Any]]
 
@@ -48,10 +51,11 @@ class Server:
         return self.base_url + path
 
     def snapshot(self) -> Snapshot:
-        """Everything the store holds but the usage counters, read outside the server."""
+        """Everything the store holds but the usage counters, read outside the server: the database (the
+        SQLite file, or the table) and the workspace files (the blob directory, or the bucket)."""
         if self.aws_env is None:
-            return store_snapshot(self.data_dir)
-        return table_snapshot(self.aws_env)
+            return {**store_snapshot(self.data_dir), "workspace_blobs": blob_snapshot(self.data_dir)}
+        return {**table_snapshot(self.aws_env), "workspace_bucket": bucket_snapshot(self.aws_env)}
 
 
 def auth(key: str) -> dict[str, str]:
@@ -182,6 +186,38 @@ def store_snapshot(data_dir: Path) -> Snapshot:
         }
     finally:
         conn.close()
+
+
+def blob_snapshot(data_dir: Path) -> list[tuple[str, int, int]]:
+    """Every file under the embedded workspace store (its objects and its temporary uploads): path, size and
+    modification time, so a file written, overwritten, removed or left half-uploaded shows."""
+    root = data_dir / WORKSPACE_BLOBS
+    found = []
+    for directory, _, files in os.walk(root):
+        for name in files:
+            path = Path(directory) / name
+            try:
+                stat = path.stat()
+            except FileNotFoundError:  # a temporary file gone while we walked
+                continue
+            found.append((str(path.relative_to(root)), stat.st_size, stat.st_mtime_ns))
+    return sorted(found)
+
+
+@cache
+def _s3(endpoint: str) -> Any:
+    import boto3
+
+    return boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+                        aws_access_key_id="test", aws_secret_access_key="test")
+
+
+def bucket_snapshot(aws_env: Mapping[str, str]) -> list[tuple[str, int, str, str]]:
+    """Every object of the AWS backend's workspace bucket: key, size, ETag and modification time, every page."""
+    client = _s3(aws_env["AWS_ENDPOINT_URL_S3"])
+    pages = client.get_paginator("list_objects_v2").paginate(Bucket=aws_env["AGENTMEM_WORKSPACE_BUCKET"])
+    return sorted((item["Key"], item["Size"], item["ETag"], item["LastModified"].isoformat())
+                  for page in pages for item in page.get("Contents", []))
 
 
 @cache

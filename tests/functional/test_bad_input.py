@@ -34,8 +34,8 @@ KEY_USER = "user"  # alice's user key
 class World:
     """What the bad requests aim at: an account memory with entry `note` (v1) and alice's entry
     `mine`, a memory in the trash, a user key for alice, an account agent attaching the memory read-only
-    (its own memory holds `seed` (v1) and the read_only `pinned`), an agent in the trash, and a memory
-    of user bob."""
+    (its own memory holds `seed` (v1) and the read_only `pinned`; the workspace of its conversation `ws`
+    holds `notes.txt`), an agent in the trash, and a memory of user bob."""
 
     memory: str
     trashed: str
@@ -103,6 +103,8 @@ def world(target: Server) -> World:
         pinned = s.put(target.url(f"/v1/memories/agent:{agent}/entries/pinned"),
                        json={"content": "pinned", "description": "d", "visibility": "read_only"})
         assert pinned.status_code == 201
+        notes = s.put(target.url(f"/v1/agents/{agent}/conversations/ws/workspace/files/notes.txt"), data=b"notes")
+        assert notes.status_code == 200, notes.text
         assert s.put(target.url(f"/v1/agents/{trashed_agent}")).status_code == 201
         assert s.delete(target.url(f"/v1/agents/{trashed_agent}")).status_code == 200
     return World(memory=memory, trashed=trashed, user_key=key.json()["secret"], key_id=key.json()["id"],
@@ -152,6 +154,11 @@ ENDPOINTS: dict[str, tuple[str, str]] = {
     "tools.list": ("GET", "/v1/agents/{a}/tools"),
     "tools.call": ("POST", "/v1/agents/{a}/tools/memory__save"),
     "mcp": ("POST", "/v1/mcp"),
+    "files.list": ("GET", "/v1/agents/{a}/conversations/ws/workspace/files"),
+    "files.put": ("PUT", "/v1/agents/{a}/conversations/ws/workspace/files/notes.txt"),
+    "files.get": ("GET", "/v1/agents/{a}/conversations/ws/workspace/files/notes.txt"),
+    "files.delete": ("DELETE", "/v1/agents/{a}/conversations/ws/workspace/files/notes.txt"),
+    "links.create": ("POST", "/v1/agents/{a}/conversations/ws/workspace/links"),
 }
 VALID_SAVE = {"content": "replaced", "description": "replaced"}
 SEARCH = {"q": "note"}
@@ -159,9 +166,9 @@ VALID_AGENT = {"instructions": "Answer billing questions, briefly."}
 VALID_ARGUMENTS = {"name": "fresh", "content": "a fresh note", "description": "d"}
 MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
 MCP_TOOLS_LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
-VALID_BODIES: dict[str, dict[str, Any]] = {
+VALID_BODIES: dict[str, bytes | dict[str, Any]] = {
     "entries.put": VALID_SAVE, "agents.put": VALID_AGENT, "tools.call": {"arguments": VALID_ARGUMENTS},
-    "mcp": MCP_TOOLS_LIST,
+    "mcp": MCP_TOOLS_LIST, "files.put": b"new notes", "links.create": {"path": "notes.txt"},
 }
 VALID_PARAMS: dict[str, dict[str, str]] = {"entries.search": SEARCH, "agents.search": SEARCH, "mcp": {"agent": "{a}"}}
 
@@ -291,6 +298,7 @@ BODY_ENDPOINTS = {
     "agents.restore": _valid("agents.restore"),
     "agents.purge": _valid("agents.purge"),
     "tools.call": _valid("tools.call"),
+    "links.create": _valid("links.create"),
 }
 for endpoint, case in BODY_ENDPOINTS.items():
     for body_id, raw in BAD_JSON.items():
@@ -816,6 +824,154 @@ add("mcp-text-plain", _with(MCP, body=json.dumps(MCP_TOOLS_LIST).encode(),
                             headers={**MCP_HEADERS, "Content-Type": "text/plain"}, status=(400, 415), shape="jsonrpc"))
 
 
+# --- workspaces (SPEC §8, §10.1) -------------------------------------------------------------------
+
+WORKSPACE = "/v1/agents/{a}/conversations/ws/workspace"
+FILE_ENDPOINTS = ("files.put", "files.get", "files.delete")
+WORKSPACE_ENDPOINTS = ("files.list", *FILE_ENDPOINTS, "links.create")
+LINK = _valid("links.create")
+FILES_LIST = _valid("files.list")
+FILE_PUT = _valid("files.put")
+
+# bad paths: as the URL's path (percent-encoded where a client would otherwise normalise or refuse them),
+# and as a link's JSON `path`
+BAD_PATHS: dict[str, tuple[str, str]] = {  # case → (in the URL, in JSON)
+    "dot-dot": ("%2E%2E", ".."),
+    "dot-dot-inside": ("a/%2E%2E/b", "a/../b"),
+    "dot-dot-lowercase-escape": ("%2e%2e/b", "../b"),
+    "dot": ("%2E", "."),
+    "dot-inside": ("a/%2E/b", "a/./b"),
+    "absolute": ("/etc/passwd", "/etc/passwd"),
+    "nul": ("%00", "\x00"),
+    "nul-inside": ("a%00b.txt", "a\x00b.txt"),
+    "newline": ("a%0Ab", "a\nb"),
+    "carriage-return": ("a%0Db", "a\rb"),
+    "tab": ("a%09b", "a\tb"),
+    "delete-char": ("a%7Fb", "a\x7fb"),
+    "backslash": ("a%5Cb", "a\\b"),
+    "backslash-dot-dot": ("%2E%2E%5Cnotes.txt", "..\\notes.txt"),
+    "empty-segment": ("a//b", "a//b"),
+    "trailing-slash": ("docs/", "docs/"),
+    "1025-bytes": ("p" * 1025, "p" * 1025),
+    "1025-bytes-of-utf8": ("%C3%A9" * 512 + "x", "é" * 512 + "x"),
+    "256-byte-segment": ("docs/" + "s" * 256, "docs/" + "s" * 256),
+    "260-byte-segment-of-utf8": ("%C3%A9" * 128 + ".txt", "é" * 128 + ".txt"),
+}
+for endpoint in FILE_ENDPOINTS:
+    case = _valid(endpoint)
+    for path_id, (in_url, _) in BAD_PATHS.items():
+        add(f"{endpoint}-path-{path_id}", _with(case, path=f"{WORKSPACE}/files/{in_url}", field="path"))
+for path_id, (_, in_json) in BAD_PATHS.items():
+    add(f"links.create-path-{path_id}", _with(LINK, body={"path": in_json}, field="path"))
+    add(f"links.create-put-path-{path_id}", _with(LINK, body={"path": in_json, "method": "PUT", "size_bytes": 5},
+                                                  field="path"))
+add("links.create-path-empty", _with(LINK, body={"path": ""}, field="path"))
+add("links.create-path-lone-surrogate", _with(LINK, body=b'{"path": "a\\ud800"}', field="path"))
+# a body without `path`, or with one that is not a string: refused, but the error names `body` (see
+# test_workspaces_http.test_a_link_body_without_a_path_names_the_path_field)
+add("links.create-without-path", _with(LINK, body={"expires_in_s": 60}, code="invalid"))
+add("links.create-path-number", _with(LINK, body={"path": 5}, code="invalid"))
+add("links.create-path-null", _with(LINK, body={"path": None}, code="invalid"))
+
+# a link's other fields
+LINK_FIELD_CASES: dict[str, tuple[dict[str, Any], str]] = {  # case → (body, the field the error names)
+    "method-unknown": ({"path": "notes.txt", "method": "POST"}, "method"),
+    "method-delete": ({"path": "notes.txt", "method": "DELETE"}, "method"),
+    "method-lowercase": ({"path": "notes.txt", "method": "get"}, "method"),
+    "method-empty": ({"path": "notes.txt", "method": ""}, "method"),
+    "method-number": ({"path": "notes.txt", "method": 5}, "method"),
+    "expires_in_s-0": ({"path": "notes.txt", "expires_in_s": 0}, "expires_in_s"),
+    "expires_in_s-86401": ({"path": "notes.txt", "expires_in_s": 86_401}, "expires_in_s"),
+    "expires_in_s-negative": ({"path": "notes.txt", "expires_in_s": -1}, "expires_in_s"),
+    "expires_in_s-string": ({"path": "notes.txt", "expires_in_s": "1"}, "expires_in_s"),
+    "expires_in_s-float": ({"path": "notes.txt", "expires_in_s": 1.5}, "expires_in_s"),
+    "expires_in_s-true": ({"path": "notes.txt", "expires_in_s": True}, "expires_in_s"),
+    "put-expires_in_s-86401": ({"path": "up.bin", "method": "PUT", "size_bytes": 5, "expires_in_s": 86_401},
+                               "expires_in_s"),
+    "put-without-size_bytes": ({"path": "up.bin", "method": "PUT"}, "size_bytes"),
+    "put-size_bytes-null": ({"path": "up.bin", "method": "PUT", "size_bytes": None}, "size_bytes"),
+    "put-size_bytes-negative": ({"path": "up.bin", "method": "PUT", "size_bytes": -1}, "size_bytes"),
+    "put-size_bytes-string": ({"path": "up.bin", "method": "PUT", "size_bytes": "5"}, "size_bytes"),
+    "put-size_bytes-float": ({"path": "up.bin", "method": "PUT", "size_bytes": 1.5}, "size_bytes"),
+    "put-size_bytes-true": ({"path": "up.bin", "method": "PUT", "size_bytes": True}, "size_bytes"),
+    "get-with-size_bytes": ({"path": "notes.txt", "size_bytes": 5}, "size_bytes"),
+    "extra-field": ({"path": "notes.txt", "filename": "x.txt"}, "filename"),
+}
+for case_id, (body, named) in LINK_FIELD_CASES.items():
+    add(f"links.create-{case_id}", _with(LINK, body=body, field=named))
+add("links.create-put-over-100mb", _with(LINK, body={"path": "up.bin", "method": "PUT", "size_bytes": 104_857_601},
+                                         status=(413,), code="too_large",
+                                         details={"limit": 104_857_600, "field": "size_bytes"}))
+add("links.create-over-1mb", _with(LINK, body=OVER_1MB, status=(413,), code="too_large"))
+add("links.create-no-body", _with(LINK, body=b"", field="body"))
+add("links.create-get-missing-file", _with(LINK, body={"path": "nothing.txt"}, status=(404,), code="not_found"))
+
+# a listing's query parameters
+for limit in ("0", "1001", "-1", "abc", "1.5", ""):
+    add(f"files.list-limit-{limit or 'empty'}", _with(FILES_LIST, params={"limit": limit}, field="limit"))
+OTHER_WORKSPACE_CURSOR = "dy8wMDAwMDAwMDAwMDAwMDAwL2YveA"  # base64url of w/0000000000000000/f/x
+for cursor in ("zzz", "!!!", "eyJhIjoxfQ", OTHER_WORKSPACE_CURSOR):
+    add(f"files.list-cursor-{cursor}", _with(FILES_LIST, params={"cursor": cursor}, field="cursor"))
+for expires in ("0", "86401", "-1", "abc", "1.5"):
+    add(f"files.list-expires_in_s-{expires}", _with(FILES_LIST, params={"expires_in_s": expires},
+                                                   field="expires_in_s"))
+for prefix_id, prefix in {"absolute": "/docs", "dot-dot": "../", "nul": "a\x00", "backslash": "a\\"}.items():
+    add(f"files.list-prefix-{prefix_id}", _with(FILES_LIST, params={"prefix": prefix}, field="prefix"))
+
+# who asks: a bad user, a user key for another user, an agent or a conversation that is not there or not valid
+for endpoint in WORKSPACE_ENDPOINTS:
+    case = _valid(endpoint)
+    for user_id, bad in BAD_USERS.items():
+        add(f"{endpoint}-user-{user_id}", _with(case, params={**case.params, "user": bad}, field="user"))
+    add(f"{endpoint}-user-key-for-bob", _with(case, key=KEY_USER, params={"user": "bob"}, status=(403,),
+                                              code="forbidden"))
+    for name_id, bad in BAD_AGENT_NAMES.items():
+        add(f"{endpoint}-agent-{name_id}", _with(case, path=case.path.replace("{a}", bad), field="agent"))
+    add(f"{endpoint}-unknown-agent", _with(case, path=case.path.replace("{a}", "no-such-agent"), status=(404,),
+                                           code="not_found"))
+    add(f"{endpoint}-trashed-agent", _with(case, path=case.path.replace("{a}", "{ta}"), status=(404,),
+                                           code="not_found"))
+    for conversation_id, bad in {"space": "has%20space", "129-chars": "c" * 129, "accented": "%C3%A9t%C3%A9"}.items():
+        add(f"{endpoint}-conversation-{conversation_id}", _with(case, path=case.path.replace("/ws/", f"/{bad}/"),
+                                                                field="conversation"))
+    add(f"{endpoint}-conversation-encoded-slash", _with(case, path=case.path.replace("/ws/", "/a%2Fb/"),
+                                                        status=(404,), code="not_found"))
+
+# files that are not there
+for endpoint in ("files.get", "files.delete"):
+    case = _valid(endpoint)
+    add(f"{endpoint}-missing-file", _with(case, path=case.path.replace("notes.txt", "nothing.txt"), status=(404,),
+                                          code="not_found"))
+    add(f"{endpoint}-missing-file-of-another-conversation",
+        _with(case, path=case.path.replace("/ws/", "/other/"), status=(404,), code="not_found"))
+    add(f"{endpoint}-another-users-file", _with(case, key=KEY_USER, status=(404,), code="not_found"))
+
+# too large for the API: over 4 MiB (the 413 points at upload links), and over what the server reads at all
+API_FILE_LIMIT = 4 * 1024 * 1024
+OVER_API_LIMIT = b"\0" * (API_FILE_LIMIT + 1)
+add("files.put-over-4mib", _with(FILE_PUT, body=OVER_API_LIMIT, status=(413,), code="too_large",
+                                 details={"limit": API_FILE_LIMIT}))
+add("files.put-over-4mib-new-file", _with(FILE_PUT, path=f"{WORKSPACE}/files/big.bin", body=OVER_API_LIMIT,
+                                          status=(413,), code="too_large", details={"limit": API_FILE_LIMIT}))
+add("files.put-over-4mib-without-key", _with(FILE_PUT, body=OVER_API_LIMIT, key=None, status=(413,),
+                                             code="too_large"))
+add("files.put-over-8mib", _with(FILE_PUT, body=b"\0" * 9_000_000, status=(413,), code="too_large",
+                                 details={"limit": API_FILE_LIMIT}))
+
+# methods and routes that are not there
+for case_id, (method, path) in {
+    "workspace-itself": ("GET", WORKSPACE),
+    "post-files": ("POST", f"{WORKSPACE}/files"),
+    "put-files": ("PUT", f"{WORKSPACE}/files"),
+    "post-file": ("POST", f"{WORKSPACE}/files/notes.txt"),
+    "patch-file": ("PATCH", f"{WORKSPACE}/files/notes.txt"),
+    "get-links": ("GET", f"{WORKSPACE}/links"),
+    "put-links": ("PUT", f"{WORKSPACE}/links"),
+    "link-without-terms": ("GET", "/v1/links/w/nothing"),
+}.items():
+    add(f"route-{case_id}", Case(method, path, status=(403, 404, 405)))
+
+
 # --- running a case --------------------------------------------------------------------------------
 
 
@@ -891,12 +1047,15 @@ def test_case_ids_are_unique() -> None:
     assert len(ids) == len(set(ids))
 
 
+CONTROLS = {**BODY_ENDPOINTS, "files.put-new": _with(FILE_PUT, path=f"{WORKSPACE}/files/fresh.txt")}
+
+
 @pytest.mark.parametrize("endpoint", ["entries.put", "memories.put-new", "memories.restore", "keys.create",
-                                      "agents.put", "agents.put-new", "tools.call"])
+                                      "agents.put", "agents.put-new", "tools.call", "files.put-new"])
 def test_the_valid_request_does_change_the_store(target: Server, world: World, endpoint: str) -> None:
     """The control: the snapshot sees a change when one is made, so 'nothing stored' can fail."""
     # Given the store as it is, and a valid version of requests the table spoils
-    case = BODY_ENDPOINTS[endpoint]
+    case = CONTROLS[endpoint]
     before = target.snapshot()
     # When it is sent
     response = send(case, target, world)
@@ -916,6 +1075,9 @@ def test_the_valid_request_does_change_the_store(target: Server, world: World, e
         forget = requests.post(target.url(f"/v1/agents/{world.agent}/tools/memory__delete"), headers=auth(target.key),
                                json={"arguments": {"name": VALID_ARGUMENTS["name"]}}, timeout=10)
         assert forget.status_code == 200, forget.text
+    if endpoint == "files.put-new":  # the workspace file goes, so `fresh.txt` is new again
+        assert requests.delete(target.url(world.fill(case.path)), headers=auth(target.key),
+                               timeout=10).status_code == 200
 
 
 # --- the HTTP layer itself -------------------------------------------------------------------------

@@ -103,7 +103,10 @@ def validation_to_invalid(error: RequestValidationError) -> InvalidError:
     if not problems:
         return InvalidError("the request is not valid")
     first = problems[0]
-    location = [str(part) for part in first.get("loc", ()) if part not in ("body", "query", "path", "header")]
+    # the location starts with where the value was (body, query, path, header); a body field may be named "path"
+    location = [str(part) for part in first.get("loc", ())]
+    if location and location[0] in ("body", "query", "path", "header"):
+        location = location[1:]
     field = ".".join(location) or "body"
     kind = first.get("type", "")
     if kind == "json_invalid":
@@ -120,7 +123,7 @@ def validation_to_invalid(error: RequestValidationError) -> InvalidError:
 def _body_size(event: dict[str, Any]) -> int:
     body = event.get("body") or ""
     if event.get("isBase64Encoded"):
-        return len(body) * 3 // 4
+        return len(body) * 3 // 4 - body[-2:].count("=")  # the padding stands for no bytes
     return len(body.encode("utf-8")) if isinstance(body, str) else len(body)
 
 

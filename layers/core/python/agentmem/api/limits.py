@@ -1,6 +1,6 @@
 """How large a request body may be, checked before anything else (the API handler and the local server).
 
-A workspace file written through the API may be up to 6 MB, and its 413 points at upload links; every
+A workspace file written through the API may be up to 4 MiB, and its 413 points at upload links; every
 other body is JSON, at most ``max_body_bytes``. Nothing here imports Powertools: the local server
 checks a body's declared size before reading it.
 """

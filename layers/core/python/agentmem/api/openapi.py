@@ -48,7 +48,7 @@ _WHY = {
     "404": "No such resource (also another account's)",
     "409": "Conflict: `conflict` with `current_version`, `layer_full`, or `attached` with `attached_to`",
     "412": "`If-Match` / `If-None-Match` did not hold; carries `current_version`",
-    "413": "Body over 1 MB (a workspace file: over 6 MB; use an upload link)",
+    "413": "Body over 1 MB (a workspace file: over 4 MiB; use an upload link)",
     "422": "Refused by screening: `rejected_injection` or `sensitive_without_user`",
 }
 
@@ -87,7 +87,7 @@ _EXTRA: dict[tuple[str, str], dict[str, str]] = {
     ("get", f"{_WORKSPACE}/files"): {"404": "No such agent, or not the caller's conversation"},
     ("put", f"{_WORKSPACE}/files/{{path}}"): {"404": "No such agent, or not the caller's conversation"},
     ("get", f"{_WORKSPACE}/files/{{path}}"): {
-        "307": "The file is over 6 MB: `Location` is a download link (follow it without the key)", "404": "",
+        "307": "The file is over 4 MiB: `Location` is a download link (follow it without the key)", "404": "",
     },
     ("delete", f"{_WORKSPACE}/files/{{path}}"): {"404": "No such file"},
     ("post", f"{_WORKSPACE}/links"): {"201": "The link, its expiry, and the headers an upload must send",
@@ -157,7 +157,7 @@ def _name_file_paths(spec: dict[str, Any]) -> None:
             operation.setdefault("parameters", []).append(_FILE_PATH_PARAMETER)
             if method == "put":
                 operation["requestBody"] = {"required": True, "content": binary,
-                                            "description": "The file's bytes, of any type (at most 6 MB)"}
+                                            "description": "The file's bytes, of any type (at most 4 MiB)"}
             if method == "get":
                 operation.setdefault("responses", {})["200"] = {
                     "description": "The file's bytes, with its type from its name", "content": binary}

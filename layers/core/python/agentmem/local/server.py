@@ -80,8 +80,8 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(body)
 
-    def _error(self, status: int, code: str, message: str) -> None:
-        body = json.dumps({"error": {"code": code, "message": message}}).encode()
+    def _error(self, status: int, code: str, message: str, **details: Any) -> None:
+        body = json.dumps({"error": {"code": code, "message": message, **details}}).encode()
         self.close_connection = True
         self._reply(status, [("Content-Type", "application/json")], body)
 
@@ -102,8 +102,10 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
             return
         if length > READ_LIMIT:
             refused = oversized(self.command, unquote(url.path), length, type(self).max_body_bytes)
-            message = refused.message if refused else f"the request body is {length:,} bytes; too large"
-            self._error(413, "too_large", message)
+            if refused is None:
+                self._error(413, "too_large", f"the request body is {length:,} bytes; too large", limit=READ_LIMIT)
+            else:  # the same 413 the handler gives a smaller body over its limit, details and all
+                self._error(413, "too_large", refused.message, **refused.details)
             return
         body = self.rfile.read(length) if length else None
         # HEAD is a GET whose body is left out (as API Gateway answers it)

@@ -23,7 +23,7 @@ from ..domain.workspaces import (
     LINK_METHODS,
     LIST_LIMIT_DEFAULT,
     LIST_LIMIT_MAX,
-    MAX_API_WRITE_BYTES,
+    MAX_API_FILE_BYTES,
     WorkspaceRef,
     agent_prefix,
     check_api_write,
@@ -119,7 +119,7 @@ class WorkspaceService:
         ref = self.ref(principal, agent, conversation, user=user)
         key, info = self._stat(ref, path)
         kind = content_type(path)
-        if info.size > MAX_API_WRITE_BYTES:
+        if info.size > MAX_API_FILE_BYTES:
             return FileRead(path, kind, redirect=self._file(path, info, REDIRECT_LINK_S).url)
         try:
             return FileRead(path, kind, data=self.store.get(key))
@@ -181,7 +181,7 @@ class WorkspaceService:
     ) -> dict[str, Any]:
         """A link that downloads (GET) or uploads (PUT, exactly ``size_bytes``) the file with no key."""
         check_path(path)
-        verb = method or "GET"
+        verb = "GET" if method is None else method
         if verb not in LINK_METHODS:
             raise InvalidError(f"method is GET (a download link) or PUT (an upload link), not {verb!r}",
                                field="method")

@@ -30,7 +30,7 @@ def _raw_body() -> bytes:
     return body.encode("utf-8")
 
 
-@router.put(FILE_RULE, summary="Write a file (the body is its bytes, at most 6 MB; larger ones: upload links)",
+@router.put(FILE_RULE, summary="Write a file (the body is its bytes, at most 4 MiB; larger ones: upload links)",
             tags=["workspaces"])
 def write_file(agent: str, key: str, user: User = None) -> dict[str, Any]:
     container, principal = call(router, "workspaces.write")
@@ -38,7 +38,7 @@ def write_file(agent: str, key: str, user: User = None) -> dict[str, Any]:
     return container.workspaces.write(principal, agent, key, path, _raw_body(), user=user).to_dict()
 
 
-@router.get(FILE_RULE, summary="Read a file's bytes (a file over 6 MB answers 307 to a download link)",
+@router.get(FILE_RULE, summary="Read a file's bytes (a file over 4 MiB answers 307 to a download link)",
             tags=["workspaces"])
 def read_file(agent: str, key: str, user: User = None):  # type: ignore[no-untyped-def]
     # No return annotation: with one, Powertools' response validation would decode the file's bytes as JSON
