@@ -23,7 +23,7 @@ from agentmem.domain.clock import parse_iso
 from agentmem.domain.conversations import MessageDraft
 from agentmem.domain.errors import AgentmemError, ForbiddenError, InvalidError, NotFoundError, TooLargeError
 from agentmem.domain.models import Principal
-from agentmem.domain.workspaces import MAX_API_WRITE_BYTES, MAX_FILE_BYTES, WorkspaceRef, agent_prefix, user_prefix
+from agentmem.domain.workspaces import MAX_API_FILE_BYTES, MAX_FILE_BYTES, WorkspaceRef, agent_prefix, user_prefix
 from agentmem.local.links import serve_link_bytes
 from agentmem.ports.blobs import BlobStore
 from agentmem.services.agents import AgentSettings
@@ -158,19 +158,19 @@ def test_a_read_carries_the_type_the_name_says(world: World) -> None:
 
 
 def test_a_write_of_exactly_the_api_limit_is_taken(world: World) -> None:
-    data = bytes(range(256)) * (MAX_API_WRITE_BYTES // 256)
-    assert len(data) == MAX_API_WRITE_BYTES
+    data = bytes(range(256)) * (MAX_API_FILE_BYTES // 256)
+    assert len(data) == MAX_API_FILE_BYTES
     written = write(world, "big.bin", data)
-    assert written.size_bytes == MAX_API_WRITE_BYTES
+    assert written.size_bytes == MAX_API_FILE_BYTES
     # at the limit a read still answers with the bytes, not a link
     assert read(world, "big.bin") == data
 
 
 def test_a_write_over_the_api_limit_is_too_large_and_stores_nothing(world: World) -> None:
     with pytest.raises(TooLargeError) as too_large:
-        write(world, "big.bin", b"\x00" * (MAX_API_WRITE_BYTES + 1))
+        write(world, "big.bin", b"\x00" * (MAX_API_FILE_BYTES + 1))
     assert too_large.value.status == 413
-    assert too_large.value.details["limit"] == MAX_API_WRITE_BYTES
+    assert too_large.value.details["limit"] == MAX_API_FILE_BYTES
     assert "upload link" in too_large.value.message
     assert listing(world) == []
     assert stored_keys(world) == []
@@ -179,7 +179,7 @@ def test_a_write_over_the_api_limit_is_too_large_and_stores_nothing(world: World
 
 def test_a_file_over_the_api_limit_goes_in_by_upload_link_and_reads_as_a_link(world: World) -> None:
     # Given a file one byte over what the API takes, uploaded through an upload link
-    data = b"0123456789abcdef" * (MAX_API_WRITE_BYTES // 16) + b"!"
+    data = b"0123456789abcdef" * (MAX_API_FILE_BYTES // 16) + b"!"
     link = files_of(world).link(world.account, AGENT, KEY, "large/video.bin", user="ana", method="PUT",
                                 size_bytes=len(data))
     assert link["headers"] == {"Content-Length": str(len(data))}

@@ -183,14 +183,20 @@ def test_a_write_over_4_mib_goes_through_an_upload_link_and_a_read_over_6_mib_th
     assert workspace.info("big/archive.bin").size_bytes == len(data)
 
 
-def test_a_file_between_4_and_6_mib_is_uploaded_through_a_link_and_read_through_the_api(
+def test_a_file_of_exactly_the_api_limit_goes_through_the_api_and_one_byte_more_through_links(
     service: Service, workspace: Workspace
 ) -> None:
-    data = blob(5 * MIB, seed=3)
-    workspace.write("medium.bin", data)
+    # Given a file of exactly 4 MiB (the most the API carries) and one a byte larger
+    exact, over = blob(4 * MIB, seed=3), blob(4 * MIB + 1, seed=4)
+    # When the first is written and read, no link is used
     service.transport.clear()
-    assert workspace.read("medium.bin") == data
+    workspace.write("exact.bin", exact)
+    assert workspace.read("exact.bin") == exact
     assert service.transport.to_links() == []
+    # When the second is written and read, both go through links (an upload, then a download)
+    workspace.write("over.bin", over)
+    assert workspace.read("over.bin") == over
+    assert [sent.method for sent in service.transport.to_links()] == ["PUT", "GET"]
 
 
 def test_upload_streams_a_local_file_reporting_progress(

@@ -41,7 +41,7 @@ def path_of_bytes(size: int, char: str = "a") -> str:
 
 def test_the_contract_numbers() -> None:
     assert ws.MAX_FILE_BYTES == 100 * 1024 * 1024 == 104_857_600
-    assert ws.MAX_API_WRITE_BYTES == 6 * 1024 * 1024 == 6_291_456
+    assert ws.MAX_API_FILE_BYTES == 4 * 1024 * 1024 == 4_194_304
     assert ws.MAX_PATH_BYTES == 1024
     assert ws.MAX_SEGMENT_BYTES == 255
     assert (ws.DEFAULT_LINK_EXPIRES_S, ws.MAX_LINK_EXPIRES_S) == (3600, 86_400)
@@ -174,11 +174,11 @@ def test_an_upload_needs_a_whole_size(value: object) -> None:
 
 def test_a_write_through_the_api_is_at_most_6_mib_and_points_to_upload_links() -> None:
     ws.check_api_write(0)
-    ws.check_api_write(6 * 1024 * 1024)
+    ws.check_api_write(4 * 1024 * 1024)
     with pytest.raises(TooLargeError) as too_large:
-        ws.check_api_write(6 * 1024 * 1024 + 1)
+        ws.check_api_write(4 * 1024 * 1024 + 1)
     assert too_large.value.status == 413
-    assert too_large.value.details["limit"] == 6_291_456
+    assert too_large.value.details["limit"] == 4_194_304
     assert "upload link" in too_large.value.message
     assert "PUT" in too_large.value.message
 

@@ -10,7 +10,7 @@
 
 Building a handle sends nothing. Files up to ``Workspace.direct_write_max`` (4 MiB) are written through the
 API; larger ones go straight to storage through an upload link, and a file the API sends on to a download
-link (one over 6 MB) is fetched from there, without the caller doing anything different. Links work without
+link (one over 4 MiB) is fetched from there, without the caller doing anything different. Links work without
 a key and are sent without one: a relative link (the in-process transport's) through the client's transport,
 an absolute one (S3, ``agentmem serve``) over HTTP with ``requests``.
 """

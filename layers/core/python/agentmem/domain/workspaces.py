@@ -18,7 +18,10 @@ from .errors import InvalidError, TooLargeError
 
 MIB = 1024 * 1024
 MAX_FILE_BYTES = 100 * MIB  # SPEC §8: a file is at most 100 MB
-MAX_API_WRITE_BYTES = 6 * MIB  # a write through the API (Lambda's payload limit); larger ones use upload links
+# The most a file written or read through the API may be. Lambda takes and gives at most 6 MB a call, and API
+# Gateway hands it a file base64-encoded (4/3 the size) in a JSON event: 4 MiB fits with room for headers.
+# Larger files go through links, straight to storage.
+MAX_API_FILE_BYTES = 4 * MIB
 MAX_PATH_BYTES = 1024
 MAX_SEGMENT_BYTES = 255  # the agent sees the workspace as a folder: a file name is at most 255 bytes
 DEFAULT_LINK_EXPIRES_S = 3600
@@ -88,18 +91,18 @@ def check_upload_size(size: object) -> int:
     if isinstance(size, bool) or not isinstance(size, int) or size < 0:
         raise InvalidError("size_bytes is a whole number of bytes, 0 or more", field="size_bytes")
     if size > MAX_FILE_BYTES:
-        raise TooLargeError(f"a workspace file is at most {MAX_FILE_BYTES:,} bytes (100 MB); this one is {size:,}",
+        raise TooLargeError(f"size_bytes is {size:,}; a workspace file is at most {MAX_FILE_BYTES:,} bytes (100 MB)",
                             limit=MAX_FILE_BYTES, field="size_bytes")
     return size
 
 
 def check_api_write(size: int) -> None:
-    if size > MAX_API_WRITE_BYTES:
+    if size > MAX_API_FILE_BYTES:
         raise TooLargeError(
-            f"the file is {size:,} bytes; a write through the API takes at most {MAX_API_WRITE_BYTES:,}. "
+            f"the file is {size:,} bytes; a write through the API takes at most {MAX_API_FILE_BYTES:,}. "
             f"Upload larger files (up to {MAX_FILE_BYTES:,} bytes) through an upload link: "
             "POST .../workspace/links with {\"path\": ..., \"method\": \"PUT\", \"size_bytes\": ...}",
-            limit=MAX_API_WRITE_BYTES,
+            limit=MAX_API_FILE_BYTES,
         )
 
 

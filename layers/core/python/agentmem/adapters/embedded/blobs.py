@@ -27,6 +27,7 @@ from ...domain.errors import InvalidError
 from ...ports.blobs import BlobExistsError, BlobInfo, BlobNotFoundError, BlobStore, check_key
 from .links import LinkSigner
 
+
 class Readable(Protocol):
     def read(self, size: int = -1, /) -> bytes: ...
 
