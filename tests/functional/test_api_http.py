@@ -4,12 +4,14 @@ keys and scopes, tenant isolation, usage, docs, and how ``serve`` sets up its ke
 from __future__ import annotations
 
 import json
+import socket
 import stat
+import subprocess
 import uuid
 from typing import Any
 
 import requests
-from functional_support import Server, auth, create_account, running_server
+from functional_support import AGENTMEM, Server, auth, clean_env, create_account, running_server
 
 ENTRY_FIELDS = {
     "name", "memory", "user_id", "description", "category", "importance", "visibility", "version",
@@ -569,6 +571,27 @@ def test_dev_key_is_written_on_first_start_only(tmp_path: Any) -> None:
         keys = requests.get(base_url + "/v1/keys", headers=auth(key), timeout=10).json()["items"]
         assert len(keys) == 1
         assert key not in log.read_text()
+
+
+def test_a_port_in_use_is_a_clear_error_and_the_next_start_still_prints_the_key(tmp_path: Any) -> None:
+    # Given a port something else listens on, and a new data dir
+    data_dir = tmp_path / "busy"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        # When agentmem serve is started on that port
+        done = subprocess.run([str(AGENTMEM), "serve", "--port", str(port), "--data-dir", str(data_dir)],
+                              capture_output=True, text=True, env=clean_env(), timeout=60, check=False)
+    # Then it says so in one line and exits 1, with no key made yet
+    assert done.returncode == 1, done.stderr
+    assert f"cannot listen on 127.0.0.1:{port}" in done.stderr and "--port" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (data_dir / "dev-key").exists()
+    # And a start on a free port makes the account and writes its key
+    with running_server(data_dir) as (base_url, _proc, _log):
+        key = (data_dir / "dev-key").read_text().strip()
+        assert requests.get(base_url + "/v1/keys", headers=auth(key), timeout=10).status_code == 200
 
 
 def test_agentmem_api_key_becomes_the_default_key(tmp_path: Any) -> None:

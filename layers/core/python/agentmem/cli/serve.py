@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 import click
@@ -10,7 +11,8 @@ BACKENDS = click.Choice(["embedded", "aws"])
 
 
 @click.command()
-@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on; links to workspace files use it unless AGENTMEM_PUBLIC_URL is set.")
 @click.option("--port", default=8787, show_default=True, type=int)
 @click.option(
     "--data-dir",
@@ -32,4 +34,12 @@ def serve(host: str, port: int, data_dir: Path | None, backend: str | None, crea
     settings = load_settings(data_dir=data_dir, backend=backend)
     if create_resources and settings.backend != "aws":
         raise click.UsageError("--create-resources goes with --backend aws")
-    run_server(settings, host=host, port=port, create_resources=create_resources)
+    try:
+        run_server(settings, host=host, port=port, create_resources=create_resources)
+    except OSError as error:
+        if error.errno not in (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES):
+            raise
+        raise click.ClickException(
+            f"cannot listen on {host}:{port}: {error.strerror}. Is another agentmem serve running? "
+            "Choose another port with --port."
+        ) from None

@@ -175,8 +175,8 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8787, *, crea
     container = build_container(settings, create_resources=create_resources)
     if create_resources:
         container.adapters = build_adapters(settings, create_resources=True)
+    server = make_server(container, host, port)  # bind first: a port in use leaves the data dir as it was
     secret = ensure_default_account(container)
-    server = make_server(container, host, port)
     _announce_key(settings, secret)
     bound_host, bound_port = host, int(server.server_address[1])
     print(f"agentmem {settings.backend} backend, data in {Path(settings.data_dir).resolve()}")
