@@ -55,6 +55,7 @@ unit: install emulators
 
 bench: install
 	$(BIN)/python bench/entries.py
+	$(BIN)/python bench/workspaces.py
 
 bench-cold-start: install
 	$(BIN)/python bench/cold_start.py
