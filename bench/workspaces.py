@@ -60,6 +60,7 @@ from typing import Any
 from urllib.parse import quote
 
 import requests
+from docs_block import replace_block
 
 ROOT = Path(__file__).resolve().parent.parent
 AGENTMEM = Path(sys.executable).with_name("agentmem")
@@ -669,15 +670,7 @@ def markdown(results: dict[str, Any]) -> str:
 
 def update_docs(results: dict[str, Any], path: Path) -> bool:
     """Replace the generated block of docs/benchmarks.md with this run's tables; False if there is none."""
-    if not path.exists():
-        return False
-    text = path.read_text()
-    if DOCS_BEGIN not in text or DOCS_END not in text:
-        return False
-    head, rest = text.split(DOCS_BEGIN, 1)
-    _, tail = rest.split(DOCS_END, 1)
-    path.write_text(f"{head}{DOCS_BEGIN}\n{markdown(results)}{DOCS_END}{tail}")
-    return True
+    return replace_block(path, DOCS_BEGIN, DOCS_END, markdown(results))
 
 
 def plot(results: dict[str, Any], path: Path) -> None:

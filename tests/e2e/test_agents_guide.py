@@ -9,9 +9,7 @@ then searches for it, then answers. Afterwards the test checks what the service 
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import io
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -29,7 +27,7 @@ from agentmem.mcp_server import __main__ as mcp_main
 from agentmem.settings import Settings
 from botocore.stub import Stubber
 from click.testing import CliRunner
-from doc_blocks import check_printed, fenced_blocks
+from doc_blocks import fenced_blocks, run_block
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = (ROOT / "docs" / "agents.md").read_text()
@@ -97,14 +95,6 @@ class StubbedBedrock:
 
 
 # --- running the page -------------------------------------------------------------------------------
-
-
-def run_block(block: str, namespace: dict[str, Any], where: str) -> str:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(block, where, "exec"), namespace)
-    check_printed(block, out.getvalue(), where)
-    return out.getvalue()
 
 
 def page_blocks() -> list[str]:

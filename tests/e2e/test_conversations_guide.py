@@ -10,9 +10,7 @@ must exist and say what the page says.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import io
 import json
 import re
 import subprocess
@@ -27,7 +25,8 @@ import requests
 from agentmem.api.app import lambda_handler
 from agentmem.bootstrap import build_container, ensure_default_account, set_container
 from agentmem.settings import Settings
-from doc_blocks import check_printed, fenced_blocks
+from doc_blocks import fenced_blocks, run_block
+from doc_blocks import section as doc_section
 from serving import served_as_make_run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,20 +60,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]
         yield env
 
 
-def run_block(block: str, namespace: dict[str, Any], where: str) -> str:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(block, where, "exec"), namespace)
-    check_printed(block, out.getvalue(), where)
-    return out.getvalue()
-
-
 def section(title: str) -> str:
-    """The page's text under the heading ``## title``, up to the next heading of the page's outline."""
-    headings = re.findall(r"^## (.+)$", re.sub(r"^```.*?^```", "", PAGE, flags=re.S | re.M), flags=re.M)
-    start = PAGE.index(f"\n## {title}\n")
-    following = headings[headings.index(title) + 1 :]
-    return PAGE[start : PAGE.index(f"\n## {following[0]}\n") if following else len(PAGE)]
+    return doc_section(PAGE, title)
 
 
 # --- the Python blocks ---------------------------------------------------------------------------------

@@ -12,7 +12,6 @@ shape the AWS backend signs; AGENTMEM_PUBLIC_URL changes the links as the page s
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
 import re
@@ -28,7 +27,8 @@ import pytest
 import requests
 from agentmem.client import Workspace
 from agentmem.domain import workspaces as limits
-from doc_blocks import check_printed, fenced_blocks
+from doc_blocks import fenced_blocks, run_block
+from doc_blocks import section as doc_section
 from serving import AGENTMEM, free_port, served_as_make_run, wait_healthy
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,20 +65,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]
         yield env
 
 
-def run_block(block: str, namespace: dict[str, Any], where: str) -> str:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(block, where, "exec"), namespace)
-    check_printed(block, out.getvalue(), where)
-    return out.getvalue()
-
-
 def section(title: str) -> str:
-    """The page's text under the heading ``## title``, up to the next heading of the page's outline."""
-    headings = re.findall(r"^## (.+)$", re.sub(r"^```.*?^```", "", PAGE, flags=re.S | re.M), flags=re.M)
-    start = PAGE.index(f"\n## {title}\n")
-    following = headings[headings.index(title) + 1 :]
-    return PAGE[start : PAGE.index(f"\n## {following[0]}\n") if following else len(PAGE)]
+    return doc_section(PAGE, title)
 
 
 # --- the Python blocks ---------------------------------------------------------------------------------

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
+from typing import Any
 
 
 def fenced_blocks(markdown: str, language: str) -> list[str]:
@@ -48,3 +51,22 @@ def check_printed(block: str, printed: str, where: str) -> None:
             position += 1
         assert position < len(lines), f"{where}: the comment says it prints {value!r}; it printed:\n{printed}"
         position += 1
+
+
+def run_block(block: str, namespace: dict[str, Any], where: str) -> str:
+    """Run one Python block in ``namespace`` (a reader's session), check what it printed against its
+    comments (``check_printed``), and return the printed text."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(block, where, "exec"), namespace)
+    check_printed(block, out.getvalue(), where)
+    return out.getvalue()
+
+
+def section(page: str, title: str) -> str:
+    """The page's text under the heading ``## title``, up to the next heading of the page's outline
+    (headings inside fenced blocks do not count)."""
+    headings = re.findall(r"^## (.+)$", re.sub(r"^```.*?^```", "", page, flags=re.S | re.M), flags=re.M)
+    start = page.index(f"\n## {title}\n")
+    following = headings[headings.index(title) + 1 :]
+    return page[start : page.index(f"\n## {following[0]}\n") if following else len(page)]
