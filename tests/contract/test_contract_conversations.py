@@ -648,12 +648,15 @@ def test_delete_keeps_the_journal_and_checkpoint_and_purge_removes_them(world: W
     # When it is deleted
     receipt = service.delete(world.account, AGENT, KEY, user="ana")
     # Then it is no longer listed, but its journal and checkpoint remain
-    assert receipt["purged"] is False
+    assert (receipt["purged"], receipt["removed"]) == (False, {"conversations": 1})
     assert [r.ref.key for r in service.list_conversations(world.account, AGENT, user="ana")] == []
     assert status(chat.record) == 404
     assert len(chat.journal()) == 26
     assert world.read(entry.name, memory=OWN, user="ana").content == entry.content
     assert [h.seq for h in service.search(world.account, AGENT, "harbour", user="ana")]
+
+    # When it is deleted again, nothing more goes
+    assert service.delete(world.account, AGENT, KEY, user="ana")["removed"] == {"conversations": 0}
 
     # When it is purged
     receipt = service.delete(world.account, AGENT, KEY, user="ana", purge=True)

@@ -283,14 +283,16 @@ class ConversationService:
         ref = self.ref(ctx, key)
         if purge and self.store.get(ref) is None:
             # files may be written to a conversation's workspace before its first message
-            removed = self._purge_extras(ref)
-            if any(removed.values()):
-                return {"conversation": key, "purged": True, "removed": {"conversations": 0, **removed}}
+            extras = self._purge_extras(ref)
+            if any(extras.values()):
+                removed = {"conversations": 0, "messages": 0, "checkpoints": 0, "index_documents": 0, **extras}
+                return {"conversation": key, "purged": True, "removed": removed}
         record = self._record(ref)
         if not purge:
-            if record.deleted_at is None:
+            deleting = record.deleted_at is None  # deleting it again removes nothing more
+            if deleting:
                 self.store.delete(ref, now=iso(self.clock()))
-            return {"conversation": key, "purged": False, "removed": {"conversations": 1}}
+            return {"conversation": key, "purged": False, "removed": {"conversations": int(deleting)}}
         return {"conversation": key, "purged": True, "removed": self.purge_ref(ctx.agent.own_memory, ref)}
 
     def purge_ref(self, own_memory: str, ref: ConversationRef) -> dict[str, int]:

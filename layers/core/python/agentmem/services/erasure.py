@@ -30,7 +30,7 @@ class ErasureService:
         require_account_key(principal, "erasing a user")
         check_user_id(user)
         account = principal.account_id
-        removed: dict[str, int] = {"agents": 0, "conversations": 0, "messages": 0, "checkpoints": 0,
+        removed: dict[str, int] = {"agents": 0, "memories": 0, "conversations": 0, "messages": 0, "checkpoints": 0,
                                    "entries": 0, "layers": 0, "index_documents": 0, "workspace_files": 0}
 
         def add(counts: dict[str, int]) -> None:
@@ -63,7 +63,7 @@ class ErasureService:
             if trashed:
                 store.restore_memory(account, memory.name, moment)
             store.trash_memory(account, memory.name, moment, due)
-            removed["memories"] = removed.get("memories", 0) + 1
+            removed["memories"] += 1
             removed["entries"] += memory.entry_count
         store.purge_due(due)
         # their layer of every memory left (account memories, agents' own memories, their own memories)
