@@ -724,6 +724,23 @@ def test_erasing_a_user_removes_everything_of_theirs_and_nothing_of_anyone_elses
     assert [r.ref.key for r in service.list_conversations(world.account, AGENT, user="bob")] == ["bob-1"]
 
 
+def test_erasing_a_user_revokes_their_keys_and_no_one_elses(world: World, jobs: PassRunner) -> None:
+    # Given two keys of ana's and one of bob's
+    keys = world.container.keys
+    ana_secrets = [keys.create_key(world.account, user="ana")[1] for _ in range(2)]
+    _, bob_secret = keys.create_key(world.account, user="bob")
+    ana_keys = [k.key_id for k in keys.list_keys(world.account) if k.user_id == "ana"]
+    assert len(ana_keys) >= 2
+    # When ana is erased
+    receipt = world.container.erasure.erase_user(world.account, "ana")
+    # Then her keys no longer authenticate and the receipt counts them; bob's and the account's still do
+    assert receipt["keys"] == len(ana_keys)
+    for secret in ana_secrets:
+        assert status(lambda secret=secret: keys.authenticate(f"Bearer {secret}")) == 401
+    assert keys.authenticate(f"Bearer {bob_secret}").user_id == "bob"
+    assert [k.user_id for k in keys.list_keys(world.account)].count("ana") == 0
+
+
 def test_erasing_a_user_leaves_no_memory_of_theirs(world: World, jobs: PassRunner) -> None:
     # Given a memory of ana's own
     world.container.memories.create(world.ana, "ana-notes")

@@ -108,7 +108,7 @@ class Container:
     def erasure(self) -> ErasureService:
         from .services.erasure import ErasureService
 
-        return ErasureService(self.memories, self.agents, self.conversations, self.workspaces)
+        return ErasureService(self.memories, self.agents, self.conversations, self.workspaces, self.keys)
 
     def jobs(self) -> Jobs | None:
         """Where summary passes run: the state machine on AWS, an in-process runner on the embedded backend."""

@@ -19,7 +19,7 @@ def users() -> None:
 @json_option
 @click.pass_context
 def users_erase(ctx: click.Context, user: str, yes: bool, as_json: bool) -> None:
-    """Erase a user for good: their layers, their agents, their conversations and files (account key only)."""
+    """Erase a user for good: their layers, agents, conversations, files and keys (account key only)."""
     if not yes:
         click.confirm(
             f"Erase user {user} for good: their entries, agents, conversations and files?", abort=True, err=True

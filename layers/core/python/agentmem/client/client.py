@@ -212,8 +212,8 @@ class Client:
 
     def erase_user(self, user: str) -> ErasureReceipt:
         """Erase ``user`` for good (account key only): their layer of every memory, their own agents,
-        their conversations' journals, checkpoints, workspaces and index documents. Returns what went,
-        counted by kind."""
+        their conversations' journals, checkpoints, workspaces and index documents, and their API keys.
+        Returns what went, counted by kind."""
         return ErasureReceipt.from_dict(self.request_json("DELETE", f"/users/{segment(user)}"))
 
     def health(self) -> Health:

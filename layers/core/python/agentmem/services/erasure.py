@@ -10,6 +10,7 @@ from ..domain.models import Layer, Principal
 from ..domain.rules import check_user_id
 from .agents import AgentService
 from .conversations import ConversationService
+from .keys import KeyService
 from .memories import MemoryService
 from .workspaces import WorkspaceService
 
@@ -17,12 +18,13 @@ from .workspaces import WorkspaceService
 class ErasureService:
     def __init__(
         self, memories: MemoryService, agents: AgentService, conversations: ConversationService,
-        workspaces: WorkspaceService | None = None,
+        workspaces: WorkspaceService | None = None, keys: KeyService | None = None,
     ) -> None:
         self.memories = memories
         self.agents = agents
         self.conversations = conversations
         self.workspaces = workspaces
+        self.keys = keys
 
     def erase_user(self, principal: Principal, user: str) -> dict[str, int]:
         """Remove everything of ``user`` in the caller's account, with a receipt of counts. Nothing of
@@ -31,7 +33,8 @@ class ErasureService:
         check_user_id(user)
         account = principal.account_id
         removed: dict[str, int] = {"agents": 0, "memories": 0, "conversations": 0, "messages": 0, "checkpoints": 0,
-                                   "entries": 0, "layers": 0, "index_documents": 0, "workspace_files": 0}
+                                   "entries": 0, "layers": 0, "index_documents": 0, "workspace_files": 0,
+                                   "keys": 0}
 
         def add(counts: dict[str, int]) -> None:
             for name, count in counts.items():
@@ -75,4 +78,10 @@ class ErasureService:
                 if count:
                     removed["layers"] += 1
                     removed["entries"] += count
+        # last, their API keys: an erased user can no longer call (a key cached by an authorizer lasts
+        # until its cache does)
+        if self.keys is not None:
+            for key in self.keys.store.list_keys(account):
+                if key.user_id == user and self.keys.store.delete_key(account, key.key_id):
+                    removed["keys"] += 1
         return removed

@@ -116,7 +116,8 @@ def compact(agent: str, key: str, user: User = None, body: Annotated[EmptyBody |
     return json_response(202, {"job_id": container.conversations.compact(principal, agent, key, user=user)})
 
 
-@router.delete("/v1/users/<user_id>", summary="Erase a user: their layers, conversations and files", tags=["users"])
+@router.delete("/v1/users/<user_id>", summary="Erase a user: their layers, conversations, files and keys",
+               tags=["users"])
 def erase_user(user_id: str) -> dict[str, Any]:
     container, principal = call(router, "users.erase")
     return {"user": user_id, "removed": container.erasure.erase_user(principal, user_id)}
