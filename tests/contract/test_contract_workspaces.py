@@ -12,6 +12,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -821,3 +822,29 @@ def test_erasing_a_user_with_no_files_counts_none(world: World) -> None:
     fill(world, KEY, 1, user="bob")
     assert world.container.erasure.erase_user(world.account, "ana")["workspace_files"] == 0
     assert paths(world, user="bob") == [f"{KEY}/file-0.txt"]
+
+
+# == concurrency =============================================================================================
+def test_concurrent_writers_never_mix_files_or_lose_one(world: World) -> None:
+    # Given 8 writers, each writing 6 rounds of its own file and of one shared file (256 KiB, every byte its own)
+    writers, rounds, size = 8, 6, 256 * 1024
+
+    def content(writer: int, round_: int) -> bytes:
+        return bytes([writer * rounds + round_]) * size
+
+    def work(writer: int) -> None:
+        for round_ in range(rounds):
+            write(world, f"own/{writer}.bin", content(writer, round_))
+            write(world, "shared.bin", content(writer, round_))
+
+    # When they all run at once
+    with ThreadPoolExecutor(max_workers=writers) as pool:
+        list(pool.map(work, range(writers)))
+    # Then every writer's own file holds its last round, whole
+    for writer in range(writers):
+        assert read(world, f"own/{writer}.bin") == content(writer, rounds - 1)
+    # and the shared file is one writer's write, whole: never a mix of two
+    shared = read(world, "shared.bin")
+    assert len(shared) == size and len(set(shared)) == 1
+    # and the listing holds each file once
+    assert paths(world) == sorted([f"own/{w}.bin" for w in range(writers)] + ["shared.bin"])
