@@ -108,11 +108,12 @@ from .journal_segments import segment_of
 from .models import BoundModels, ClientIdRow, ConversationRow, TableRow
 from .transactions import Cancelled, WriteSet
 
-MAX_APPEND_ATTEMPTS = 200
-MAX_WRITE_ATTEMPTS = 120  # with the jittered backoff, several seconds of contention before an append gives up
+APPEND_PATIENCE_S = 15.0  # how long an append keeps trying against other writers before its 409
+MAX_WRITE_ATTEMPTS = 120  # with the jittered backoff, several seconds of contention before an update gives up
 APPEND_LOCKS = 64  # stripes of the per-process append lock
 BACKOFF_BASE_S = 0.002
 BACKOFF_CAP_S = 0.05
+FRESH_BACKOFF_CAP_S = 0.004  # a retry that already holds the record as it is: waiting only lets it go stale
 READ_ATTEMPTS = 3
 BATCH_GET = 100
 FALLBACK_CONVERSATIONS = 20  # journal search without an index: the newest conversations it reads
@@ -121,11 +122,11 @@ FALLBACK_ROWS = 1000  # and at most this many of each one's newest hot rows
 __all__ = ["DynamoConversationStore", "JournalReadError"]
 
 
-def _backoff(attempt: int) -> None:
+def _backoff(attempt: int, cap_s: float = BACKOFF_CAP_S) -> None:
     """The first retry goes at once (the cancelled write returned the item as it is); later ones wait a
     random time that doubles up to a cap, so writers racing for one conversation spread out."""
     if attempt:
-        time.sleep(random.uniform(0, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** min(attempt, 10))))
+        time.sleep(random.uniform(0, min(cap_s, BACKOFF_BASE_S * 2 ** min(attempt, 10))))
 
 
 def _text(message: Message) -> str:
@@ -163,7 +164,10 @@ class DynamoConversationStore(ConversationStore):
         if state is None:
             state = self._read_state(pk)
         stored: dict[int, Message] = {}  # draft index → the message its client id already names
-        for attempt in range(MAX_APPEND_ATTEMPTS):
+        deadline = time.monotonic() + APPEND_PATIENCE_S
+        attempt = 0
+        while time.monotonic() < deadline:
+            attempt += 1
             if state is not None and state.purging:
                 self.purge(ref)  # a purge cut short: finish it, then this append starts a new conversation
                 state = None
@@ -181,7 +185,9 @@ class DynamoConversationStore(ConversationStore):
             except Cancelled as cancelled:
                 state, found = self._after_cancelled(pk, state, cancelled, pending, drafts)
                 stored.update(found)
-                _backoff(attempt)
+                # Another transaction in flight on the record: wait it out. Lost to a write that landed: the
+                # answer carried the record as it is now, so try again almost at once, before it moves on.
+                _backoff(attempt - 1, BACKOFF_CAP_S if cancelled.contended else FRESH_BACKOFF_CAP_S)
                 continue
             self.cache.put(after)
             new = dict(zip(pending, messages, strict=True))
