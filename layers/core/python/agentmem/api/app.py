@@ -104,10 +104,10 @@ def validation_to_invalid(error: RequestValidationError) -> InvalidError:
         return InvalidError("the request is not valid")
     first = problems[0]
     # the location starts with where the value was (body, query, path, header); a body field may be named "path"
-    location = [str(part) for part in first.get("loc", ())]
+    location = list(first.get("loc", ()))
     if location and location[0] in ("body", "query", "path", "header"):
         location = location[1:]
-    field = ".".join(location) or "body"
+    field = field_name(location)
     kind = first.get("type", "")
     if kind == "json_invalid":
         return InvalidError("the body is not valid JSON", field="body")
@@ -118,6 +118,14 @@ def validation_to_invalid(error: RequestValidationError) -> InvalidError:
             return InvalidError("a JSON body is required", field="body")
         return InvalidError(f"{field} is required", field=field)
     return InvalidError(f"{field}: {first.get('msg', 'is not valid')}", field=field)
+
+
+def field_name(location: list[Any]) -> str:
+    """``["messages", 0, "role"]`` → ``messages[0].role``, as the services name the fields they check."""
+    name = ""
+    for part in location:
+        name += f"[{part}]" if isinstance(part, int) else (f".{part}" if name else str(part))
+    return name or "body"
 
 
 def _body_size(event: dict[str, Any]) -> int:
