@@ -7,8 +7,6 @@ another account's or another user's answers 404. The files are in a blob store (
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
@@ -17,6 +15,7 @@ from typing import Any
 from ..domain.agents import AgentRecord
 from ..domain.clock import Clock, iso
 from ..domain.conversations import ConversationRef
+from ..domain.cursor import decode_cursor, encode_cursor
 from ..domain.errors import InvalidError, NotFoundError
 from ..domain.models import Principal
 from ..domain.workspaces import (
@@ -150,12 +149,12 @@ class WorkspaceService:
         if not 1 <= limit <= LIST_LIMIT_MAX:
             raise InvalidError(f"limit is 1 to {LIST_LIMIT_MAX}", field="limit")
         ref = self.ref(principal, agent, conversation, user=user)
-        after = _decode_cursor(cursor, ref)
+        after = _decode_after(cursor, ref)
         found: list[WorkspaceFile] = []
         last_key: str | None = None
         for path, info in self._walk(ref, start, after):
             if len(found) == limit:
-                return found, _encode_cursor(last_key or "")
+                return found, encode_cursor(last_key or "")
             found.append(self._file(path, info, expires))
             last_key = info.key
         return found, None
@@ -225,17 +224,11 @@ class WorkspaceService:
         return {"workspace_files": sum(self._remove(user_prefix(account_id, a.name, user)) for a in agents)}
 
 
-def _encode_cursor(key: str) -> str:
-    return base64.urlsafe_b64encode(key.encode("utf-8")).decode("ascii").rstrip("=")
-
-
-def _decode_cursor(cursor: str | None, ref: WorkspaceRef) -> str:
+def _decode_after(cursor: str | None, ref: WorkspaceRef) -> str:
+    """The storage key a listing's cursor resumes after; a cursor of another listing is a 400."""
     if not cursor:
         return ""
-    try:
-        key = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("utf-8")
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        key = ""
-    if not key.startswith(ref.prefix):
+    key = decode_cursor(cursor)
+    if not isinstance(key, str) or not key.startswith(ref.prefix):
         raise InvalidError("cursor is not one this listing gave; start again without it", field="cursor")
     return key
