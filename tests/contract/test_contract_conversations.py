@@ -614,6 +614,34 @@ def test_journal_search_finds_this_users_conversations_with_this_agent_only(worl
     assert {(i["conversation"], i["seq"]) for i in result["items"]} == {("c1", 1), ("c1", 2), ("c2", 1)}
 
 
+def test_journal_search_pages_with_a_cursor_of_its_own(world: World, jobs: PassRunner) -> None:
+    # Given 25 messages about invoices in two conversations
+    make_agent(world)
+    Chat(world, "c1").say(*[user(f"Invoice {1000 + n} is late.") for n in range(15)])
+    Chat(world, "c2").say(*[user(f"Was invoice {2000 + n} paid?") for n in range(10)])
+    service = world.container.conversations
+    whole, last = service.search_page(world.account, AGENT, "invoice", user="ana", limit=100)
+    assert len(whole) == 25 and last is None
+    # When they are read 10 at a time, following next_cursor
+    pages, cursor = [], None
+    while True:
+        hits, cursor = service.search_page(world.account, AGENT, "invoice", user="ana", limit=10, cursor=cursor)
+        pages.append(hits)
+        if cursor is None:
+            break
+    # Then the pages hold 10, 10 and 5 hits: the whole ranking in order, none twice
+    assert [len(p) for p in pages] == [10, 10, 5]
+    assert [(h.conversation, h.seq) for p in pages for h in p] == [(h.conversation, h.seq) for h in whole]
+    # and a cursor is refused by another search, or when it is not one this service gave
+    _, second = service.search_page(world.account, AGENT, "invoice", user="ana", limit=10)
+    assert second is not None
+    for query, options in (("late", {}), ("invoice", {"conversation": "c1"})):
+        refused = status(lambda q=query, o=options: service.search_page(
+            world.account, AGENT, q, user="ana", limit=10, cursor=second, **o))
+        assert refused == 400
+    assert status(lambda: service.search_page(world.account, AGENT, "invoice", user="ana", cursor="!!")) == 400
+
+
 def test_the_journal_tools_exist_on_the_agent_and_test_surfaces_only(world: World, jobs: PassRunner) -> None:
     make_agent(world)
     chat = Chat(world)

@@ -20,6 +20,7 @@ from ..domain.conversations import (
     check_batch,
     check_conversation_key,
 )
+from ..domain.cursor import decode_cursor, encode_cursor
 from ..domain.errors import ForbiddenError, InvalidError, NotFoundError
 from ..domain.models import Entry, Layer, Principal
 from ..domain.rules import check_limit
@@ -188,7 +189,17 @@ class ConversationService:
         self, principal: Principal, agent: str, query: str, *, user: str | None = None,
         conversation: str | None = None, limit: int | None = None, surface: str | None = None,
     ) -> list[JournalHit]:
-        """Messages of the agent's conversations with this user, by words (SPEC §4.1)."""
+        """Messages of the agent's conversations with this user, by words (SPEC §4.1): the first page."""
+        return self.search_page(principal, agent, query, user=user, conversation=conversation, limit=limit,
+                                surface=surface)[0]
+
+    def search_page(
+        self, principal: Principal, agent: str, query: str, *, user: str | None = None,
+        conversation: str | None = None, limit: int | None = None, surface: str | None = None,
+        cursor: str | None = None,
+    ) -> tuple[list[JournalHit], str | None]:
+        """One page of a journal search, and the cursor of the next (None on the last). The ranking is of
+        the newest matching messages (at most ``search_candidates``' limit), so pages never overlap."""
         ctx = self.call_context(principal, agent, conversation, user=user, surface=surface)
         self._require_journal_tools(ctx)
         size = check_limit(limit, default=SEARCH_LIMIT_DEFAULT, maximum=SEARCH_LIMIT_MAX)
@@ -214,7 +225,10 @@ class ConversationService:
         # two stable sorts: newest first, then by score
         hits.sort(key=lambda h: (h.created_at, h.seq), reverse=True)
         hits.sort(key=lambda h: -h.score)
-        return hits[:size]
+        offset = _search_offset(cursor, query, conversation)
+        more = len(hits) > offset + size
+        next_cursor = encode_cursor({"offset": offset + size, "q": query, "conversation": conversation})
+        return hits[offset : offset + size], next_cursor if more else None
 
     @staticmethod
     def _require_journal_tools(ctx: CallContext) -> None:
@@ -408,6 +422,18 @@ class ConversationService:
         store = self.agent_memory.entries.store
         read = (store.get(Layer(account_id, e.memory, e.user_id), e.name, now) for e in best[:PINNED_READ])
         return [e for e in read if e is not None]
+
+
+def _search_offset(cursor: str | None, query: str, conversation: str | None) -> int:
+    """Where a search's page starts; a cursor of another search is a 400."""
+    if not cursor:
+        return 0
+    value = decode_cursor(cursor)
+    if (not isinstance(value, dict) or value.get("q") != query or value.get("conversation") != conversation
+            or not isinstance(value.get("offset"), int) or value["offset"] < 0):
+        raise InvalidError("cursor is not one this search gave; ask again without it", field="cursor")
+    offset: int = value["offset"]
+    return offset
 
 
 def keeps_checkpoint(record: ConversationRecord) -> bool:

@@ -70,14 +70,15 @@ def search_messages(
     agent: str, q: Annotated[str, Query(description="Words to find")], user: User = None,
     conversation: Annotated[str | None, Query(description="Only this conversation")] = None,
     limit: Annotated[int | None, Query(description="At most 100; default 10")] = None, surface: Surface = None,
+    cursor: Annotated[str | None, Query(description="next_cursor of the previous page (the same q)")] = None,
 ) -> dict[str, Any]:
     container, principal = call(router, "conversations.search")
-    hits = container.conversations.search(
-        principal, agent, q, user=user, conversation=conversation, limit=limit, surface=surface
+    hits, next_cursor = container.conversations.search_page(
+        principal, agent, q, user=user, conversation=conversation, limit=limit, surface=surface, cursor=cursor
     )
     items = [{"conversation": h.conversation, "seq": h.seq, "role": h.role, "snippet": h.snippet, "score": h.score,
               "created_at": h.created_at} for h in hits]
-    return page(items, mode="keyword")
+    return page(items, next_cursor, mode="keyword")
 
 
 @router.get(BASE, summary="The agent's conversations with this user (or the account)", tags=["conversations"])
