@@ -9,8 +9,6 @@ store's signed links as ``agentmem serve`` answers them (``serve_link_bytes``).
 from __future__ import annotations
 
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
@@ -18,18 +16,17 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import pytest
-from agentmem.adapters.embedded.blobs import FileBlobStore
 from agentmem.adapters.embedded.links import LINK_ROOT
 from agentmem.domain.clock import parse_iso
 from agentmem.domain.conversations import MessageDraft
 from agentmem.domain.errors import AgentmemError, ForbiddenError, InvalidError, NotFoundError, TooLargeError
 from agentmem.domain.models import Principal
 from agentmem.domain.workspaces import MAX_API_FILE_BYTES, MAX_FILE_BYTES, WorkspaceRef, agent_prefix, user_prefix
-from agentmem.local.links import serve_link_bytes
 from agentmem.ports.blobs import BlobStore
 from agentmem.services.agents import AgentSettings
 from agentmem.services.workspaces import WorkspaceFile, WorkspaceService
 from contract_world import World
+from links import follow_link
 
 AGENT = "support"
 KEY = "c1"
@@ -101,17 +98,7 @@ def status(call: Callable[[], Any]) -> int:
 
 def fetch(world: World, url: str, method: str = "GET", body: bytes | None = None) -> tuple[int, bytes]:
     """Follow a link with no key."""
-    blobs = store(world)
-    if isinstance(blobs, FileBlobStore):
-        answer, _, payload = serve_link_bytes(blobs, method, url, {}, body)
-        return answer, payload
-    headers = {"Content-Type": "application/octet-stream"} if body is not None else {}
-    request = urllib.request.Request(url, data=body, method=method, headers=headers)
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status, response.read()
-    except urllib.error.HTTPError as error:
-        return error.code, error.read()
+    return follow_link(store(world), url, method, body)
 
 
 def query_of(url: str) -> dict[str, str]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-import urllib.request
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -15,8 +14,8 @@ from agentmem.adapters.aws.s3 import S3BlobStore
 from agentmem.adapters.embedded.blobs import FileBlobStore
 from agentmem.adapters.embedded.links import LINK_ROOT, LinkSigner
 from agentmem.domain.errors import InvalidError
-from agentmem.local.links import serve_link_bytes
 from agentmem.ports.blobs import BlobExistsError, BlobNotFoundError, BlobStore
+from links import follow_link
 from moto_server import MotoServer
 
 SEGMENT = "journal/acct_1/support/ana/order-42/00001-00050.jsonl.gz"
@@ -231,17 +230,7 @@ def test_signed_url_shape(store: BlobStore) -> None:
 
 
 def fetch(store: BlobStore, url: str, method: str = "GET", body: bytes | None = None) -> tuple[int, bytes]:
-    """Follow a link as a browser would: S3's over HTTP, the file store's as ``agentmem serve`` answers it."""
-    if isinstance(store, FileBlobStore):
-        status, _, payload = serve_link_bytes(store, method, url, {}, body)
-        return status, payload
-    headers = {"Content-Type": "application/octet-stream"} if body is not None else {}
-    request = urllib.request.Request(url, data=body, method=method, headers=headers)
-    try:
-        with urllib.request.urlopen(request, timeout=10) as answer:
-            return answer.status, answer.read()
-    except urllib.error.HTTPError as error:
-        return error.code, error.read()
+    return follow_link(store, url, method, body, timeout=10)
 
 
 def test_a_signed_url_downloads_and_uploads_with_no_key(store: BlobStore) -> None:
