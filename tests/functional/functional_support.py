@@ -1,7 +1,7 @@
 """Helpers of the functional tests: run ``agentmem serve`` as a subprocess (on the embedded backend, or on
 the AWS backend against DynamoDB Local and moto's S3), make accounts with the operator command, and read
-the store (the SQLite file read-only, or a consistent Scan of the table, and the workspace files: the blob
-directory, or a listing of the bucket) to prove a request changed nothing."""
+the store (the SQLite file read-only, or a consistent Scan of the table, and the workspace and journal
+files: the blob directories, or listings of the buckets) to prove a request changed nothing."""
 
 from __future__ import annotations
 
@@ -27,12 +27,15 @@ if not AGENTMEM.exists():  # not run from the project's virtualenv
     AGENTMEM = Path(shutil.which("agentmem") or AGENTMEM)
 START_TIMEOUT_S = 30.0
 # The store's tables; `usage` is left out on purpose: every request is counted, refused or not.
-STORE_TABLES = ("accounts", "api_keys", "memories", "attachments", "entries", "entry_history", "agents")
+# `messages_fts_docsize` is the journal search index's row per message (`messages_fts` is contentless).
+STORE_TABLES = ("accounts", "api_keys", "memories", "attachments", "entries", "entry_history", "agents",
+                "conversations", "messages", "messages_fts_docsize")
 # The AWS backend's single table: usage counters (SK ``U#...``) are left out for the same reason.
 USAGE_SK_PREFIX = "U#"
 AWS_START_TIMEOUT_S = 60.0
-# where the embedded backend keeps workspace files, under the data dir
+# where the embedded backend keeps workspace files and journal segments, under the data dir
 WORKSPACE_BLOBS = Path("blobs") / "workspaces"
+JOURNAL_BLOBS = Path("blobs") / "journal"
 
 Snapshot = dict[str, list[Any]]
 
@@ -52,10 +55,13 @@ class Server:
 
     def snapshot(self) -> Snapshot:
         """Everything the store holds but the usage counters, read outside the server: the database (the
-        SQLite file, or the table) and the workspace files (the blob directory, or the bucket)."""
+        SQLite file, or the table: conversations and their journals too) and the workspace files and sealed
+        journal segments (the blob directories, or the buckets)."""
         if self.aws_env is None:
-            return {**store_snapshot(self.data_dir), "workspace_blobs": blob_snapshot(self.data_dir)}
-        return {**table_snapshot(self.aws_env), "workspace_bucket": bucket_snapshot(self.aws_env)}
+            return {**store_snapshot(self.data_dir), "workspace_blobs": blob_snapshot(self.data_dir),
+                    "journal_blobs": blob_snapshot(self.data_dir, JOURNAL_BLOBS)}
+        return {**table_snapshot(self.aws_env), "workspace_bucket": bucket_snapshot(self.aws_env),
+                "journal_bucket": bucket_snapshot(self.aws_env, "AGENTMEM_JOURNAL_BUCKET")}
 
 
 def auth(key: str) -> dict[str, str]:
@@ -188,10 +194,11 @@ def store_snapshot(data_dir: Path) -> Snapshot:
         conn.close()
 
 
-def blob_snapshot(data_dir: Path) -> list[tuple[str, int, int]]:
-    """Every file under the embedded workspace store (its objects and its temporary uploads): path, size and
-    modification time, so a file written, overwritten, removed or left half-uploaded shows."""
-    root = data_dir / WORKSPACE_BLOBS
+def blob_snapshot(data_dir: Path, under: Path = WORKSPACE_BLOBS) -> list[tuple[str, int, int]]:
+    """Every file under an embedded blob store (the workspaces' by default; its objects and its temporary
+    uploads): path, size and modification time, so a file written, overwritten, removed or left half-uploaded
+    shows."""
+    root = data_dir / under
     found = []
     for directory, _, files in os.walk(root):
         for name in files:
@@ -212,10 +219,13 @@ def _s3(endpoint: str) -> Any:
                         aws_access_key_id="test", aws_secret_access_key="test")
 
 
-def bucket_snapshot(aws_env: Mapping[str, str]) -> list[tuple[str, int, str, str]]:
-    """Every object of the AWS backend's workspace bucket: key, size, ETag and modification time, every page."""
+def bucket_snapshot(
+    aws_env: Mapping[str, str], bucket: str = "AGENTMEM_WORKSPACE_BUCKET"
+) -> list[tuple[str, int, str, str]]:
+    """Every object of one of the AWS backend's buckets (named by the environment variable ``bucket``: the
+    workspace bucket by default): key, size, ETag and modification time, every page."""
     client = _s3(aws_env["AWS_ENDPOINT_URL_S3"])
-    pages = client.get_paginator("list_objects_v2").paginate(Bucket=aws_env["AGENTMEM_WORKSPACE_BUCKET"])
+    pages = client.get_paginator("list_objects_v2").paginate(Bucket=aws_env[bucket])
     return sorted((item["Key"], item["Size"], item["ETag"], item["LastModified"].isoformat())
                   for page in pages for item in page.get("Contents", []))
 

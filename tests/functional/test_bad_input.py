@@ -24,10 +24,18 @@ from urllib.parse import unquote
 
 import pytest
 import requests
-from functional_support import Server, auth, running_aws_server
+from functional_support import Server, auth, create_account, running_aws_server
 
 KEY_ACCOUNT = "account"
 KEY_USER = "user"  # alice's user key
+KEY_OTHER = "other"  # the key of another account, which sees none of the world
+# the journal of the world's conversations: a turn with a tool call (`call-1`) and its result
+JOURNAL = [
+    {"role": "user", "content": "hello, which plan am I on?", "client_id": "m1"},
+    {"role": "tool_call", "tool_name": "lookup_plan", "tool_call_id": "call-1", "arguments": {"id": 7}},
+    {"role": "tool_result", "tool_name": "lookup_plan", "tool_call_id": "call-1", "result": {"plan": "team"}},
+    {"role": "assistant", "content": "You are on the team plan."},
+]
 
 
 @dataclass(frozen=True)
@@ -35,7 +43,10 @@ class World:
     """What the bad requests aim at: an account memory with entry `note` (v1) and alice's entry
     `mine`, a memory in the trash, a user key for alice, an account agent attaching the memory read-only
     (its own memory holds `seed` (v1) and the read_only `pinned`; the workspace of its conversation `ws`
-    holds `notes.txt`), an agent in the trash, and a memory of user bob."""
+    holds `notes.txt`), an agent in the trash, and a memory of user bob. The agent's conversation `c1` with the
+    account holds a user message, the tool call `call-1` with its result and an answer; it has a `c1` with
+    alice and one with carol (whom the erasure cases aim at), and `ext`, on the external surface. Another
+    account's key sees none of it."""
 
     memory: str
     trashed: str
@@ -44,6 +55,7 @@ class World:
     agent: str
     trashed_agent: str
     bobs: str
+    other_key: str
 
     def fill(self, value: Any) -> Any:
         """``value`` with its placeholders replaced: {m} the memory, {t} the trashed memory, {k} alice's key
@@ -107,8 +119,16 @@ def world(target: Server) -> World:
         assert notes.status_code == 200, notes.text
         assert s.put(target.url(f"/v1/agents/{trashed_agent}")).status_code == 201
         assert s.delete(target.url(f"/v1/agents/{trashed_agent}")).status_code == 200
+        conversations = target.url(f"/v1/agents/{agent}/conversations")
+        for user in (None, "alice", "carol"):
+            appended = s.post(f"{conversations}/c1/messages", params={"user": user} if user else {},
+                              json={"messages": JOURNAL})
+            assert appended.status_code == 201, appended.text
+        external = s.post(f"{conversations}/ext/messages", json={"messages": JOURNAL[:1], "surface": "external"})
+        assert external.status_code == 201, external.text
+    other = create_account(target.data_dir, f"other-{run}", target.aws_env)
     return World(memory=memory, trashed=trashed, user_key=key.json()["secret"], key_id=key.json()["id"],
-                 agent=agent, trashed_agent=trashed_agent, bobs=bobs)
+                 agent=agent, trashed_agent=trashed_agent, bobs=bobs, other_key=other["key"])
 
 
 @dataclass(frozen=True)
@@ -119,7 +139,7 @@ class Case:
     headers: dict[str, str] = field(default_factory=dict)
     details: dict[str, Any] = field(default_factory=dict)  # more of the error object, as it must be
     body: bytes | dict[str, Any] | list[Any] | None = None
-    key: str | None = KEY_ACCOUNT  # KEY_ACCOUNT, KEY_USER, None (no header) or a raw Authorization value
+    key: str | None = KEY_ACCOUNT  # KEY_ACCOUNT, KEY_USER, KEY_OTHER, None (no header) or an Authorization value
     status: tuple[int, ...] = (400,)
     field: str | None = None  # (from here on `field` is this attribute, not dataclasses.field)
     code: str | None = None
@@ -159,6 +179,17 @@ ENDPOINTS: dict[str, tuple[str, str]] = {
     "files.get": ("GET", "/v1/agents/{a}/conversations/ws/workspace/files/notes.txt"),
     "files.delete": ("DELETE", "/v1/agents/{a}/conversations/ws/workspace/files/notes.txt"),
     "links.create": ("POST", "/v1/agents/{a}/conversations/ws/workspace/links"),
+    "conversations.append": ("POST", "/v1/agents/{a}/conversations/c1/messages"),
+    "conversations.messages": ("GET", "/v1/agents/{a}/conversations/c1/messages"),
+    "conversations.context": ("GET", "/v1/agents/{a}/conversations/c1/context"),
+    "conversations.tool_call": ("GET", "/v1/agents/{a}/conversations/c1/tool-calls/call-1"),
+    "conversations.search": ("GET", "/v1/agents/{a}/messages/search"),
+    "conversations.list": ("GET", "/v1/agents/{a}/conversations"),
+    "conversations.get": ("GET", "/v1/agents/{a}/conversations/c1"),
+    "conversations.checkpoint": ("GET", "/v1/agents/{a}/conversations/c1/checkpoint"),
+    "conversations.delete": ("DELETE", "/v1/agents/{a}/conversations/c1"),
+    "conversations.compact": ("POST", "/v1/agents/{a}/conversations/c1/compact"),
+    "users.erase": ("DELETE", "/v1/users/carol"),
 }
 VALID_SAVE = {"content": "replaced", "description": "replaced"}
 SEARCH = {"q": "note"}
@@ -166,11 +197,15 @@ VALID_AGENT = {"instructions": "Answer billing questions, briefly."}
 VALID_ARGUMENTS = {"name": "fresh", "content": "a fresh note", "description": "d"}
 MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
 MCP_TOOLS_LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+VALID_MESSAGE = {"role": "user", "content": "and how many seats?"}
+VALID_APPEND = {"messages": [VALID_MESSAGE]}
 VALID_BODIES: dict[str, bytes | dict[str, Any]] = {
     "entries.put": VALID_SAVE, "agents.put": VALID_AGENT, "tools.call": {"arguments": VALID_ARGUMENTS},
     "mcp": MCP_TOOLS_LIST, "files.put": b"new notes", "links.create": {"path": "notes.txt"},
+    "conversations.append": VALID_APPEND,
 }
-VALID_PARAMS: dict[str, dict[str, str]] = {"entries.search": SEARCH, "agents.search": SEARCH, "mcp": {"agent": "{a}"}}
+VALID_PARAMS: dict[str, dict[str, str]] = {"entries.search": SEARCH, "agents.search": SEARCH, "mcp": {"agent": "{a}"},
+                                           "conversations.search": {"q": "plan"}}
 
 
 def _valid(endpoint: str) -> Case:
@@ -248,7 +283,8 @@ for endpoint in ("entries.get", "entries.delete", "entries.history"):
 
 # --- bad user ids ----------------------------------------------------------------------------------
 
-BAD_USERS = {"empty": "", "space": "a b", "129-chars": "u" * 129, "slash": "a/b", "accented": "ü", "tab": "a\tb"}
+BAD_USERS = {"empty": "", "space": "a b", "129-chars": "u" * 129, "slash": "a/b", "accented": "ü", "tab": "a\tb",
+             "dot": ".", "dot-dot": ".."}
 for endpoint in ("memories.list", "memories.put", "memories.get", "memories.delete", "memories.restore",
                  "entries.list", "entries.get", "entries.put", "entries.delete", "entries.history", "entries.search"):
     case = _valid(endpoint)
@@ -286,6 +322,7 @@ BAD_JSON: dict[str, bytes] = {
     "trailing-garbage": b'{"content": "x", "description": "d"} x',
     "not-utf8": b'{"content": "\xff\xfe", "description": "d"}',
     "utf16": '{"content": "x", "description": "d"}'.encode("utf-16"),
+    "nested-too-deep": b'{"content": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
 }
 BODY_ENDPOINTS = {
     "entries.put": _valid("entries.put"),
@@ -299,6 +336,10 @@ BODY_ENDPOINTS = {
     "agents.purge": _valid("agents.purge"),
     "tools.call": _valid("tools.call"),
     "links.create": _valid("links.create"),
+    "conversations.append": _valid("conversations.append"),
+    "conversations.append-new": _with(_valid("conversations.append"),
+                                      path="/v1/agents/{a}/conversations/fresh/messages"),
+    "conversations.compact": _valid("conversations.compact"),
 }
 for endpoint, case in BODY_ENDPOINTS.items():
     for body_id, raw in BAD_JSON.items():
@@ -603,7 +644,7 @@ for case_id, surface in BAD_SURFACES.items():
     add(f"tools.call-surface-{case_id}", _with(TOOL_CALL, body={"arguments": VALID_ARGUMENTS, "surface": surface},
                                                field="surface"))
 BAD_CONVERSATIONS: dict[str, Any] = {"space": "has space", "empty": "", "129-chars": "c" * 129, "accented": "été",
-                                     "slash": "a/b", "number": 5, "list": ["c1"]}
+                                     "slash": "a/b", "number": 5, "list": ["c1"], "dot": ".", "dot-dot": ".."}
 for case_id, conversation in BAD_CONVERSATIONS.items():
     add(f"tools.call-conversation-{case_id}",
         _with(TOOL_CALL, body={"arguments": VALID_ARGUMENTS, "conversation": conversation}, field="conversation"))
@@ -931,7 +972,8 @@ for endpoint in WORKSPACE_ENDPOINTS:
                                            code="not_found"))
     add(f"{endpoint}-trashed-agent", _with(case, path=case.path.replace("{a}", "{ta}"), status=(404,),
                                            code="not_found"))
-    for conversation_id, bad in {"space": "has%20space", "129-chars": "c" * 129, "accented": "%C3%A9t%C3%A9"}.items():
+    for conversation_id, bad in {"space": "has%20space", "129-chars": "c" * 129, "accented": "%C3%A9t%C3%A9",
+                                 "dot": "%2E", "dot-dot": "%2E%2E"}.items():
         add(f"{endpoint}-conversation-{conversation_id}", _with(case, path=case.path.replace("/ws/", f"/{bad}/"),
                                                                 field="conversation"))
     add(f"{endpoint}-conversation-encoded-slash", _with(case, path=case.path.replace("/ws/", "/a%2Fb/"),
@@ -972,6 +1014,251 @@ for case_id, (method, path) in {
     add(f"route-{case_id}", Case(method, path, status=(403, 404, 405)))
 
 
+# --- conversations and users (SPEC §4, §5, §7; docs/api.md "Conversations", "Users") ------------------
+
+CONVERSATION = "/v1/agents/{a}/conversations/c1"
+CONVERSATION_ENDPOINTS = tuple(e for e in ENDPOINTS if e.startswith("conversations."))
+KEYED_CONVERSATION_ENDPOINTS = tuple(e for e in CONVERSATION_ENDPOINTS if "/c1" in ENDPOINTS[e][1])
+APPEND = BODY_ENDPOINTS["conversations.append"]
+APPEND_NEW = BODY_ENDPOINTS["conversations.append-new"]
+APPENDS = {"conversations.append": APPEND, "conversations.append-new": APPEND_NEW}
+JOURNAL_SEARCH = _valid("conversations.search")
+TOOL_CALL_VIEW = _valid("conversations.tool_call")
+ERASE = _valid("users.erase")
+
+# who asks: a bad user, a user key for another user, an agent that is not there, not live or of another account
+for endpoint in (*CONVERSATION_ENDPOINTS, "conversations.append-new"):
+    case = APPENDS.get(endpoint) or _valid(endpoint)
+    for user_id, bad in BAD_USERS.items():
+        add(f"{endpoint}-user-{user_id}", _with(case, params={**case.params, "user": bad}, field="user"))
+    add(f"{endpoint}-user-key-for-bob", _with(case, key=KEY_USER, params={**case.params, "user": "bob"},
+                                              status=(403,), code="forbidden"))
+    for name_id, bad in BAD_AGENT_NAMES.items():
+        add(f"{endpoint}-agent-{name_id}", _with(case, path=case.path.replace("{a}", bad), field="agent"))
+    add(f"{endpoint}-unknown-agent", _with(case, path=case.path.replace("{a}", "no-such-agent"), status=(404,),
+                                           code="not_found"))
+    add(f"{endpoint}-trashed-agent", _with(case, path=case.path.replace("{a}", "{ta}"), status=(404,),
+                                           code="not_found"))
+    add(f"{endpoint}-another-accounts-agent", _with(case, key=KEY_OTHER, status=(404,), code="not_found"))
+
+# bad conversation keys: in the path (percent-encoded where a client would otherwise normalise them), and as
+# journal search's `conversation=`
+BAD_CONVERSATION_KEYS: dict[str, tuple[str, str]] = {  # case → (in the URL, as a query parameter)
+    "space": ("has%20space", "has space"),
+    "129-chars": ("c" * 129, "c" * 129),
+    "accented": ("%C3%A9t%C3%A9", "été"),
+    "slash": ("a%2Fb", "a/b"),
+    "dot-dot": ("%2E%2E", ".."),
+    "dot": ("%2E", "."),
+    "tab": ("a%09b", "a\tb"),
+    "nul": ("a%00b", "a\x00b"),
+}
+NO_ROUTE_KEYS = ("slash", "tab", "nul")  # in a path, these are no route at all (404)
+for endpoint in (*KEYED_CONVERSATION_ENDPOINTS, "conversations.append-new"):
+    case = APPENDS.get(endpoint) or _valid(endpoint)
+    key = "fresh" if endpoint == "conversations.append-new" else "c1"
+    for key_id, (in_url, _) in BAD_CONVERSATION_KEYS.items():
+        path = case.path.replace(f"/conversations/{key}", f"/conversations/{in_url}")
+        if key_id in NO_ROUTE_KEYS:
+            add(f"{endpoint}-conversation-{key_id}", _with(case, path=path, status=(404,), code="not_found"))
+        else:
+            add(f"{endpoint}-conversation-{key_id}", _with(case, path=path, field="conversation"))
+for key_id, (_, in_query) in BAD_CONVERSATION_KEYS.items():
+    add(f"conversations.search-conversation-{key_id}",
+        _with(JOURNAL_SEARCH, params={**JOURNAL_SEARCH.params, "conversation": in_query}, field="conversation"))
+add("conversations.search-conversation-empty",
+    _with(JOURNAL_SEARCH, params={**JOURNAL_SEARCH.params, "conversation": ""}, field="conversation"))
+
+# conversations that are not there (nor their tool calls, nor a checkpoint)
+for endpoint in ("conversations.messages", "conversations.get", "conversations.checkpoint", "conversations.delete",
+                 "conversations.compact"):
+    case = _valid(endpoint)
+    add(f"{endpoint}-unknown-conversation", _with(case, path=case.path.replace("/c1", "/nope"), status=(404,),
+                                                  code="not_found"))
+    add(f"{endpoint}-another-users-conversation", _with(case, params={"user": "bob"}, status=(404,),
+                                                        code="not_found"))
+add("conversations.delete-purge-unknown-conversation",
+    _with(_valid("conversations.delete"), path=f"{CONVERSATION}-nope", params={"purge": "true"}, status=(404,),
+          code="not_found"))
+add("conversations.tool_call-unknown-tool-call", _with(TOOL_CALL_VIEW, path=f"{CONVERSATION}/tool-calls/call-9",
+                                                       status=(404,), code="not_found"))
+add("conversations.tool_call-unknown-conversation",
+    _with(TOOL_CALL_VIEW, path="/v1/agents/{a}/conversations/nope/tool-calls/call-1", status=(404,),
+          code="not_found"))
+add("conversations.checkpoint-none-yet", _with(_valid("conversations.checkpoint"), status=(404,), code="not_found",
+                                               details={"reason": "no_checkpoint"}))
+add("conversations.compact-external", _with(_valid("conversations.compact"),
+                                            path="/v1/agents/{a}/conversations/ext/compact", status=(403,),
+                                            code="forbidden", details={"reason": "no_checkpoint"}))
+
+# an append's body: its messages, surface and window (docs/api.md, POST .../messages)
+for endpoint, case in APPENDS.items():
+    add(f"{endpoint}-no-body", _with(case, body=b"", field="body"))
+    add(f"{endpoint}-null", _with(case, body=b"null", field="body"))
+    add(f"{endpoint}-over-1mb", _with(case, body=OVER_1MB, status=(413,), code="too_large"))
+    add(f"{endpoint}-without-messages", _with(case, body={"surface": "agent"}, field="messages"))
+    add(f"{endpoint}-0-messages", _with(case, body={"messages": []}, field="messages"))
+    add(f"{endpoint}-41-messages", _with(case, body={"messages": [VALID_MESSAGE] * 41}, field="messages"))
+    for case_id, not_list in {"string": "hello", "object": VALID_MESSAGE, "number": 5, "null": None}.items():
+        add(f"{endpoint}-messages-{case_id}", _with(case, body={"messages": not_list}, field="messages"))
+    for case_id, not_object in {"string": "hello", "number": 5, "list": [VALID_MESSAGE], "null": None}.items():
+        add(f"{endpoint}-message-{case_id}", _with(case, body={"messages": [not_object]}, field="messages[0]"))
+    # a bad message after a good one: nothing of the batch is stored
+    add(f"{endpoint}-second-message-bad", _with(case, body={"messages": [VALID_MESSAGE, {"role": "system"}]},
+                                                field="messages[1].role"))
+    for case_id, surface in BAD_SURFACES.items():
+        if surface is not None:  # null is the default
+            add(f"{endpoint}-surface-{case_id}", _with(case, body={**VALID_APPEND, "surface": surface},
+                                                       field="surface"))
+    for case_id, window in {"0": 0, "21": 21, "negative": -1, "x": "x", "true": True, "float": 1.5}.items():
+        add(f"{endpoint}-window_messages-{case_id}", _with(case, body={**VALID_APPEND, "window_messages": window},
+                                                           field="window_messages"))
+    add(f"{endpoint}-duplicate-client_id", _with(case, body={"messages": [
+        {**VALID_MESSAGE, "client_id": "z"}, {"role": "assistant", "content": "12", "client_id": "z"}]},
+        field="messages[1].client_id"))
+
+# one message's fields (SPEC §4.1), in an append to c1 and in the first append of a new conversation
+CALL = {"role": "tool_call", "tool_name": "lookup", "tool_call_id": "call-2", "arguments": {"id": 1}}
+RESULT = {"role": "tool_result", "tool_name": "lookup", "tool_call_id": "call-2", "result": {"ok": True}}
+MESSAGE_CASES: dict[str, tuple[dict[str, Any], str]] = {  # case → (one message, the field the error names)
+    "role-missing": ({"content": "hi"}, "role"),
+    "role-system": ({"role": "system", "content": "hi"}, "role"),
+    "role-capitalised": ({"role": "User", "content": "hi"}, "role"),
+    "role-empty": ({"role": "", "content": "hi"}, "role"),
+    "role-number": ({"role": 1, "content": "hi"}, "role"),
+    "role-null": ({"role": None, "content": "hi"}, "role"),
+    "role-function": ({"role": "function", "content": "hi"}, "role"),
+    "user-content-missing": ({"role": "user"}, "content"),
+    "user-content-empty": ({"role": "user", "content": ""}, "content"),
+    "assistant-content-missing": ({"role": "assistant"}, "content"),
+    "assistant-content-empty": ({"role": "assistant", "content": ""}, "content"),
+    "content-number": ({"role": "user", "content": 5}, "content"),
+    "content-null": ({"role": "user", "content": None}, "content"),
+    "content-list": ({"role": "user", "content": ["hi"]}, "content"),
+    "content-object": ({"role": "user", "content": {"text": "hi"}}, "content"),
+    "content-50001": ({"role": "user", "content": "x" * 50_001}, "content"),
+    "tool-result-content-50001": ({**RESULT, "content": "x" * 50_001}, "content"),
+    "tool_call-without-tool_call_id": ({k: v for k, v in CALL.items() if k != "tool_call_id"}, "tool_call_id"),
+    "tool_call-without-tool_name": ({k: v for k, v in CALL.items() if k != "tool_name"}, "tool_name"),
+    "tool_result-without-tool_call_id": ({k: v for k, v in RESULT.items() if k != "tool_call_id"}, "tool_call_id"),
+    "user-with-tool_call_id": ({**VALID_MESSAGE, "tool_call_id": "call-2"}, "role"),
+    "assistant-with-tool_call_id": ({"role": "assistant", "content": "x", "tool_call_id": "call-2"}, "role"),
+    "user-with-arguments": ({**VALID_MESSAGE, "arguments": {"id": 1}}, "role"),
+    "user-with-result": ({**VALID_MESSAGE, "result": "ok"}, "role"),
+    "tool_result-with-arguments": ({**RESULT, "arguments": {"id": 1}}, "arguments"),
+    "tool_call-with-result": ({**CALL, "result": "ok"}, "result"),
+    "arguments-list": ({**CALL, "arguments": [1]}, "arguments"),
+    "arguments-string": ({**CALL, "arguments": "{}"}, "arguments"),
+    "arguments-over-50000": ({**CALL, "arguments": {"x": "a" * 50_000}}, "arguments"),
+    "result-over-50000": ({**RESULT, "result": "r" * 50_001}, "result"),
+    "tool_name-empty": ({**CALL, "tool_name": ""}, "tool_name"),
+    "tool_name-129": ({**CALL, "tool_name": "t" * 129}, "tool_name"),
+    "tool_name-number": ({**CALL, "tool_name": 5}, "tool_name"),
+    "tool_call_id-empty": ({**CALL, "tool_call_id": ""}, "tool_call_id"),
+    "tool_call_id-129": ({**CALL, "tool_call_id": "i" * 129}, "tool_call_id"),
+    "tool_call_id-number": ({**CALL, "tool_call_id": 2}, "tool_call_id"),
+    "client_id-number": ({**VALID_MESSAGE, "client_id": 5}, "client_id"),
+    "client_id-list": ({**VALID_MESSAGE, "client_id": ["a"]}, "client_id"),
+    "client_id-empty": ({**VALID_MESSAGE, "client_id": ""}, "client_id"),
+    "client_id-129": ({**VALID_MESSAGE, "client_id": "c" * 129}, "client_id"),
+    "unknown-field": ({**VALID_MESSAGE, "name": "ana"}, "name"),
+}
+for case_id, (message, named) in MESSAGE_CASES.items():
+    add(f"conversations.append-message-{case_id}", _with(APPEND, body={"messages": [message]},
+                                                         field=f"messages[0].{named}"))
+    add(f"conversations.append-new-message-{case_id}", _with(APPEND_NEW, body={"messages": [message]},
+                                                             field=f"messages[0].{named}"))
+# JSON that no store can hold: lone surrogates, and NaN or Infinity (no JSON numbers, though Python reads them)
+RAW_APPENDS = {
+    "content-lone-surrogate": (b'{"messages": [{"role": "user", "content": "\\ud800"}]}', "messages[0].content"),
+    "tool_name-lone-surrogate": (b'{"messages": [{"role": "tool_call", "tool_name": "\\ud800", "tool_call_id": "c"}]}',
+                                 "messages[0].tool_name"),
+    "tool_call_id-lone-surrogate": (b'{"messages": [{"role": "tool_result", "tool_call_id": "\\udfff"}]}',
+                                    "messages[0].tool_call_id"),
+    "client_id-lone-surrogate": (b'{"messages": [{"role": "user", "content": "hi", "client_id": "\\ud800"}]}',
+                                 "messages[0].client_id"),
+    "arguments-lone-surrogate": (b'{"messages": [{"role": "tool_call", "tool_name": "t", "tool_call_id": "c", '
+                                 b'"arguments": {"x": "\\ud800"}}]}', "messages[0].arguments"),
+    "arguments-key-lone-surrogate": (b'{"messages": [{"role": "tool_call", "tool_name": "t", "tool_call_id": "c", '
+                                     b'"arguments": {"\\ud800": 1}}]}', "messages[0].arguments"),
+    "result-lone-surrogate": (b'{"messages": [{"role": "tool_result", "tool_call_id": "c", "result": ["\\ud800"]}]}',
+                              "messages[0].result"),
+    "arguments-nan": (b'{"messages": [{"role": "tool_call", "tool_name": "t", "tool_call_id": "c", '
+                      b'"arguments": {"x": NaN}}]}', "messages[0].arguments"),
+    "result-infinity": (b'{"messages": [{"role": "tool_result", "tool_call_id": "c", "result": Infinity}]}',
+                        "messages[0].result"),
+    "window_messages-nan": (b'{"messages": [{"role": "user", "content": "hi"}], "window_messages": NaN}',
+                            "window_messages"),
+}
+for case_id, (raw, named) in RAW_APPENDS.items():
+    add(f"conversations.append-{case_id}", _with(APPEND, body=raw, field=named))
+    add(f"conversations.append-new-{case_id}", _with(APPEND_NEW, body=raw, field=named))
+
+# reading the journal: after and limit (the journal pages by seq and reads no cursor)
+JOURNAL_READ = _valid("conversations.messages")
+for after in ("-1", "x", "1.5", "", "true", "1e3"):
+    add(f"conversations.messages-after-{after or 'empty'}", _with(JOURNAL_READ, params={"after": after},
+                                                                  field="after"))
+for limit in ("0", "1001", "-1", "abc", "1.5", ""):
+    add(f"conversations.messages-limit-{limit or 'empty'}", _with(JOURNAL_READ, params={"limit": limit},
+                                                                  field="limit"))
+
+# journal search: q, limit, cursor, surface
+for q_id, q in {"empty": "", "blank": "   ", "punctuation": "?!", "1001-chars": "w" * 1001}.items():
+    add(f"conversations.search-q-{q_id}", _with(JOURNAL_SEARCH, params={"q": q}, field="q"))
+add("conversations.search-q-missing", _with(JOURNAL_SEARCH, params={}, field="q"))
+for limit in ("0", "101", "-1", "abc", "1.5", ""):
+    add(f"conversations.search-limit-{limit or 'empty'}",
+        _with(JOURNAL_SEARCH, params={**JOURNAL_SEARCH.params, "limit": limit}, field="limit"))
+ANOTHER_SEARCH_CURSOR = "eyJvZmZzZXQiOiAxMCwgInEiOiAib3RoZXIiLCAiY29udmVyc2F0aW9uIjogbnVsbH0"  # q "other"
+for cursor in ("zzz", "!!!", "eyJhIjoxfQ", "WzFd", ANOTHER_SEARCH_CURSOR):
+    add(f"conversations.search-cursor-{cursor[:12]}",
+        _with(JOURNAL_SEARCH, params={**JOURNAL_SEARCH.params, "cursor": cursor}, field="cursor"))
+for endpoint, case in {"conversations.search": JOURNAL_SEARCH, "conversations.tool_call": TOOL_CALL_VIEW,
+                       "conversations.context": _valid("conversations.context")}.items():
+    for case_id, surface in {"moon": "moon", "capitalised": "Agent", "empty": ""}.items():
+        add(f"{endpoint}-surface-{case_id}", _with(case, params={**case.params, "surface": surface},
+                                                   field="surface"))
+for endpoint, case in {"conversations.search": JOURNAL_SEARCH, "conversations.tool_call": TOOL_CALL_VIEW}.items():
+    for surface, user in (("mcp", None), ("mcp", "alice"), ("external", None), ("browser", "alice")):
+        params = {**case.params, "surface": surface, **({"user": user} if user else {})}
+        add(f"{endpoint}-on-{surface}-{user or 'account'}", _with(case, params=params, status=(403,),
+                                                                  code="forbidden",
+                                                                  details={"reason": "no_journal_tools"}))
+add("conversations.tool_call-id-129", _with(TOOL_CALL_VIEW, path=f"{CONVERSATION}/tool-calls/{'i' * 129}",
+                                            field="tool_call_id"))
+
+# deleting: purge is a boolean
+for purge in ("notabool", "", "2", "yes please"):
+    add(f"conversations.delete-purge-{purge or 'empty'}", _with(_valid("conversations.delete"),
+                                                                params={"purge": purge}, field="purge"))
+
+# erasing a user: account keys only, and a valid user id
+add("users.erase-user-key", _with(ERASE, key=KEY_USER, status=(403,), code="forbidden"))
+add("users.erase-user-key-own-user", _with(ERASE, path="/v1/users/alice", key=KEY_USER, status=(403,),
+                                           code="forbidden"))
+for user_id, bad in {"space": "a%20b", "129-chars": "u" * 129, "accented": "%C3%BC"}.items():
+    add(f"users.erase-user-{user_id}", _with(ERASE, path=f"/v1/users/{bad}", field="user"))
+for user_id, bad in {"tab": "a%09b", "nul": "a%00b", "quote": "a%22b", "slash": "a%2Fb", "empty": ""}.items():
+    add(f"users.erase-user-{user_id}", _with(ERASE, path=f"/v1/users/{bad}", status=(404, 405)))
+
+# methods and routes that are not there
+for case_id, (method, path) in {
+    "put-messages": ("PUT", f"{CONVERSATION}/messages"),
+    "delete-messages": ("DELETE", f"{CONVERSATION}/messages"),
+    "patch-conversation": ("PATCH", CONVERSATION),
+    "put-conversation": ("PUT", CONVERSATION),
+    "post-conversations": ("POST", "/v1/agents/{a}/conversations"),
+    "get-compact": ("GET", f"{CONVERSATION}/compact"),
+    "put-checkpoint": ("PUT", f"{CONVERSATION}/checkpoint"),
+    "post-search": ("POST", "/v1/agents/{a}/messages/search"),
+    "tool-calls-list": ("GET", f"{CONVERSATION}/tool-calls"),
+    "get-user": ("GET", "/v1/users/carol"),
+    "users": ("GET", "/v1/users"),
+}.items():
+    add(f"route-{case_id}", Case(method, path, status=(404, 405)))
+
+
 # --- running a case --------------------------------------------------------------------------------
 
 
@@ -982,6 +1269,8 @@ def _authorization(case: Case, server: Server, world: World) -> dict[str, str]:
         return auth(server.key)
     if case.key == KEY_USER:
         return auth(world.user_key)
+    if case.key == KEY_OTHER:
+        return auth(world.other_key)
     return {"Authorization": case.key.replace("__KEY__", f"Bearer {server.key}")}
 
 
@@ -1021,9 +1310,11 @@ def assert_refused(response: requests.Response, case: Case, world: World) -> Non
         assert error["code"] == case.code, error
     if case.field is not None:
         assert error.get("field") == case.field, error
-        # a tool's argument is named as the model knows it: `content`, for the field `arguments.content`
+        # a tool's argument is named as the model knows it: `content`, for the field `arguments.content`; a
+        # message of an append by its place or by its field: `messages[1]` or `client_id`, for `messages[1].client_id`
         named = case.field.removeprefix("arguments.")
-        assert named.lower() in error["message"].lower(), f"the message does not name {named}: {error}"
+        names = {named, *named.split(".", 1)} if named.startswith("messages[") else {named}
+        assert any(n.lower() in error["message"].lower() for n in names), f"the message does not name {named}: {error}"
     for name, value in world.fill(case.details).items():
         assert error.get(name) == value, f"{name}: {error}"
 
@@ -1051,7 +1342,8 @@ CONTROLS = {**BODY_ENDPOINTS, "files.put-new": _with(FILE_PUT, path=f"{WORKSPACE
 
 
 @pytest.mark.parametrize("endpoint", ["entries.put", "memories.put-new", "memories.restore", "keys.create",
-                                      "agents.put", "agents.put-new", "tools.call", "files.put-new"])
+                                      "agents.put", "agents.put-new", "tools.call", "files.put-new",
+                                      "conversations.append-new"])
 def test_the_valid_request_does_change_the_store(target: Server, world: World, endpoint: str) -> None:
     """The control: the snapshot sees a change when one is made, so 'nothing stored' can fail."""
     # Given the store as it is, and a valid version of requests the table spoils
@@ -1078,6 +1370,25 @@ def test_the_valid_request_does_change_the_store(target: Server, world: World, e
     if endpoint == "files.put-new":  # the workspace file goes, so `fresh.txt` is new again
         assert requests.delete(target.url(world.fill(case.path)), headers=auth(target.key),
                                timeout=10).status_code == 200
+    if endpoint == "conversations.append-new":  # the conversation goes for good, so `fresh` is new again
+        purged = requests.delete(target.url(world.fill(case.path.removesuffix("/messages"))), headers=auth(target.key),
+                                 params={"purge": "true"}, timeout=10)
+        assert purged.status_code == 200, purged.text
+
+
+@pytest.mark.parametrize("after", ["4", str(2**63), "9" * 41])
+def test_a_journal_read_after_its_last_seq_is_an_empty_page(target: Server, world: World, after: str) -> None:
+    """Not bad input: `after` is any seq ≥ 0, and after the last one (c1 has 4 messages) nothing follows, however
+    far past the store's own integers it is."""
+    # Given the store as it is
+    before = target.snapshot()
+    # When the journal is read after its last seq
+    response = requests.get(target.url(world.fill(f"{CONVERSATION}/messages")), params={"after": after},
+                            headers=auth(target.key), timeout=10)
+    # Then the page is empty and the last, and nothing is stored
+    assert response.status_code == 200, response.text
+    assert response.json() == {"items": [], "next_cursor": None}
+    assert target.snapshot() == before
 
 
 # --- the HTTP layer itself -------------------------------------------------------------------------

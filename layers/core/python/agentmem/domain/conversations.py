@@ -117,7 +117,27 @@ def _check_short(value: Any, field: str, limit: int) -> str | None:
         return None
     if not isinstance(value, str) or not value or len(value) > limit:
         raise InvalidError(f"{field} must be 1–{limit} characters", field=field)
+    _check_unicode(value, field)
     return value
+
+
+def _check_unicode(text: str, field: str) -> None:
+    """JSON may carry lone surrogates (``"\\ud800"``), which no store can hold."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidError(f"{field} is not valid Unicode text (it holds a lone surrogate)", field=field) from None
+
+
+def _json_size(value: Any, field: str) -> int:
+    """The characters of a tool row's ``arguments`` or ``result`` as JSON; refused when it is not JSON a
+    store can hold: NaN or Infinity (no JSON number), or a lone surrogate in a string or a key."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        raise InvalidError(f"{field} holds NaN or Infinity, which are not JSON numbers", field=field) from None
+    _check_unicode(text, field)
+    return len(text)
 
 
 def check_message(draft: MessageDraft, index: int) -> MessageDraft:
@@ -132,10 +152,7 @@ def check_message(draft: MessageDraft, index: int) -> MessageDraft:
             f"{where}.content is {len(draft.content):,} characters; at most {MESSAGE_CONTENT_MAX:,} are allowed",
             field=f"{where}.content",
         )
-    try:
-        draft.content.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidError(f"{where}.content is not valid Unicode text", field=f"{where}.content") from None
+    _check_unicode(draft.content, f"{where}.content")
     _check_short(draft.tool_name, f"{where}.tool_name", TOOL_NAME_MAX)
     _check_short(draft.tool_call_id, f"{where}.tool_call_id", TOOL_CALL_ID_MAX)
     _check_short(draft.client_id, f"{where}.client_id", CLIENT_ID_MAX)
@@ -154,7 +171,7 @@ def check_message(draft: MessageDraft, index: int) -> MessageDraft:
     if draft.role != "tool_result" and draft.result is not None:
         raise InvalidError(f"{where}: only a tool_result carries a result", field=f"{where}.result")
     for name, value in (("arguments", draft.arguments), ("result", draft.result)):
-        if value is not None and len(json.dumps(value, ensure_ascii=False)) > MESSAGE_JSON_MAX:
+        if value is not None and _json_size(value, f"{where}.{name}") > MESSAGE_JSON_MAX:
             raise InvalidError(f"{where}.{name} is over {MESSAGE_JSON_MAX:,} characters as JSON",
                                field=f"{where}.{name}")
     if draft.role in ("user", "assistant") and not draft.content:

@@ -156,6 +156,8 @@ class ConversationService:
             raise InvalidError("after must be a seq ≥ 0", field="after")
         ref = self.ref(ctx, key)
         record = self._record(ref)
+        if start >= record.last_seq:  # nothing follows (and an `after` past any seq never reaches the store)
+            return [], None
         rows = self.store.messages(ref, after=start, limit=size)
         last = rows[-1].seq if rows else start
         return rows, (last if rows and last < record.last_seq else None)
