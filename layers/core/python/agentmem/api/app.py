@@ -70,6 +70,11 @@ def handle_unsupported_content_type(_: RequestUnsupportedContentType) -> Respons
     return error_response(InvalidError("the body must be JSON (Content-Type: application/json)", field="body"))
 
 
+@app.exception_handler(RecursionError)
+def handle_too_deep(_: RecursionError) -> Response[str]:
+    return error_response(InvalidError("the body is nested too deeply to read", field="body"))
+
+
 @app.exception_handler(UnicodeDecodeError)
 def handle_undecodable_body(_: UnicodeDecodeError) -> Response[str]:
     return error_response(InvalidError("the body is not UTF-8 text; send JSON encoded as UTF-8", field="body"))

@@ -57,10 +57,14 @@ def check_memory_name(name: str) -> str:
 
 
 def check_user_id(user_id: str, *, field: str = "user") -> str:
+    """A user id or conversation key: 1–128 of ``[A-Za-z0-9._:@-]``, but not ``.`` or ``..`` (they name
+    no segment in the object keys these become part of)."""
     if not isinstance(user_id, str) or not USER_ID_PATTERN.fullmatch(user_id):
         raise InvalidError(
             f"{field} must be 1–128 characters of letters, digits and . _ : @ -", field=field
         )
+    if user_id in (".", ".."):
+        raise InvalidError(f"{field} {user_id!r} is reserved: '.' and '..' cannot be used", field=field)
     return user_id
 
 
