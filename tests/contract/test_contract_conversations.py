@@ -468,6 +468,33 @@ def test_a_read_only_surface_keeps_no_checkpoint(world: World, jobs: PassRunner,
     assert status(lambda: world.container.conversations.compact(world.account, AGENT, chat.key, user=who)) == 403
 
 
+class BrokenRunner(PassRunner):
+    def start(self, name: str, payload: Any, *, discriminator: str = "") -> str:
+        raise RuntimeError("the state machine is down")
+
+
+def test_compact_where_passes_cannot_run_is_the_services_answer_not_the_callers(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a conversation
+    make_agent(world)
+    chat = Chat(world)
+    chat.say(user("Hello"))
+    service = world.container.conversations
+
+    def compact() -> str:
+        return service.compact(world.account, AGENT, chat.key, user="ana")
+
+    # When the deployment has no summary passes, asking for one is a 501
+    monkeypatch.setattr(service, "jobs", lambda: None)
+    assert status(compact) == 501
+    # and when the runner cannot start one now, a 503 to retry
+    broken = BrokenRunner(world.container.summary_pass.run)
+    monkeypatch.setattr(service, "jobs", lambda: broken)
+    assert status(compact) == 503
+    broken.close()
+
+
 def test_without_the_memory_capability_the_flush_saves_nothing_but_the_checkpoint_is_kept(
     world: World, jobs: PassRunner
 ) -> None:

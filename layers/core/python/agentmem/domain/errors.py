@@ -118,7 +118,15 @@ class RateLimitedError(AgentmemError):
 
 
 class NotImplementedYetError(AgentmemError):
-    """501: the operation is part of the API but not served yet (e.g. journal tools before conversations)."""
+    """501: the operation is part of the API but not served here (e.g. summary passes on a deployment
+    without a state machine)."""
 
     code = "not_implemented"
     status = 501
+
+
+class UnavailableError(AgentmemError):
+    """503: the service cannot do this now, through no fault of the request; it may be retried."""
+
+    code = "unavailable"
+    status = 503

@@ -21,7 +21,7 @@ from ..domain.conversations import (
     check_conversation_key,
 )
 from ..domain.cursor import decode_cursor, encode_cursor
-from ..domain.errors import ForbiddenError, InvalidError, NotFoundError
+from ..domain.errors import ForbiddenError, InvalidError, NotFoundError, NotImplementedYetError, UnavailableError
 from ..domain.models import Entry, Layer, Principal
 from ..domain.rules import check_limit
 from ..domain.search import Query
@@ -256,9 +256,11 @@ class ConversationService:
             where = ("with an anonymous mcp client" if record.surface == "mcp"
                      else f"on the {record.surface} surface")
             raise ForbiddenError(f"a conversation {where} keeps no checkpoint", reason="no_checkpoint")
+        if self.jobs() is None:
+            raise NotImplementedYetError("summary passes are not configured on this deployment")
         run = self.start_pass(record, reason="compact", again=f".compact.{iso(self.clock())}")
         if run is None:
-            raise InvalidError("summary passes are not configured on this deployment", field="conversation")
+            raise UnavailableError("the summary pass could not be started now; try again shortly")
         return run
 
 
