@@ -443,9 +443,10 @@ for case_id, (method, path) in {
     "put-keys": ("PUT", "/v1/keys"),
     "post-entry": ("POST", "/v1/memories/{m}/entries/note"),
     "encoded-slash": ("GET", "/v1/memories/a%2Fb/entries"),
-    "nul-in-name": ("PUT", "/v1/memories/a%00b"),
 }.items():
     add(f"route-{case_id}", Case(method, path, status=(404, 405)))
+add("route-nul-in-name", Case("PUT", "/v1/memories/a%00b", field="path"))
+add("route-quote-in-name", Case("GET", "/v1/agents/a%22b", field="path"))
 add("keys.delete-unknown-id", _with(_valid("keys.delete"), path="/v1/keys/key_0000000000000000", status=(404,),
                                     code="not_found"))
 add("memories.restore-not-in-trash", _with(_valid("memories.restore"), path="/v1/memories/{m}/restore", status=(409,)))
@@ -1053,7 +1054,8 @@ BAD_CONVERSATION_KEYS: dict[str, tuple[str, str]] = {  # case → (in the URL, a
     "tab": ("a%09b", "a\tb"),
     "nul": ("a%00b", "a\x00b"),
 }
-NO_ROUTE_KEYS = ("slash", "tab", "nul")  # in a path, these are no route at all (404)
+NO_ROUTE_KEYS = ("slash",)  # in a path, an encoded slash is no route at all (404)
+UNNAMEABLE_KEYS = ("tab", "nul")  # in a path, a character no key may hold: a 400 naming the path
 for endpoint in (*KEYED_CONVERSATION_ENDPOINTS, "conversations.append-new"):
     case = APPENDS.get(endpoint) or _valid(endpoint)
     key = "fresh" if endpoint == "conversations.append-new" else "c1"
@@ -1061,6 +1063,8 @@ for endpoint in (*KEYED_CONVERSATION_ENDPOINTS, "conversations.append-new"):
         path = case.path.replace(f"/conversations/{key}", f"/conversations/{in_url}")
         if key_id in NO_ROUTE_KEYS:
             add(f"{endpoint}-conversation-{key_id}", _with(case, path=path, status=(404,), code="not_found"))
+        elif key_id in UNNAMEABLE_KEYS:
+            add(f"{endpoint}-conversation-{key_id}", _with(case, path=path, field="path"))
         else:
             add(f"{endpoint}-conversation-{key_id}", _with(case, path=path, field="conversation"))
 for key_id, (_, in_query) in BAD_CONVERSATION_KEYS.items():
@@ -1239,7 +1243,9 @@ add("users.erase-user-key-own-user", _with(ERASE, path="/v1/users/alice", key=KE
                                            code="forbidden"))
 for user_id, bad in {"space": "a%20b", "129-chars": "u" * 129, "accented": "%C3%BC"}.items():
     add(f"users.erase-user-{user_id}", _with(ERASE, path=f"/v1/users/{bad}", field="user"))
-for user_id, bad in {"tab": "a%09b", "nul": "a%00b", "quote": "a%22b", "slash": "a%2Fb", "empty": ""}.items():
+for user_id, bad in {"tab": "a%09b", "nul": "a%00b", "quote": "a%22b"}.items():
+    add(f"users.erase-user-{user_id}", _with(ERASE, path=f"/v1/users/{bad}", field="path"))
+for user_id, bad in {"slash": "a%2Fb", "empty": ""}.items():
     add(f"users.erase-user-{user_id}", _with(ERASE, path=f"/v1/users/{bad}", status=(404, 405)))
 
 # methods and routes that are not there

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 import threading
 from typing import Any
 
@@ -80,9 +81,19 @@ def handle_undecodable_body(_: UnicodeDecodeError) -> Response[str]:
     return error_response(InvalidError("the body is not UTF-8 text; send JSON encoded as UTF-8", field="body"))
 
 
+# characters no agent, memory or entry name, conversation key or user id may hold; a path segment with one
+# matches no route, and deserves a 400 saying why rather than a 404
+_UNNAMEABLE = re.compile(r'[\x00-\x1f\x7f"\\`#?]')
+
+
 @app.not_found
 def handle_not_found(_: Exception) -> Response[str]:
     event = app.current_event
+    bad = _UNNAMEABLE.search(event.path)
+    if bad is not None:
+        return error_response(InvalidError(
+            f"the URL path holds {bad.group()!r}, which no name, key or user id may hold", field="path"
+        ))
     methods = {route.method for route in app._static_routes + app._dynamic_routes if route.rule.match(event.path)}
     allowed = sorted(methods | ({"HEAD"} if "GET" in methods else set()))
     if allowed:
