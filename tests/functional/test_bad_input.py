@@ -960,19 +960,25 @@ for expires in ("0", "86401", "-1", "abc", "1.5"):
 for prefix_id, prefix in {"absolute": "/docs", "dot-dot": "../", "nul": "a\x00", "backslash": "a\\"}.items():
     add(f"files.list-prefix-{prefix_id}", _with(FILES_LIST, params={"prefix": prefix}, field="prefix"))
 
-# who asks: a bad user, a user key for another user, an agent or a conversation that is not there or not valid
-for endpoint in WORKSPACE_ENDPOINTS:
-    case = _valid(endpoint)
+def add_who_asks(endpoint: str, case: Case) -> None:
+    """The cases of an agent's endpoint about who asks: a bad user, a user key for another user, a bad
+    agent name, an agent that is not there or in the trash."""
     for user_id, bad in BAD_USERS.items():
         add(f"{endpoint}-user-{user_id}", _with(case, params={**case.params, "user": bad}, field="user"))
-    add(f"{endpoint}-user-key-for-bob", _with(case, key=KEY_USER, params={"user": "bob"}, status=(403,),
-                                              code="forbidden"))
+    add(f"{endpoint}-user-key-for-bob", _with(case, key=KEY_USER, params={**case.params, "user": "bob"},
+                                              status=(403,), code="forbidden"))
     for name_id, bad in BAD_AGENT_NAMES.items():
         add(f"{endpoint}-agent-{name_id}", _with(case, path=case.path.replace("{a}", bad), field="agent"))
     add(f"{endpoint}-unknown-agent", _with(case, path=case.path.replace("{a}", "no-such-agent"), status=(404,),
                                            code="not_found"))
     add(f"{endpoint}-trashed-agent", _with(case, path=case.path.replace("{a}", "{ta}"), status=(404,),
                                            code="not_found"))
+
+
+# who asks: a bad user, a user key for another user, an agent or a conversation that is not there or not valid
+for endpoint in WORKSPACE_ENDPOINTS:
+    case = _valid(endpoint)
+    add_who_asks(endpoint, case)
     for conversation_id, bad in {"space": "has%20space", "129-chars": "c" * 129, "accented": "%C3%A9t%C3%A9",
                                  "dot": "%2E", "dot-dot": "%2E%2E"}.items():
         add(f"{endpoint}-conversation-{conversation_id}", _with(case, path=case.path.replace("/ws/", f"/{bad}/"),
@@ -1030,16 +1036,7 @@ ERASE = _valid("users.erase")
 # who asks: a bad user, a user key for another user, an agent that is not there, not live or of another account
 for endpoint in (*CONVERSATION_ENDPOINTS, "conversations.append-new"):
     case = APPENDS.get(endpoint) or _valid(endpoint)
-    for user_id, bad in BAD_USERS.items():
-        add(f"{endpoint}-user-{user_id}", _with(case, params={**case.params, "user": bad}, field="user"))
-    add(f"{endpoint}-user-key-for-bob", _with(case, key=KEY_USER, params={**case.params, "user": "bob"},
-                                              status=(403,), code="forbidden"))
-    for name_id, bad in BAD_AGENT_NAMES.items():
-        add(f"{endpoint}-agent-{name_id}", _with(case, path=case.path.replace("{a}", bad), field="agent"))
-    add(f"{endpoint}-unknown-agent", _with(case, path=case.path.replace("{a}", "no-such-agent"), status=(404,),
-                                           code="not_found"))
-    add(f"{endpoint}-trashed-agent", _with(case, path=case.path.replace("{a}", "{ta}"), status=(404,),
-                                           code="not_found"))
+    add_who_asks(endpoint, case)
     add(f"{endpoint}-another-accounts-agent", _with(case, key=KEY_OTHER, status=(404,), code="not_found"))
 
 # bad conversation keys: in the path (percent-encoded where a client would otherwise normalise them), and as
