@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from ..domain.errors import ConflictError, InvalidError, NotFoundError
@@ -91,10 +91,9 @@ class BlobStore(ABC):
             return False
         return True
 
-    def delete_prefix(self, prefix: str) -> int:
-        """Remove every object under ``prefix``; how many went."""
-        removed = 0
-        for info in [*self.list(prefix)]:
-            self.delete(info.key)
-            removed += 1
+    def delete_prefix(self, prefix: str) -> Sequence[str]:
+        """Remove every object under ``prefix``; the keys that went."""
+        removed = [info.key for info in self.list(prefix)]
+        for key in removed:
+            self.delete(key)
         return removed

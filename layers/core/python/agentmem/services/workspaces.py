@@ -206,9 +206,7 @@ class WorkspaceService:
 
     def _remove(self, prefix: str) -> int:
         # w/<account>/<agent>/<user>/<conversation>/<kind>/...: the "n" kind holds paths, not files
-        files = sum(1 for info in self.store.list(prefix) if info.key.split("/", 6)[5] != "n")
-        self.store.delete_prefix(prefix)
-        return files
+        return sum(1 for key in self.store.delete_prefix(prefix) if key.split("/", 6)[5] != "n")
 
     def purge_conversation(self, ref: ConversationRef) -> dict[str, int]:
         """ConversationService's purge hook."""

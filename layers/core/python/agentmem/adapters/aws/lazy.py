@@ -60,7 +60,7 @@ class LazyBlobStore(BlobStore):
     def fits(self, key: str) -> bool:
         return self._store().fits(key)
 
-    def delete_prefix(self, prefix: str) -> int:
+    def delete_prefix(self, prefix: str) -> Sequence[str]:
         return self._store().delete_prefix(prefix)
 
 

@@ -115,27 +115,28 @@ class S3BlobStore(BlobStore):
             for item in page.get("Contents", []):
                 yield BlobInfo(key=item["Key"], size=item["Size"], last_modified=iso(item["LastModified"]))
 
-    def delete_prefix(self, prefix: str) -> int:
+    def delete_prefix(self, prefix: str) -> builtins.list[str]:
         """DeleteObjects, 1,000 keys a call."""
-        removed = 0
+        removed: builtins.list[str] = []
         batch: builtins.list[str] = []
         for info in self.list(prefix):
             batch.append(info.key)
             if len(batch) == 1000:
-                removed += self._delete_batch(batch)
+                self._delete_batch(batch)
+                removed += batch
                 batch = []
         if batch:
-            removed += self._delete_batch(batch)
+            self._delete_batch(batch)
+            removed += batch
         return removed
 
-    def _delete_batch(self, keys: builtins.list[str]) -> int:
+    def _delete_batch(self, keys: builtins.list[str]) -> None:
         answer = self.client.delete_objects(
             Bucket=self.bucket, Delete={"Objects": [{"Key": key} for key in keys], "Quiet": True}
         )
         failed = answer.get("Errors", [])
         if failed:
             raise RuntimeError(f"S3 kept {len(failed)} of {len(keys)} objects: {failed[0].get('Message', '')}")
-        return len(keys)
 
     def signed_url(
         self, key: str, *, method: str, expires_in_s: int, size: int | None = None, filename: str | None = None,
