@@ -61,7 +61,7 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
     # a buffered writer: headers and body leave together when the request is done
     wbufsize = 64 * 1024
     handler: Any = None  # set by make_server: the Lambda handler to call (it serves one event at a time)
-    links: FileBlobStore | None = None  # set by make_server: the store whose links this server serves
+    container: Container | None = None  # set by make_server: whose workspace links this server serves
     max_body_bytes = 1_000_000  # set by make_server from the settings, for the message of a 413
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -88,7 +88,8 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
     def _handle(self) -> None:
         url = urlsplit(self.path)
         if is_link(url.path) and self.command in ("GET", "HEAD", "PUT"):
-            serve_link(self, type(self).links)
+            container = type(self).container
+            serve_link(self, None if container is None else link_store(container))
             return
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
             self._error(411, "length_required", "send a Content-Length; chunked bodies are not accepted")
@@ -127,20 +128,29 @@ def make_server(container: Container, host: str = "127.0.0.1", port: int = 8787)
     set_container(container)
     from ..api.app import lambda_handler
 
-    links = link_store(container)
     handler_class = type(
         "BoundApiRequestHandler",
         (ApiRequestHandler,),
         {"handler": staticmethod(lambda_handler), "max_body_bytes": container.settings.max_body_bytes,
-         "links": links},
+         "container": container},
     )
     server = ThreadingHTTPServer((host, port), handler_class)
     server.daemon_threads = True
-    if links is not None and links.links is not None and not container.settings.public_url:
+    if not container.settings.public_url:
         bound = str(server.server_address[0])
         shown = "127.0.0.1" if bound in ("0.0.0.0", "::", "") else bound
-        links.links.base_url = f"http://{shown}:{server.server_address[1]}"
+        _link_address(container, f"http://{shown}:{server.server_address[1]}")
     return server
+
+
+def _link_address(container: Container, address: str) -> None:
+    """Links start with the address this server listens on. The blob stores are built on first use, from
+    the settings; a store built already (a test's container) is told directly."""
+    container.settings = container.settings.model_copy(update={"public_url": address})
+    if container.adapters is not None:
+        store = link_store(container)
+        if store is not None and store.links is not None:
+            store.links.base_url = address
 
 
 def link_store(container: Container) -> FileBlobStore | None:
