@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, BinaryIO
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from ..adapters.embedded.blobs import FileBlobStore
+from ..adapters.embedded.blobs import FileBlobStore, Readable
 from ..adapters.embedded.links import LINK_ROOT, LinkRefusedError, SignedLink
 from ..domain.errors import AgentmemError, InvalidError, NotFoundError
 from ..domain.workspaces import content_disposition, content_type
@@ -92,7 +92,8 @@ def _download(store: FileBlobStore, link: SignedLink, method: str, range_header:
 
 def _check_upload(link: SignedLink, length: int | None) -> int:
     if length is None:
-        raise InvalidError("send a Content-Length: an upload link takes a body of its exact size", field="body")
+        raise InvalidError("send a Content-Length (not a chunked body): an upload link takes a body of its exact "
+                           "size", field="body")
     if link.size is not None and length != link.size:
         raise LinkRefusedError(f"this link uploads exactly {link.size:,} bytes; the body is {length:,}")
     return length
@@ -102,24 +103,30 @@ def _uploaded(length: int) -> Answer:
     return Answer(200, [("Content-Type", "application/json")], json.dumps({"size_bytes": length}).encode())
 
 
+def _answer(
+    store: FileBlobStore | None, method: str, target: str, range_header: str | None, length: int | None,
+    body: Readable,
+) -> Answer:
+    """A link request's answer: an upload of ``length`` bytes read from ``body`` (PUT), or a download."""
+    try:
+        found, link = _verify(store, method, target)
+        if method == "PUT":
+            size = _check_upload(link, length)
+            found.put_stream(link.key, body, size)
+            return _uploaded(size)
+        return _download(found, link, method, range_header)
+    except AgentmemError as error:
+        return _error(error)
+
+
 def serve_link(handler: BaseHTTPRequestHandler, store: FileBlobStore | None) -> None:
     """Answer one link request on the server's connection (GET, HEAD or PUT)."""
-    method = handler.command
-    try:
-        found, link = _verify(store, method, handler.path)
-        if method == "PUT":
-            if handler.headers.get("Transfer-Encoding", "").lower() == "chunked":
-                raise InvalidError("send a Content-Length; chunked uploads are not accepted", field="body")
-            raw = handler.headers.get("Content-Length")
-            length = _check_upload(link, int(raw) if raw and raw.isdigit() else None)
-            found.put_stream(link.key, handler.rfile, length)
-            answer = _uploaded(length)
-        else:
-            answer = _download(found, link, method, handler.headers.get("Range"))
-    except AgentmemError as error:
-        if method == "PUT":
-            handler.close_connection = True  # the body was not read
-        answer = _error(error)
+    raw = handler.headers.get("Content-Length")
+    chunked = handler.headers.get("Transfer-Encoding", "").lower() == "chunked"
+    length = int(raw) if raw and raw.isdigit() and not chunked else None
+    answer = _answer(store, handler.command, handler.path, handler.headers.get("Range"), length, handler.rfile)
+    if handler.command == "PUT" and answer.status >= 400:
+        handler.close_connection = True  # the body was not read (or not whole)
     _send(handler, answer)
 
 
@@ -147,16 +154,7 @@ def serve_link_bytes(
 ) -> tuple[int, dict[str, str], bytes]:
     """The same answer for a request held in memory (the SDK's in-process transport)."""
     lowered = {k.lower(): v for k, v in headers.items()}
-    try:
-        found, link = _verify(store, method, target)
-        if method == "PUT":
-            length = _check_upload(link, len(body or b""))
-            found.put_stream(link.key, io.BytesIO(body or b""), length)
-            answer = _uploaded(length)
-        else:
-            answer = _download(found, link, method, lowered.get("range"))
-    except AgentmemError as error:
-        answer = _error(error)
+    answer = _answer(store, method, target, lowered.get("range"), len(body or b""), io.BytesIO(body or b""))
     payload = answer.body
     if answer.source is not None:
         with answer.source:

@@ -19,6 +19,7 @@ from ..domain.cursor import decode_cursor, encode_cursor
 from ..domain.errors import InvalidError, NotFoundError
 from ..domain.models import Principal
 from ..domain.workspaces import (
+    DEFAULT_LINK_EXPIRES_S,
     LINK_METHODS,
     LIST_LIMIT_DEFAULT,
     LIST_LIMIT_MAX,
@@ -109,7 +110,7 @@ class WorkspaceService:
         ref = self.ref(principal, agent, conversation, user=user)
         key = self._key(ref, path, naming=True)
         self.store.put(key, data)
-        return self._file(path, self.store.stat(key), check_expires_in(None))
+        return self._file(path, self.store.stat(key), DEFAULT_LINK_EXPIRES_S)
 
     def read(
         self, principal: Principal, agent: str, conversation: str, path: str, *, user: str | None = None
