@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from corpus import Corpus, EntryData
-from docs_block import replace_block
+from report import print_targets, replace_block, targets_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 LAYERS = 20
@@ -691,11 +691,7 @@ def print_report(results: dict[str, Any]) -> None:
             print(f"(the server printed {http['metric_blobs_printed']} CloudWatch metric blobs to stdout, "
                   "though POWERTOOLS_METRICS_DISABLED=true: it should print none)")
     print()
-    print("Targets")
-    for check in results["targets"]:
-        mark = "PASS" if check["met"] else "MISS"
-        print(f"  [{mark}] {check['target']:<86} {_value_text(check)}")
-    print()
+    print_targets(results["targets"], _value_text, width=86)
 
 
 def markdown(results: dict[str, Any]) -> str:
@@ -746,9 +742,7 @@ def markdown(results: dict[str, Any]) -> str:
         for run, row in http["reads_per_s"].items():
             out.append(f"| {run} | {row['reads']:,} | {row['reads_per_s']:,.0f} | {row['p50_ms']:.2f} | "
                        f"{row['p95_ms']:.2f} |")
-    out += ["", "**Targets**", "", "| target | this run | met |", "|---|--:|:-:|"]
-    for check in results["targets"]:
-        out.append(f"| {check['target']} | {_value_text(check)} | {'✅' if check['met'] else '❌'} |")
+    out += targets_markdown(results["targets"], _value_text)
     return "\n".join(out) + "\n"
 
 

@@ -60,7 +60,7 @@ from typing import Any
 from urllib.parse import quote
 
 import requests
-from docs_block import replace_block
+from report import print_targets, replace_block, targets_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 AGENTMEM = Path(sys.executable).with_name("agentmem")
@@ -617,11 +617,7 @@ def print_report(results: dict[str, Any]) -> None:
               f"{row['rss_growth_mb']:>+8.1f} {row['hwm_before_mb']:>6.1f} → {row['hwm_after_mb']:<5.1f} "
               f"{row['server_cpu_s']:>13.2f}")
     print()
-    print("Targets")
-    for check in results["targets"]:
-        mark = "PASS" if check["met"] else "MISS"
-        print(f"  [{mark}] {check['target']:<60} {_value_text(check)}")
-    print()
+    print_targets(results["targets"], _value_text, width=60)
 
 
 def markdown(results: dict[str, Any]) -> str:
@@ -662,9 +658,7 @@ def markdown(results: dict[str, Any]) -> str:
         out.append(f"| {name} | {row['rss_before_mb']:.1f} | {row['rss_peak_mb']:.1f} | {row['rss_after_mb']:.1f} | "
                    f"{row['rss_growth_mb']:+.1f} | {row['hwm_before_mb']:.1f} → {row['hwm_after_mb']:.1f} | "
                    f"{row['server_cpu_s']:.2f} |")
-    out += ["", "**Targets**", "", "| target | this run | met |", "|---|--:|:-:|"]
-    for check in results["targets"]:
-        out.append(f"| {check['target']} | {_value_text(check)} | {'✅' if check['met'] else '❌'} |")
+    out += targets_markdown(results["targets"], _value_text)
     return "\n".join(out) + "\n"
 
 
