@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +21,8 @@ import agentmem.mcp_server
 import boto3
 import pytest
 from agentmem.api.app import lambda_handler
-from agentmem.bootstrap import build_container, ensure_default_account, set_container
 from agentmem.cli import cli
 from agentmem.mcp_server import __main__ as mcp_main
-from agentmem.settings import Settings
 from botocore.stub import Stubber
 from click.testing import CliRunner
 from doc_blocks import fenced_blocks, run_block
@@ -40,18 +38,7 @@ FINAL = "You're on the Team plan, billed yearly; it includes priority support."
 # --- the service and the stubbed model --------------------------------------------------------------
 
 
-@pytest.fixture
-def service(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[agentmem.Client]:
-    """The API handler on a temp data dir, and the SDK's default client talking to it in-process."""
-    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")  # metric lines would mix into printed output
-    container = build_container(Settings(data_dir=tmp_path))
-    key = ensure_default_account(container)
-    set_container(container)
-    client = agentmem.Client("http://in-process", key, transport=agentmem.InProcessTransport(lambda_handler))
-    agentmem.set_default_client(client)
-    yield client
-    agentmem.set_default_client(None)
-    set_container(None)
+# `service` (tests/e2e/conftest.py): the SDK talking to the API handler in-process
 
 
 def _usage() -> dict[str, Any]:

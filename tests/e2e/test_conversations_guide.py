@@ -22,9 +22,6 @@ from typing import Any
 import agentmem
 import pytest
 import requests
-from agentmem.api.app import lambda_handler
-from agentmem.bootstrap import build_container, ensure_default_account, set_container
-from agentmem.settings import Settings
 from doc_blocks import fenced_blocks, run_block
 from doc_blocks import section as doc_section
 from serving import served_as_make_run
@@ -39,18 +36,7 @@ SVG = "{http://www.w3.org/2000/svg}"
 # --- the service -------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def service(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[agentmem.Client]:
-    """The API handler on a temp data dir, and the SDK's default client talking to it in-process."""
-    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")  # metric lines would mix into printed output
-    container = build_container(Settings(data_dir=tmp_path))
-    key = ensure_default_account(container)
-    set_container(container)
-    client = agentmem.Client("http://in-process", key, transport=agentmem.InProcessTransport(lambda_handler))
-    agentmem.set_default_client(client)
-    yield client
-    agentmem.set_default_client(None)
-    set_container(None)
+# `service` (tests/e2e/conftest.py): the SDK talking to the API handler in-process
 
 
 @pytest.fixture(scope="module")
