@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 from agentmem.domain.access import (
+    AgentWrite,
     acting_user,
     can_see_memory,
+    check_layer_write,
     entry_layer,
     layer_visibility,
     require_account_key,
@@ -160,3 +162,43 @@ def test_a_user_layer_holds_private_entries_only(requested: str) -> None:
     with pytest.raises(InvalidError) as invalid:
         layer_visibility(layer, requested)  # type: ignore[arg-type]
     assert invalid.value.details["field"] == "visibility"
+
+
+# --- check_layer_write: who may change which layer (SPEC §2.3, §10) ----------------------------------
+
+_ACCOUNT_KEY = Principal("a1", "k1", "account")
+_ANA_KEY = Principal("a1", "k2", "user", "ana")
+_ACCOUNT_LAYER = Layer("a1", "company", None)
+_ANA_LAYER = Layer("a1", "company", "ana")
+_BOB_LAYER = Layer("a1", "company", "bob")
+
+
+@pytest.mark.parametrize("operation", ["save", "delete"])
+@pytest.mark.parametrize("agent", [None, AgentWrite(None), AgentWrite("ana"), AgentWrite("ana", write_shared=True)])
+def test_a_user_key_never_changes_the_account_layer_or_another_users(operation: str, agent: AgentWrite | None) -> None:
+    for layer in (_ACCOUNT_LAYER, _BOB_LAYER):
+        with pytest.raises(ForbiddenError):
+            check_layer_write(_ANA_KEY, layer, operation, agent=agent)  # type: ignore[arg-type]
+    check_layer_write(_ANA_KEY, _ANA_LAYER, operation, agent=agent)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("write_shared", [False, True])
+def test_an_agent_in_a_users_conversation_never_deletes_an_account_entry(write_shared: bool) -> None:
+    with pytest.raises(ForbiddenError) as caught:
+        check_layer_write(_ACCOUNT_KEY, _ACCOUNT_LAYER, "delete", agent=AgentWrite("ana", write_shared))
+    assert caught.value.details["reason"] == "account_entry"
+
+
+def test_an_agent_in_a_users_conversation_saves_shared_only_when_set_to() -> None:
+    with pytest.raises(ForbiddenError):
+        check_layer_write(_ACCOUNT_KEY, _ACCOUNT_LAYER, "save", agent=AgentWrite("ana"))
+    check_layer_write(_ACCOUNT_KEY, _ACCOUNT_LAYER, "save", agent=AgentWrite("ana", write_shared=True))
+    with pytest.raises(ForbiddenError):
+        check_layer_write(_ACCOUNT_KEY, _BOB_LAYER, "save", agent=AgentWrite("ana", write_shared=True))
+
+
+@pytest.mark.parametrize("operation", ["save", "delete"])
+def test_the_api_and_an_agent_with_the_account_change_the_account_layer(operation: str) -> None:
+    check_layer_write(_ACCOUNT_KEY, _ACCOUNT_LAYER, operation)  # type: ignore[arg-type]
+    check_layer_write(_ACCOUNT_KEY, _ACCOUNT_LAYER, operation, agent=AgentWrite(None))  # type: ignore[arg-type]
+    check_layer_write(_ACCOUNT_KEY, _BOB_LAYER, operation)  # type: ignore[arg-type]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Literal
+
 from .errors import ForbiddenError, InvalidError, NotFoundError
 from .models import Layer, MemoryRecord, Principal, Visibility
 from .rules import check_user_id
@@ -65,3 +68,50 @@ def layer_visibility(layer: Layer, requested: Visibility | None) -> Visibility:
             field="visibility",
         )
     return requested or "shared"
+
+
+WriteOperation = Literal["save", "delete"]
+
+
+@dataclass(frozen=True)
+class AgentWrite:
+    """An agent writing in one of its conversations (its tools, MCP, the pre-compaction flush)."""
+
+    user: str | None  # the conversation's user; None: a conversation with the account itself
+    write_shared: bool = False  # the agent's ``user_conversations_write_shared``
+
+
+def check_layer_write(
+    principal: Principal, layer: Layer, operation: WriteOperation, *, agent: AgentWrite | None = None
+) -> None:
+    """Who may change which layer (SPEC §2.3, §10): the one rule every write path goes through.
+
+    A user key never saves or deletes in the account layer, nor in another user's layer, by any path.
+    An agent in a user's conversation changes that user's layer only, except that an agent set
+    ``user_conversations_write_shared`` may *save* (never delete) in the account layer there.
+    Raises ForbiddenError (403) with a ``reason``; returns when the write may go ahead.
+    """
+    if principal.kind == "user":
+        if layer.user_id is None:
+            raise ForbiddenError(
+                "a user key never writes or deletes in the account layer; its writes go to its user's layer",
+                reason="account_layer",
+            )
+        if layer.user_id != principal.user_id:
+            raise ForbiddenError(f"this key acts for user {principal.user_id!r} only", reason="other_user")
+    if agent is None or agent.user is None:
+        return  # the API acting for the account or a user, or an agent talking with the account itself
+    if layer.user_id is None:
+        if operation == "delete":
+            raise ForbiddenError(
+                "in a user's conversation the agent deletes only that user's entries; this one is the account's",
+                reason="account_entry",
+            )
+        if not agent.write_shared:
+            raise ForbiddenError(
+                "in a user's conversation the agent writes only that user's layer (the agent is not set "
+                "user_conversations_write_shared)", reason="account_entry",
+            )
+    elif layer.user_id != agent.user:
+        raise ForbiddenError(f"in user {agent.user!r}'s conversation the agent writes only that user's layer",
+                             reason="other_user")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..domain.access import acting_user
+from ..domain.access import AgentWrite, acting_user
 from ..domain.agents import AgentRecord
 from ..domain.clock import iso
 from ..domain.errors import ForbiddenError, NotFoundError, NoUserContextError
@@ -33,9 +33,11 @@ class CallContext:
     rules: SurfaceRules
 
     @property
-    def acting_as_agent(self) -> Principal:
-        """The agent's own authority: the account's, bounded by the rules here rather than by the key."""
-        return Principal(self.principal.account_id, self.principal.key_id, "account")
+    def writer(self) -> AgentWrite:
+        """What ``check_layer_write`` needs to know of this conversation: its user, and whether the
+        agent may save in the account layer there. The caller's key stays the principal of every call,
+        so a user key's limits hold through the tools exactly as through the entries API."""
+        return AgentWrite(self.user, self.agent.user_conversations_write_shared)
 
 
 @dataclass(frozen=True)
@@ -158,8 +160,8 @@ class AgentMemory:
         try:
             user = self._layer_user(ctx, record)
             if record.user_id is None and user is not None:
-                return self.entries.read_shadowed(ctx.acting_as_agent, record.name, name, user=user)
-            return self.entries.read(ctx.acting_as_agent, record.name, name, user=user)
+                return self.entries.read_shadowed(ctx.principal, record.name, name, user=user)
+            return self.entries.read(ctx.principal, record.name, name, user=user)
         except NotFoundError:
             return None
 
@@ -205,7 +207,7 @@ class AgentMemory:
         self._refuse_read_only(ctx, record, name, user)
         request = replace(request, visibility="private" if user is not None else "shared")
         result = self.entries.save(
-            ctx.acting_as_agent, record.name, name, request, user=user, updated_by=updated_by, user_at_hand=ctx.user
+            ctx.principal, record.name, name, request, user=user, updated_by=updated_by, agent=ctx.writer
         )
         return AgentSaveResult(result.entry, result.created, record.name, result.forced, downgraded)
 
@@ -219,15 +221,13 @@ class AgentMemory:
         if record.user_id is None and user is not None:
             own = self._entry(Layer(record.account_id, record.name, user), name)
             if own is None and self._entry(Layer(record.account_id, record.name, None), name) is not None:
-                if not ctx.agent.user_conversations_write_shared:
-                    raise ForbiddenError(
-                        f"{name!r} is the account's entry; in a user's conversation the agent changes only "
-                        "that user's entries", reason="account_entry",
-                    )
-                user = None
+                raise ForbiddenError(
+                    f"{name!r} is the account's entry; in a user's conversation the agent deletes only that "
+                    "user's entries", reason="account_entry",
+                )
         self._refuse_read_only(ctx, record, name, user)
-        return self.entries.delete(ctx.acting_as_agent, record.name, name, user=user, version=version,
-                                   updated_by="agent")
+        return self.entries.delete(ctx.principal, record.name, name, user=user, version=version,
+                                   updated_by="agent", agent=ctx.writer)
 
     def _entry(self, layer: Layer, name: str) -> Entry | None:
         return self.entries.store.get(layer, name, self._now())

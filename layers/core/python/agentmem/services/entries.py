@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
 
-from ..domain.access import acting_user, entry_layer, layer_visibility, visible_layers
+from ..domain.access import AgentWrite, acting_user, check_layer_write, entry_layer, layer_visibility, visible_layers
 from ..domain.clock import Clock, iso, utcnow
 from ..domain.cursor import decode_cursor, encode_cursor
 from ..domain.errors import ForbiddenError, InvalidError, NotFoundError
@@ -67,12 +67,14 @@ class EntryService:
         *,
         user: str | None = None,
         updated_by: UpdatedBy = "api",
-        user_at_hand: str | None = None,
+        agent: AgentWrite | None = None,
     ) -> SaveResult:
-        """Validate, screen, then write in one store transaction that checks the version.
+        """Validate, screen, check who may write the layer, then write in one store transaction that
+        checks the version.
 
-        ``user_at_hand`` is the user of the conversation an agent tool runs in: with it, sensitive
-        content meant for the account layer is forced into that user's layer instead of refused.
+        ``agent`` is set when an agent writes in one of its conversations (tools, MCP, the flush): with a
+        user at hand, sensitive content meant for the account layer is forced into that user's layer
+        instead of refused, and ``check_layer_write`` bounds the layers it may change.
         """
         check_name(name, allow_checkpoint=name.startswith(CHECKPOINT_PREFIX))
         now = self.clock()
@@ -101,11 +103,13 @@ class EntryService:
             if current is not None and current.visibility == "read_only":
                 visibility = "read_only"
         decision = decide_write(
-            screen(name, draft.description, draft.content), target_user=layer.user_id, user_at_hand=user_at_hand
+            screen(name, draft.description, draft.content), target_user=layer.user_id,
+            user_at_hand=agent.user if agent is not None else None,
         )
         if decision.user_id != layer.user_id:
             layer = entry_layer(record, decision.user_id, principal)
             visibility = "private"
+        check_layer_write(principal, layer, "save", agent=agent)
         draft = replace(draft, visibility=visibility)
         if draft.description is None and layer.user_id is not None and record.user_id is None:
             draft = self._copy_of_shared(layer, draft, iso(now))
@@ -186,13 +190,12 @@ class EntryService:
 
     def delete(
         self, principal: Principal, memory: str, name: str, *, user: str | None = None, version: int | None = None,
-        updated_by: UpdatedBy = "api",
+        updated_by: UpdatedBy = "api", agent: AgentWrite | None = None,
     ) -> Entry:
         check_name(name, allow_checkpoint=True)
         expected = check_version(version) if version is not None else None
         layer = self._layer(principal, memory, user)
-        if layer.user_id is None and principal.kind != "account":
-            raise ForbiddenError("a user key never changes the account layer")
+        check_layer_write(principal, layer, "delete", agent=agent)
         now = self.clock()
         deleted = self.store.delete(
             layer, name, expected_version=expected, now=iso(now),
