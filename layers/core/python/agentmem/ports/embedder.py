@@ -18,6 +18,15 @@ class Embedder(ABC):
     @abstractmethod
     def dimension(self) -> int: ...
 
+    @property
+    def name(self) -> str:
+        """Which model wrote a vector, with its dimension (``wordllama/l2_supercat:256``). An index records it,
+        so vectors of two embedders are never compared: a change of embedder means ``agentmem reindex``."""
+        return f"{type(self).__name__}:{self.dimension}"
+
+    def warm(self) -> None:  # noqa: B027 - most embedders have nothing to load
+        """Load what the first call would (a model's weights), so that a query's deadline never pays for it."""
+
     @abstractmethod
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One vector per text, in order."""
