@@ -18,11 +18,13 @@ from constructs import Construct
 
 from ..config import DeploymentConfig
 
-# what each kind of caller may do with the collection's indexes (OpenSearch Serverless permissions)
-READ_PERMISSIONS = ["aoss:DescribeIndex", "aoss:ReadDocument"]
-WRITE_PERMISSIONS = [
-    "aoss:CreateIndex", "aoss:UpdateIndex", "aoss:DescribeIndex", "aoss:ReadDocument", "aoss:WriteDocument",
-]
+# what each kind of caller may do with the collection's indexes (OpenSearch Serverless permissions). Nothing
+# creates the index by hand: the first caller to find it missing creates it (``OpenSearchIndex.setup``: the
+# indexer before its first write, the API on a query that finds no index), or adds the fields its mapping
+# lacks, so both roles may set it up.
+INDEX_SETUP_PERMISSIONS = ["aoss:CreateIndex", "aoss:DescribeIndex", "aoss:UpdateIndex"]
+READ_PERMISSIONS = [*INDEX_SETUP_PERMISSIONS, "aoss:ReadDocument"]
+WRITE_PERMISSIONS = [*INDEX_SETUP_PERMISSIONS, "aoss:ReadDocument", "aoss:WriteDocument"]
 COLLECTION_READ = ["aoss:DescribeCollectionItems"]
 COLLECTION_WRITE = ["aoss:DescribeCollectionItems", "aoss:CreateCollectionItems", "aoss:UpdateCollectionItems"]
 
@@ -91,7 +93,7 @@ class SearchAccess(Construct):
         super().__init__(scope, construct_id)
         self.policy = aoss.CfnAccessPolicy(
             self, "DataAccessPolicy", name=f"{collection_name}-data", type="data",
-            description="agentmem: the API reads the indexes, the indexer writes them",
+            description="agentmem: the API reads the indexes, the indexer writes them; either creates them",
             policy=self._document(collection_name, readers, writers),
         )
         for role in [*readers, *writers]:

@@ -554,10 +554,14 @@ def test_the_indexer_makes_journal_messages_searchable_keeps_them_once_sealed_an
 
     # Then each message row is a document of kind "message" (records, references and client ids are not)
     assert len(index) == 4 + 1100 + 2
-    assert index.get("message/acct_1/support/ana/order-42/1") == {
-        "kind": "message", "account": "acct_1", "memory": "journal:support", "user": "ana", "category": "order-42",
-        "version": 1, "content": "Where is my refund for order 42?", "updated_at": NOW,
+    document = index.get("message/acct_1/support/ana/order-42/1")
+    assert document is not None
+    assert {k: document.get(k) for k in ("kind", "account", "agent", "user", "conversation", "seq", "role", "content",
+                                         "updated_at")} == {
+        "kind": "message", "account": "acct_1", "agent": "support", "user": "ana", "conversation": "order-42",
+        "seq": 1, "role": "user", "content": "Where is my refund for order 42?", "updated_at": NOW,
     }
+    assert str(document.get("embedder", "")).endswith(":32")  # the embedder that wrote it, and its dimension
 
     def found(*words: str, limit: int = 5) -> list[tuple[str, int]]:
         return [(h.conversation, h.message.seq)

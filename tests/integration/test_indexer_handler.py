@@ -1,8 +1,8 @@
 """The stream indexer: DynamoDB Streams records (DynamoDB JSON, as Lambda delivers them) → the search index.
 
-The index is the embedded in-process one, injected; the records follow the table layout the handler
-documents, which is the DynamoDB adapter's (``adapters/aws/dynamodb/layout.py``): PK
-``A#{account}#M#{memory}#{L | U#{user}}``, SK ``E#{name}``.
+The index is the embedded in-process one, injected, or the OpenSearch adapter against the fake OpenSearch
+(``fake_opensearch.py``); the records follow the table layout the handler documents, which is the DynamoDB
+adapter's (``adapters/aws/dynamodb/layout.py``): PK ``A#{account}#M#{memory}#{L | U#{user}}``, SK ``E#{name}``.
 """
 
 from __future__ import annotations
@@ -13,10 +13,13 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from agentmem.adapters.aws.opensearch import OpenSearchIndex
 from agentmem.adapters.embedded.embedder import HashingEmbedder
 from agentmem.adapters.embedded.search_index import InMemorySearchIndex
 from agentmem.bootstrap import set_container
 from boto3.dynamodb.types import TypeSerializer
+from botocore.credentials import Credentials
+from fake_opensearch import serve
 from moto_server import FakeLambdaContext
 
 from functions.indexer.handler import entry_text, handle, lambda_handler
@@ -108,6 +111,7 @@ def test_an_inserted_entry_is_indexed_with_its_fields_and_vector(index: InMemory
         "description": "About refund-policy",
         "content": "The refund-policy note: refunds are paid back within 14 days.",
         "category": "fact", "importance": 0.75, "version": 1, "updated_at": "2026-03-01T10:00:00.000000Z",
+        "embedder": "HashingEmbedder:32",  # the embedder that wrote the vector
     }
     assert (index.get("entry/acct_1/company/ana/diet") or {})["user"] == "ana"
     # And a search by meaning finds them
@@ -242,14 +246,17 @@ def test_journal_messages_are_indexed_kept_when_their_rows_are_sealed_and_delete
     answer = run(index, record("INSERT", message_item(1, "Where is my refund?"), seq=1), record("INSERT", call, seq=2),
                  record("INSERT", meta, seq=3), record("INSERT", client_id, seq=4))
 
-    # Then each message is a document of kind "message" (its text: the content and the tool name), nothing else is
+    # Then each message is a document of kind "message" with the message's own fields (its text: the content and
+    # the tool name), nothing else is
     assert answer == {"batchItemFailures": []}
     assert len(index) == 2
     assert index.get("message/acct_1/support/ana/order-42/1") == {
-        "kind": "message", "account": "acct_1", "memory": "journal:support", "user": "ana", "category": "order-42",
-        "version": 1, "content": "Where is my refund?", "updated_at": "2026-03-02T09:00:00.000000Z",
+        "kind": "message", "account": "acct_1", "agent": "support", "user": "ana", "conversation": "order-42",
+        "seq": 1, "role": "user", "content": "Where is my refund?", "updated_at": "2026-03-02T09:00:00.000000Z",
+        "embedder": EMBEDDER.name,
     }
-    assert (index.get("message/acct_1/support/ana/order-42/2") or {})["content"] == "\nlookup_refund"
+    call_doc = index.get("message/acct_1/support/ana/order-42/2") or {}
+    assert (call_doc["content"], call_doc["role"], call_doc["seq"]) == ("\nlookup_refund", "tool_call", 2)
 
     # When the rows leave the table (sealed into S3): the documents stay
     run(index, record("REMOVE", message_item(1, "Where is my refund?"), seq=5), record("REMOVE", call, seq=6))
@@ -258,3 +265,58 @@ def test_journal_messages_are_indexed_kept_when_their_rows_are_sealed_and_delete
     # When the record is removed (the conversation purged): every message it counted leaves the index
     run(index, record("REMOVE", meta, seq=7))
     assert len(index) == 0
+
+
+# -- on OpenSearch ----------------------------------------------------------------------------------------
+CREDENTIALS = Credentials("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
+
+
+def test_the_first_record_on_a_collection_without_the_index_creates_it_and_is_indexed() -> None:
+    with serve() as (state, url):
+        # Given a new collection: nothing has made the index
+        index = OpenSearchIndex.connect(url, dimension=EMBEDDER.dimension, region="eu-west-1", credentials=CREDENTIALS)
+        # When the first batch of the stream arrives: entries, a message, a change of the first entry, a delete
+        answer = run_on(index, record("INSERT", entry_item("refund-policy"), seq=1),
+                        record("INSERT", entry_item("diet", user="ana"), seq=2),
+                        record("INSERT", message_item(1, "Where is my refund?"), seq=3),
+                        record("MODIFY", entry_item("refund-policy", version=2), seq=4),
+                        record("REMOVE", entry_item("diet", user="ana"), seq=5))
+        # Then nothing failed: the index was created (with its mapping) before the first write
+        assert answer == {"batchItemFailures": []}
+        assert [(r.method, r.path) for r in state.requests[:2]] == [("GET", "/agentmem/_mapping"), ("PUT", "/agentmem")]
+        assert state.requests[1].json()["mappings"]["properties"]["vector"]["dimension"] == EMBEDDER.dimension
+        # and the batch went as one lookup and one bulk for its upserts, and one lookup for its delete (of an
+        # entry written and removed within the batch: never sent, nothing to sweep)
+        assert [r.path for r in state.requests[2:]] == ["/agentmem/_search", "/agentmem/_bulk", "/agentmem/_search"]
+        docs = sorted(state.docs().values(), key=lambda d: d["doc_id"])
+        assert [(d["doc_id"], d.get("version"), d["embedder"]) for d in docs] == [
+            ("entry/acct_1/company//refund-policy", 2, EMBEDDER.name),
+            ("message/acct_1/support/ana/order-42/1", None, EMBEDDER.name),
+        ]
+        # and a recall query finds the entry by meaning, and a journal query the message by its words
+        mine = {"kind": "entry", "embedder": EMBEDDER.name}
+        near = index.query(None, EMBEDDER.embed_one(entry_text(docs[0])), mine, 3)
+        assert [h.doc_id for h in near] == ["entry/acct_1/company//refund-policy"]
+        words = index.query("refund", None, {"kind": "message", "agent": "support", "conversation": "order-42"}, 3)
+        assert [(h.fields["seq"], h.fields["role"]) for h in words] == [(1, "user")]
+
+
+def test_an_index_that_refuses_every_write_fails_the_batch_from_its_first_record_after_one_more_try() -> None:
+    with serve() as (state, url):
+        index = OpenSearchIndex.connect(url, dimension=EMBEDDER.dimension, region="eu-west-1", credentials=CREDENTIALS)
+        index.setup()
+        state.fail_bulk = True
+        sent = len(state.requests)
+        answer = run_on(index, record("INSERT", entry_item("a"), seq=1), record("INSERT", entry_item("b"), seq=2))
+        # (the batch's bulk, then the first record's alone: not one more per record)
+        assert len(state.sent("POST", "/_bulk")) == 2 and len(state.requests) - sent == 4
+        assert answer == {"batchItemFailures": [{"itemIdentifier": f"{1:021d}"}, {"itemIdentifier": f"{2:021d}"}]}
+        # and the retry goes through
+        state.fail_bulk = False
+        assert run_on(index, record("INSERT", entry_item("a"), seq=1), record("INSERT", entry_item("b"), seq=2)) == {
+            "batchItemFailures": []}
+        assert len(state.docs()) == 2
+
+
+def run_on(index: OpenSearchIndex, *records: dict[str, Any]) -> dict[str, Any]:
+    return handle(batch(*records), index, EMBEDDER, clock=FixedClock())

@@ -1,160 +1,79 @@
-"""The OpenSearch Serverless adapter against a small fake OpenSearch of our own, and against a real cluster
-when ``OPENSEARCH_URL`` is set (none can be had offline).
-
-The fake is an HTTP server that records every request and answers the calls the adapter makes the way
-OpenSearch does: ``HEAD``/``PUT <index>``, ``POST <index>/_search`` (a ``term`` on ``doc_id``; any other
-query answers every document), ``POST <index>/_bulk`` (``index`` without an id — a vector collection
-assigns them — and ``delete``), ``DELETE <index>``.
+"""The OpenSearch Serverless adapter against a small fake OpenSearch of our own (``fake_opensearch.py``: strict
+about the query DSL and the mapping, with OpenSearch's errors), and against a real cluster when
+``OPENSEARCH_URL`` is set (none can be had offline).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import threading
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
+from agentmem.adapters.aws.journal_index import (
+    MessageLocation,
+    journal_filters,
+    location_of,
+    message_doc_id,
+    message_fields,
+)
 from agentmem.adapters.aws.opensearch import OpenSearchIndex, index_body, region_of
 from agentmem.adapters.embedded.embedder import HashingEmbedder
 from botocore.credentials import Credentials
+from fake_opensearch import FakeOpenSearch, serve
+from opensearchpy.exceptions import RequestError
 
-DIMENSION = 16
+DIMENSION = 64
 CREDENTIALS = Credentials("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
+EMBEDDER = HashingEmbedder(DIMENSION)
 FIELDS = {
     "kind": "entry", "account": "acct_1", "memory": "company", "user": "", "name": "refund-policy",
     "description": "How refunds work", "content": "Refunds are paid back within 14 days.", "category": "note",
-    "importance": 0.5, "version": 1, "updated_at": "2026-03-02T09:00:00.000000Z",
+    "importance": 0.5, "version": 1, "updated_at": "2026-03-02T09:00:00.000000Z", "embedder": EMBEDDER.name,
 }
 DOC = "entry/acct_1/company//refund-policy"
 
 
-@dataclass
-class Recorded:
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: bytes
-
-    def json(self) -> Any:
-        return json.loads(self.body)
-
-    def ndjson(self) -> list[Any]:
-        return [json.loads(line) for line in self.body.decode().splitlines() if line.strip()]
-
-
-@dataclass
-class FakeOpenSearch:
-    requests: list[Recorded] = field(default_factory=list)
-    indices: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> {"body", "docs": {_id: source}}
-    fail_bulk: bool = False
-
-    def answer(self, method: str, path: str, body: bytes) -> tuple[int, Any]:
-        parts = [p for p in path.split("/") if p]
-        index = parts[0] if parts else ""
-        action = parts[1] if len(parts) > 1 else None
-        if action is None and method == "HEAD":
-            return (200 if index in self.indices else 404), None
-        if action is None and method == "PUT":
-            if index in self.indices:
-                return 400, {"error": {"type": "resource_already_exists_exception"}, "status": 400}
-            self.indices[index] = {"body": json.loads(body), "docs": {}}
-            return 200, {"acknowledged": True, "shards_acknowledged": True, "index": index}
-        if action is None and method == "DELETE":
-            self.indices.pop(index, None)
-            return 200, {"acknowledged": True}
-        if index not in self.indices:
-            return 404, {"error": {"type": "index_not_found_exception"}, "status": 404}
-        docs: dict[str, Any] = self.indices[index]["docs"]
-        if action == "_search":
-            query = json.loads(body or b"{}").get("query", {})
-            wanted = query.get("term", {}).get("doc_id")
-            found = [(i, s) for i, s in docs.items() if wanted is None or s.get("doc_id") == wanted]
-            hits = [{"_index": index, "_id": i, "_score": 1.0, "_source": s} for i, s in found]
-            return 200, {"took": 1, "timed_out": False, "hits": {"total": {"value": len(hits)}, "hits": hits}}
-        if action == "_bulk":
-            lines = [json.loads(line) for line in body.decode().splitlines() if line.strip()]
-            items, errors, position = [], False, 0
-            while position < len(lines):
-                verb, meta = next(iter(lines[position].items()))
-                position += 1
-                if self.fail_bulk:
-                    errors = True
-                    items.append({verb: {"status": 429, "error": {"type": "too_many_requests"}}})
-                elif verb == "index":
-                    assert "_id" not in meta, "a vector collection refuses ids of our choosing"
-                    new_id = uuid.uuid4().hex
-                    docs[new_id] = lines[position]
-                    items.append({"index": {"_id": new_id, "status": 201, "result": "created"}})
-                elif verb == "delete":
-                    gone = docs.pop(meta["_id"], None)
-                    items.append({"delete": {"_id": meta["_id"], "status": 200 if gone else 404,
-                                             "result": "deleted" if gone else "not_found"}})
-                if verb == "index":
-                    position += 1
-            return 200, {"took": 1, "errors": errors, "items": items}
-        return 400, {"error": {"type": "unsupported_by_fake", "reason": f"{method} {path}"}}
-
-
 @pytest.fixture
 def fake() -> Iterator[tuple[FakeOpenSearch, str]]:
-    state = FakeOpenSearch()
+    with serve() as served:
+        yield served
 
-    class Handler(BaseHTTPRequestHandler):
-        def _serve(self) -> None:
-            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            path = urlsplit(self.path).path
-            state.requests.append(Recorded(self.command, self.path, dict(self.headers.items()), body))
-            status, answer = state.answer(self.command, path, body)
-            payload = b"" if answer is None else json.dumps(answer).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(payload)
 
-        do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _serve
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-    yield state, f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+def connect(url: str) -> OpenSearchIndex:
+    return OpenSearchIndex.connect(url, dimension=DIMENSION, index="agentmem", region="eu-west-1",
+                                   credentials=CREDENTIALS)
 
 
 @pytest.fixture
 def index(fake: tuple[FakeOpenSearch, str]) -> OpenSearchIndex:
-    _, url = fake
-    return OpenSearchIndex.connect(
-        url, dimension=DIMENSION, index="agentmem", region="eu-west-1", credentials=CREDENTIALS
-    )
+    return connect(fake[1])
 
 
 def vector(seed: float) -> list[float]:
     return [seed] * DIMENSION
 
 
-def test_setup_creates_the_index_with_a_knn_vector_and_text_and_keyword_fields(
+def entry(name: str, description: str, content: str, **extra: Any) -> tuple[str, dict[str, Any], list[float]]:
+    fields = {**FIELDS, "name": name, "description": description, "content": content, **extra}
+    doc_id = f"entry/acct_1/{fields['memory']}/{fields['user']}/{name}"
+    return doc_id, fields, EMBEDDER.embed_one(f"{name}\n{description}\n{content}")
+
+
+def test_setup_creates_the_index_with_a_knn_vector_text_keyword_and_message_fields(
     fake: tuple[FakeOpenSearch, str], index: OpenSearchIndex
 ) -> None:
     state, _ = fake
     # When the index is set up twice
     index.setup()
     index.setup()
-    # Then it was created once (a HEAD, a PUT, a HEAD), with the mapping recall needs
+    # Then it was created once (a look, a create, a look), with the mapping recall and journal search need
     sent = [(r.method, r.path) for r in state.requests]
-    assert sent == [("HEAD", "/agentmem"), ("PUT", "/agentmem"), ("HEAD", "/agentmem")]
+    assert sent == [("GET", "/agentmem/_mapping"), ("PUT", "/agentmem"), ("GET", "/agentmem/_mapping")]
     body = state.requests[1].json()
     assert body == index_body(DIMENSION)
     assert body["settings"]["index"]["knn"] is True
@@ -165,11 +84,60 @@ def test_setup_creates_the_index_with_a_knn_vector_and_text_and_keyword_fields(
                    "parameters": {"ef_construction": 128, "m": 16}},
     }
     for text in ("name", "description", "content"):
-        assert properties[text]["type"] == "text"
-    for keyword in ("account", "memory", "user", "doc_id", "kind", "category"):
+        assert (properties[text]["type"], properties[text]["analyzer"]) == ("text", "english")
+    for keyword in ("account", "memory", "user", "doc_id", "kind", "category", "agent", "conversation", "role",
+                    "embedder"):
         assert properties[keyword] == {"type": "keyword"}
+    assert properties["seq"] == {"type": "long"}
     assert properties["name"]["fields"]["keyword"]["type"] == "keyword"
     assert body["mappings"]["dynamic"] == "strict"
+
+
+def test_setup_racing_from_two_threads_creates_one_index_and_both_succeed(fake: tuple[FakeOpenSearch, str]) -> None:
+    state, url = fake
+    # Given two processes that both find the index missing (their lookups wait for each other)
+    state.race = threading.Barrier(2)
+    first, second = connect(url), connect(url)
+    errors: list[BaseException] = []
+
+    def set_up(index: OpenSearchIndex) -> None:
+        try:
+            index.setup()
+        except BaseException as error:  # reported below
+            errors.append(error)
+
+    # When both set it up at once
+    threads = [threading.Thread(target=set_up, args=(i,)) for i in (first, second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=10)
+    # Then both tried to create it, one was told it already exists, and both succeeded
+    assert errors == []
+    assert len(state.sent("PUT", "/agentmem")) == 2
+    assert list(state.indices) == ["agentmem"]
+    # and both write to the one index
+    first.upsert(*entry("a", "A", "first"))
+    second.upsert(*entry("b", "B", "second"))
+    assert len(state.docs()) == 2
+
+
+def test_setup_adds_the_fields_an_older_index_lacks(fake: tuple[FakeOpenSearch, str], index: OpenSearchIndex) -> None:
+    state, _ = fake
+    # Given an index made before the mapping had the message fields
+    old = index_body(DIMENSION)
+    for name in ("agent", "conversation", "seq", "role", "embedder"):
+        del old["mappings"]["properties"][name]
+    index.client.indices.create(index="agentmem", body=old)
+    # When a process sets it up
+    index.setup()
+    # Then the missing fields were added, and a message document can be written
+    (put,) = state.sent("PUT", "/agentmem/_mapping")
+    assert sorted(put.json()["properties"]) == ["agent", "conversation", "embedder", "role", "seq"]
+    where = MessageLocation("acct_1", "support", "ana", "order-42", 1)
+    index.upsert(message_doc_id("acct_1", "support", "ana", "order-42", 1),
+                 message_fields(where, "Where is my refund?", "2026-03-02T09:00:00.000000Z", role="user"), vector(0.1))
+    assert len(state.docs()) == 1
 
 
 def test_every_request_is_signed_with_sigv4_for_aoss(fake: tuple[FakeOpenSearch, str], index: OpenSearchIndex) -> None:
@@ -191,29 +159,52 @@ def test_every_request_is_signed_with_sigv4_for_aoss(fake: tuple[FakeOpenSearch,
         assert len(parts["Signature"]) == 64
 
 
-def test_upsert_indexes_a_new_document_then_replaces_every_copy(
+def test_the_first_write_creates_the_missing_index_then_an_upsert_replaces_every_copy(
     fake: tuple[FakeOpenSearch, str], index: OpenSearchIndex
 ) -> None:
     state, _ = fake
-    index.setup()
-    # When an entry is indexed
+    # When an entry is indexed on a collection without the index
     index.upsert(DOC, FIELDS, vector(0.25))
+    # Then the index was set up first, then the adapter looked for copies of our doc_id, and indexed one
+    # document without an id of ours, asking for no refresh
+    assert [(r.method, r.path) for r in state.requests] == [
+        ("GET", "/agentmem/_mapping"), ("PUT", "/agentmem"), ("POST", "/agentmem/_search"), ("POST", "/agentmem/_bulk"),
+    ]
     search, bulk = state.requests[-2:]
-    # Then the adapter looked for copies of our doc_id, and indexed one document without an id of ours
-    assert (search.method, search.path) == ("POST", "/agentmem/_search")
-    assert search.json() == {"size": 100, "_source": False, "query": {"term": {"doc_id": DOC}}}
-    assert (bulk.method, bulk.path) == ("POST", "/agentmem/_bulk")
+    assert search.json() == {"size": 100, "_source": False, "query": {"terms": {"doc_id": [DOC]}}}
     assert bulk.ndjson() == [{"index": {}}, {**FIELDS, "doc_id": DOC, "vector": vector(0.25)}]
-    first_id = next(iter(state.indices["agentmem"]["docs"]))
+    first_id = next(iter(state.docs()))
     # When it changes
     index.upsert(DOC, {**FIELDS, "version": 2, "content": "Refunds take 30 days now."}, vector(0.5))
-    # Then the old copy is deleted and the new one indexed, in one bulk request
+    # Then the index is not looked up again, and the old copy is deleted and the new one indexed, in one bulk
+    assert [r.path for r in state.requests[4:]] == ["/agentmem/_search", "/agentmem/_bulk"]
     actions = state.requests[-1].ndjson()
     assert actions[0] == {"delete": {"_id": first_id}}
     assert actions[1] == {"index": {}}
     assert actions[2]["version"] == 2 and actions[2]["doc_id"] == DOC
-    docs = list(state.indices["agentmem"]["docs"].values())
-    assert [d["version"] for d in docs] == [2]
+    assert [d["version"] for d in state.docs().values()] == [2]
+
+
+def test_upsert_many_sends_one_lookup_and_one_bulk(fake: tuple[FakeOpenSearch, str], index: OpenSearchIndex) -> None:
+    state, _ = fake
+    index.setup()
+    index.upsert(*entry("a", "A", "old a"))
+    sent = len(state.requests)
+    # When three documents are written together, one of them twice
+    index.upsert_many([entry("a", "A", "new a"), entry("b", "B", "b"), entry("c", "C", "first c"),
+                       entry("c", "C", "last c")])
+    # Then one terms query found the copies of all of them, and one bulk replaced them (the last c winning)
+    search, bulk = state.requests[sent:]
+    assert search.json()["query"] == {"terms": {"doc_id": [
+        "entry/acct_1/company//a", "entry/acct_1/company//b", "entry/acct_1/company//c",
+    ]}}
+    actions = bulk.ndjson()
+    assert sum("delete" in a for a in actions) == 1 and sum("index" in a for a in actions) == 3
+    assert sorted(d["content"] for d in state.docs().values()) == ["b", "last c", "new a"]
+    # and nothing is written when one of them does not fit the mapping
+    with pytest.raises(ValueError, match="not in the index mapping"):
+        index.upsert_many([entry("d", "D", "d"), entry("e", "E", "e", colour="red")])
+    assert len(state.docs()) == 3
 
 
 def test_delete_removes_every_copy_and_sends_nothing_when_there_is_none(
@@ -223,8 +214,8 @@ def test_delete_removes_every_copy_and_sends_nothing_when_there_is_none(
     index.setup()
     index.upsert(DOC, FIELDS, vector(0.25))
     # Given a second, stale copy, as a write racing the refresh interval can leave
-    docs = state.indices["agentmem"]["docs"]
-    docs["stale"] = {**FIELDS, "doc_id": DOC}
+    docs = state.docs()
+    docs["stale"] = {**FIELDS, "doc_id": DOC, "vector": vector(0.25)}
     copies = sorted(docs)
     # When the entry is deleted
     index.delete(DOC)
@@ -239,30 +230,148 @@ def test_delete_removes_every_copy_and_sends_nothing_when_there_is_none(
     assert [r.path for r in state.requests[sent:]] == ["/agentmem/_search"]
 
 
-def test_a_query_filters_inside_the_knn_search_and_keeps_the_newest_copy_of_each_document(
+def test_a_query_on_a_missing_index_answers_nothing_and_creates_it(
     fake: tuple[FakeOpenSearch, str], index: OpenSearchIndex
 ) -> None:
     state, _ = fake
-    index.setup()
-    docs = state.indices["agentmem"]["docs"]
-    docs["a"] = {**FIELDS, "doc_id": DOC, "version": 1}
-    docs["b"] = {**FIELDS, "doc_id": DOC, "version": 3, "content": "newest"}
-    docs["c"] = {**FIELDS, "doc_id": "entry/acct_1/company//other", "name": "other"}
-    hits = index.query("refund", vector(0.1), {"account": "acct_1", "user": ["", "ana"], "name": "refund-policy"}, 5)
-    body = state.requests[-1].json()
-    terms = [
-        {"terms": {"account": ["acct_1"]}}, {"terms": {"user": ["", "ana"]}},
-        {"terms": {"name.keyword": ["refund-policy"]}},
+    # When the API queries a collection the indexer has not written to yet
+    hits = index.query("refund", vector(0.1), {"account": "acct_1"}, 5)
+    # Then it answers no hits rather than failing, and the index is there for the next query
+    assert hits == []
+    assert "agentmem" in state.indices
+    assert index.query("refund", vector(0.1), {"account": "acct_1"}, 5) == []
+    assert [(r.method, r.path) for r in state.requests] == [
+        ("POST", "/agentmem/_search"), ("GET", "/agentmem/_mapping"), ("PUT", "/agentmem"),
+        ("POST", "/agentmem/_search"),
     ]
-    assert body["size"] == 10
-    assert body["_source"] == {"excludes": ["vector"]}
-    assert body["query"]["bool"]["filter"] == terms
-    knn, text = body["query"]["bool"]["should"]
-    assert knn == {"knn": {"vector": {"vector": vector(0.1), "k": 5, "filter": {"bool": {"filter": terms}}}}}
-    assert text == {"multi_match": {"query": "refund", "fields": ["name^2", "description^2", "content^1"]}}
-    # (the fake scores every hit 1.0: ties go by doc_id)
-    assert [(h.doc_id, h.fields["version"]) for h in hits] == [("entry/acct_1/company//other", 1), (DOC, 3)]
+
+
+def test_an_index_deleted_after_setup_is_set_up_again_by_the_next_write(
+    fake: tuple[FakeOpenSearch, str], index: OpenSearchIndex
+) -> None:
+    state, _ = fake
+    index.upsert(DOC, FIELDS, vector(0.25))
+    index.client.indices.delete(index="agentmem")
+    index.upsert(DOC, {**FIELDS, "version": 2}, vector(0.25))
+    assert [d["version"] for d in state.docs().values()] == [2]
+
+
+@pytest.fixture
+def filled(index: OpenSearchIndex) -> OpenSearchIndex:
+    index.upsert_many([
+        entry("refund-policy", "How refunds work", "Refunds are paid back within 14 days."),
+        entry("shipping", "Shipping times", "Parcels leave the warehouse in two days."),
+        entry("ana-diet", "Ana's food", "Ana is vegetarian; no refunds on meals.", user="ana"),
+        entry("holiday", "Office holidays", "Closed on public holidays.", memory="hr"),
+    ])
+    return index
+
+
+def test_a_vector_query_filters_inside_the_knn_clause(
+    fake: tuple[FakeOpenSearch, str], filled: OpenSearchIndex
+) -> None:
+    state, _ = fake
+    query = EMBEDDER.embed_one("refunds paid back")
+    hits = filled.query(None, query, {"account": "acct_1", "memory": "company", "user": ["", "bob"]}, 2)
+    body = state.requests[-1].json()
+    # Then the request is a knn query (no bool around it) with the filters inside it, size with room for copies
+    assert body == {
+        "size": 4, "_source": {"excludes": ["vector"]},
+        "query": {"knn": {"vector": {"vector": query, "k": 2, "filter": {"bool": {"filter": [
+            {"term": {"account": "acct_1"}}, {"term": {"memory": "company"}}, {"terms": {"user": ["", "bob"]}},
+        ]}}}}},
+    }
+    # and the nearest documents that pass the filters come back, without ana's or the hr memory's
+    assert [h.doc_id for h in hits] == ["entry/acct_1/company//refund-policy", "entry/acct_1/company//shipping"]
     assert all("vector" not in h.fields and "doc_id" not in h.fields for h in hits)
+
+
+def test_a_text_query_is_a_multi_match_over_the_weighted_text_fields(
+    fake: tuple[FakeOpenSearch, str], filled: OpenSearchIndex
+) -> None:
+    state, _ = fake
+    hits = filled.query("refund", None, {"account": "acct_1", "name": ["refund-policy", "ana-diet", "shipping"]}, 5)
+    body = state.requests[-1].json()
+    assert body["query"] == {"bool": {
+        "must": [{"multi_match": {"query": "refund", "fields": ["name^3", "description^2", "content"],
+                                  "type": "most_fields", "operator": "or"}}],
+        "filter": [{"term": {"account": "acct_1"}},
+                   {"terms": {"name.keyword": ["refund-policy", "ana-diet", "shipping"]}}],
+    }}
+    # (the english analyzer stems: "refund" finds "refunds"; the name and description weigh more)
+    assert [h.doc_id for h in hits] == ["entry/acct_1/company//refund-policy", "entry/acct_1/company/ana/ana-diet"]
+
+
+def test_text_and_vector_together_are_a_bool_that_should_match_either(
+    fake: tuple[FakeOpenSearch, str], filled: OpenSearchIndex
+) -> None:
+    state, _ = fake
+    query = EMBEDDER.embed_one("parcels warehouse")
+    hits = filled.query("holidays", query, {"memory": "company"}, 1)
+    body = state.requests[-1].json()
+    knn, match = body["query"]["bool"]["should"]
+    assert knn == {"knn": {"vector": {"vector": query, "k": 1, "filter": {"bool": {"filter": [
+        {"term": {"memory": "company"}}]}}}}}
+    assert match["multi_match"]["query"] == "holidays"
+    assert body["query"]["bool"]["minimum_should_match"] == 1
+    assert body["query"]["bool"]["filter"] == [{"term": {"memory": "company"}}]
+    # (the holiday entry matches the words, but it is in another memory)
+    assert [h.doc_id for h in hits] == ["entry/acct_1/company//shipping"]
+
+
+def test_vectors_of_another_embedder_are_not_returned_when_filtered_by_embedder(
+    fake: tuple[FakeOpenSearch, str], index: OpenSearchIndex
+) -> None:
+    # Given the same entry's vector from two embedders (an index half way through a change of embedder)
+    other = HashingEmbedder(DIMENSION)
+    doc_id, fields, mine = entry("refund-policy", "How refunds work", "Refunds are paid back.")
+    index.upsert_many([(doc_id, fields, mine),
+                       ("entry/acct_1/company//old", {**fields, "name": "old", "embedder": "other-model:64"},
+                        other.embed_one("refunds"))])
+    # When a vector query keeps to one embedder's vectors
+    hits = index.query(None, EMBEDDER.embed_one("refunds"), {"embedder": EMBEDDER.name}, 5)
+    # Then only its documents come back
+    assert [(h.doc_id, h.fields["embedder"]) for h in hits] == [(doc_id, EMBEDDER.name)]
+
+
+def test_message_documents_carry_their_own_fields_and_a_journal_query_finds_them(
+    fake: tuple[FakeOpenSearch, str], index: OpenSearchIndex
+) -> None:
+    state, _ = fake
+    where = MessageLocation("acct_1", "support", "ana", "order-42", 7)
+    fields = message_fields(where, "Where is my refund?", "2026-03-02T09:00:00.000000Z", role="user",
+                            embedder=EMBEDDER.name)
+    index.upsert_many([
+        (message_doc_id("acct_1", "support", "ana", "order-42", 7), fields, EMBEDDER.embed_one("Where is my refund?")),
+        *[entry("refund-policy", "How refunds work", "Refunds are paid back.")],
+    ])
+    (stored,) = [d for d in state.docs().values() if d["kind"] == "message"]
+    assert {k: v for k, v in stored.items() if k != "vector"} == {
+        "kind": "message", "account": "acct_1", "agent": "support", "user": "ana", "conversation": "order-42",
+        "seq": 7, "role": "user", "content": "Where is my refund?", "updated_at": "2026-03-02T09:00:00.000000Z",
+        "embedder": EMBEDDER.name, "doc_id": "message/acct_1/support/ana/order-42/7",
+    }
+    # When ana's journal is searched for "refunds" (the entry holding the word is not a message)
+    hits = index.query("refunds", None, journal_filters("acct_1", "support", "ana", "order-42"), 10)
+    assert [location_of(h.fields) for h in hits] == [where]
+    assert index.query("refunds", None, journal_filters("acct_1", "support", "bob", None), 10) == []
+
+
+def test_the_fake_refuses_what_opensearch_would(fake: tuple[FakeOpenSearch, str], index: OpenSearchIndex) -> None:
+    index.setup()
+    for body in (
+        {"query": {"match_phrase": {"content": "refund"}}},  # a clause the adapter does not use
+        {"query": {"bool": {"filter": [{"term": {"content": "refund"}}]}}},  # a term on a text field
+        {"query": {"knn": {"vector": {"vector": [0.1, 0.2], "k": 3}}}},  # the wrong dimension
+        {"query": {"match_all": {}}, "sort": ["version"]},
+    ):
+        with pytest.raises(RequestError) as refused:
+            index.client.search(index="agentmem", body=body)
+        assert refused.value.status_code == 400, body
+    with pytest.raises(RequestError, match="resource_already_exists_exception"):
+        index.client.indices.create(index="agentmem", body=index_body(DIMENSION))
+    with pytest.raises(ValueError, match="dimensions"):
+        index.query(None, [0.1], {}, 3)
 
 
 def test_a_failed_bulk_request_raises(fake: tuple[FakeOpenSearch, str], index: OpenSearchIndex) -> None:
@@ -283,41 +392,69 @@ def test_the_region_comes_from_a_serverless_endpoint() -> None:
 
 
 # -- a real cluster ----------------------------------------------------------------------------------------
+def _eventually(ask: Any, done: Any, seconds: float = 90) -> Any:
+    """Search lags writes by the refresh interval (Serverless has no refresh to ask for): ask until done."""
+    deadline = time.monotonic() + seconds
+    answer = ask()
+    while not done(answer) and time.monotonic() < deadline:
+        time.sleep(2)
+        answer = ask()
+    return answer
+
+
 @pytest.mark.skipif(not os.environ.get("OPENSEARCH_URL"), reason="OPENSEARCH_URL is not set: no real cluster")
 def test_against_a_real_cluster() -> None:
     """OPENSEARCH_URL: an OpenSearch Serverless endpoint (signed with the environment's AWS credentials),
-    or any OpenSearch cluster URL (``https://user:password@host:9200``)."""
+    or any OpenSearch cluster URL (``https://user:password@host:9200``). Makes and deletes its own index."""
     from opensearchpy import OpenSearch
 
     url = os.environ["OPENSEARCH_URL"]
-    embedder = HashingEmbedder(DIMENSION)
     name = f"agentmem-test-{uuid.uuid4().hex[:8]}"
     if region_of(url):
         index = OpenSearchIndex.connect(url, dimension=DIMENSION, index=name)
     else:
         client = OpenSearch(hosts=[url], verify_certs=False, ssl_show_warn=False, timeout=30)
         index = OpenSearchIndex(client, dimension=DIMENSION, index=name)
-    index.setup()
     try:
-        index.upsert(DOC, FIELDS, embedder.embed_one("refunds are paid back"))
-        index.upsert(DOC, {**FIELDS, "version": 2}, embedder.embed_one("refunds are paid back"))
-        other = "entry/acct_1/company//shipping"
-        index.upsert(other, {**FIELDS, "name": "shipping", "content": "Parcels leave in two days."},
-                     embedder.embed_one("parcels leave in two days"))
+        # a query before anything made the index answers nothing, and makes it (with our mapping)
+        assert index.query("refund", EMBEDDER.embed_one("refund"), {"account": "acct_1"}, 5) == []
+        mapping = index.client.indices.get_mapping(index=name)[name]["mappings"]
+        assert mapping["properties"]["vector"]["type"] == "knn_vector"
+        assert mapping["properties"]["content"]["analyzer"] == "english"
+        assert mapping["properties"]["seq"]["type"] == "long"
+        index.setup()  # again: nothing to do
 
-        def query() -> list[Any]:
-            return index.query(None, embedder.embed_one("refunds"), {"account": "acct_1"}, 5)
+        index.upsert(DOC, FIELDS, EMBEDDER.embed_one("refunds are paid back"))
+        where = MessageLocation("acct_1", "support", "ana", "order-42", 3)
+        message = message_doc_id("acct_1", "support", "ana", "order-42", 3)
+        index.upsert_many([
+            (DOC, {**FIELDS, "version": 2}, EMBEDDER.embed_one("refunds are paid back")),
+            entry("shipping", "Shipping times", "Parcels leave the warehouse in two days."),
+            ("entry/acct_1/company//old", {**FIELDS, "name": "old", "embedder": "other-model:64"},
+             EMBEDDER.embed_one("refunds are paid back")),
+            (message, message_fields(where, "Where is my refund?", "2026-03-02T09:00:00.000000Z", role="user",
+                                     embedder=EMBEDDER.name), EMBEDDER.embed_one("Where is my refund?")),
+        ])
+        entries = {"kind": "entry", "account": "acct_1", "embedder": EMBEDDER.name}
 
-        deadline = time.monotonic() + 90  # search lags writes by the refresh interval
-        hits = query()
-        while time.monotonic() < deadline and (len(hits) < 2 or hits[0].fields.get("version") != 2):
-            time.sleep(2)
-            hits = query()
-        assert hits[0].doc_id == DOC and hits[0].fields["version"] == 2
-        index.delete(DOC)
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline and DOC in {h.doc_id for h in query()}:
-            time.sleep(2)
-        assert DOC not in {h.doc_id for h in query()}
+        def by_vector() -> list[Any]:
+            return index.query(None, EMBEDDER.embed_one("refunds"), entries, 5)
+
+        hits = _eventually(by_vector, lambda h: len(h) == 2 and h[0].fields.get("version") == 2)
+        assert [h.doc_id for h in hits] == [DOC, "entry/acct_1/company//shipping"]  # not the other embedder's
+        assert hits[0].fields["version"] == 2
+        # the english analyzer: "refund" finds "refunds"; the name and description weigh more than the content
+        words = index.query("refund", None, {"kind": "entry", "memory": "company"}, 5)
+        assert {h.doc_id for h in words} == {DOC, "entry/acct_1/company//old"}
+        both = index.query("parcels", EMBEDDER.embed_one("refunds"), entries, 5)
+        assert {h.doc_id for h in both} >= {DOC, "entry/acct_1/company//shipping"}
+        anas = journal_filters("acct_1", "support", "ana", None)
+        journal = _eventually(lambda: index.query("refunds", None, anas, 5), lambda h: len(h) == 1)
+        assert [location_of(h.fields) for h in journal] == [where]
+
+        index.delete_many([DOC, message])
+        remaining = _eventually(lambda: {h.doc_id for h in index.query("refund", None, {"account": "acct_1"}, 10)},
+                                lambda ids: DOC not in ids and message not in ids)
+        assert DOC not in remaining and message not in remaining
     finally:
         index.client.indices.delete(index=name)

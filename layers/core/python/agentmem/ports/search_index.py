@@ -18,19 +18,29 @@ FieldType = Literal["text", "keyword", "text+keyword", "float", "long", "date"]
 # What a document may hold, and how each field is indexed. Both adapters refuse anything else, so a
 # field that works embedded works on OpenSearch (whose mapping is strict).
 DOCUMENT_FIELDS: Mapping[str, FieldType] = {
-    "kind": "keyword",  # "entry" (journal messages join with the recall issue)
+    "kind": "keyword",  # ENTRY_KIND or MESSAGE_KIND
     "account": "keyword",
-    "memory": "keyword",
+    "memory": "keyword",  # entries
     "user": "keyword",  # the layer: the user id, or "" (ACCOUNT_LAYER) for the account layer
     "name": "text+keyword",
     "description": "text",
-    "content": "text",
+    "content": "text",  # an entry's content, a message's text
     "category": "keyword",
     "importance": "float",
     "version": "long",
-    "updated_at": "date",
+    "updated_at": "date",  # a message's created_at
     "expires_at": "date",
+    # journal messages (adapters/aws/journal_index.py)
+    "agent": "keyword",
+    "conversation": "keyword",
+    "seq": "long",
+    "role": "keyword",
+    # the embedder that wrote the vector (``Embedder.name``): a vector query filters on it, so vectors of two
+    # embedders are never compared
+    "embedder": "keyword",
 }
+ENTRY_KIND = "entry"
+MESSAGE_KIND = "message"
 TEXT_FIELDS: tuple[str, ...] = tuple(k for k, v in DOCUMENT_FIELDS.items() if v in ("text", "text+keyword"))
 KEYWORD_FIELDS: tuple[str, ...] = tuple(k for k, v in DOCUMENT_FIELDS.items() if v in ("keyword", "text+keyword"))
 # SPEC §6.1: a word in the name or description counts more than one in the content
@@ -87,8 +97,21 @@ class SearchIndex(ABC):
     def upsert(self, doc_id: str, fields: Mapping[str, Any], vector: Sequence[float]) -> None:
         """Create or replace the document. ValueError for a field outside the mapping or a wrong-length vector."""
 
+    def upsert_many(self, docs: Sequence[tuple[str, Mapping[str, Any], Sequence[float]]]) -> None:
+        """``upsert`` of each ``(doc_id, fields, vector)``, in order (a later one of the same ``doc_id``
+        wins). An adapter with a bulk API sends them together; nothing is written when one is invalid."""
+        for fields in (doc[1] for doc in docs):
+            check_document(fields)
+        for doc_id, fields, vector in docs:
+            self.upsert(doc_id, fields, vector)
+
     @abstractmethod
     def delete(self, doc_id: str) -> None: ...
+
+    def delete_many(self, doc_ids: Sequence[str]) -> None:
+        """``delete`` of each; an adapter with a bulk API sends them together."""
+        for doc_id in doc_ids:
+            self.delete(doc_id)
 
     @abstractmethod
     def query(

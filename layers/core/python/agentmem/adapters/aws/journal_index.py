@@ -5,22 +5,25 @@ the DynamoDB conversation store queries them (``search_candidates``) and reads e
 journal itself, so a document that is stale (its conversation purged, or purged and started again) is
 never returned.
 
-The index port's mapping (``ports/search_index.DOCUMENT_FIELDS``) has no message fields yet, so a message
-document uses the entry fields, translated here and nowhere else:
+A message document uses the message fields of the index port's mapping (``ports/search_index.DOCUMENT_FIELDS``),
+built here and nowhere else:
 
-| message | document field | why that one |
-|---|---|---|
-| ``kind`` | ``kind`` = ``message`` | |
-| account | ``account`` | |
-| agent | ``memory`` = ``journal:{agent}`` | keyword; no memory is called ``journal:…``: entry filters miss it |
-| user | ``user`` (``""`` for the account) | as an entry's layer |
-| conversation key | ``category`` | a keyword field that is not text: a key's words are not searchable |
-| seq | ``version`` | a long |
-| text (content and tool name) | ``content`` | the only text field it fills |
-| created_at | ``updated_at`` | a date |
+| message | document field |
+|---|---|
+| | ``kind`` = ``message`` |
+| account | ``account`` |
+| agent | ``agent`` |
+| user | ``user`` (``""`` for the account), as an entry's layer |
+| conversation key | ``conversation`` |
+| seq | ``seq`` |
+| role | ``role`` |
+| text (content and tool name) | ``content``, the text field a journal search reads |
+| created_at | ``updated_at`` |
+| the embedder of its vector | ``embedder`` |
 
-Role, turn and the rest come from the journal when a hit is read back. When the port's mapping gains the
-message fields (agent, conversation, seq, role, text), only this module changes.
+No entry field is filled (no ``memory``, ``name`` or ``version``): a query filtered on a memory never meets a
+message, and a journal query filters on ``kind``. Turn and the rest come from the journal when a hit is
+read back.
 """
 
 from __future__ import annotations
@@ -31,10 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...domain.models import ACCOUNT_LAYER
-from ...ports.search_index import Filters
-
-MESSAGE_KIND = "message"
-AGENT_SCOPE_PREFIX = "journal:"
+from ...ports.search_index import MESSAGE_KIND, Filters
 
 
 @dataclass(frozen=True)
@@ -58,18 +58,26 @@ def searchable_text(content: str, tool_name: str | None = None) -> str:
     return f"{content}\n{tool_name}" if tool_name else content
 
 
-def message_fields(where: MessageLocation, text: str, created_at: str) -> dict[str, Any]:
+def message_fields(
+    where: MessageLocation, text: str, created_at: str, *, role: str | None = None, embedder: str | None = None
+) -> dict[str, Any]:
+    """The document of the message at ``where``: ``text`` is its ``searchable_text``; ``embedder`` the name
+    of the embedder that made its vector."""
     fields: dict[str, Any] = {
         "kind": MESSAGE_KIND,
         "account": where.account_id,
-        "memory": AGENT_SCOPE_PREFIX + where.agent,
+        "agent": where.agent,
         "user": where.user_id if where.user_id is not None else ACCOUNT_LAYER,
-        "category": where.key,
-        "version": where.seq,
+        "conversation": where.key,
+        "seq": where.seq,
         "content": text,
     }
+    if role:
+        fields["role"] = role
     if created_at:
         fields["updated_at"] = created_at
+    if embedder:
+        fields["embedder"] = embedder
     return fields
 
 
@@ -77,26 +85,25 @@ def journal_filters(account_id: str, agent: str, user_id: str | None, conversati
     filters: dict[str, str] = {
         "kind": MESSAGE_KIND,
         "account": account_id,
-        "memory": AGENT_SCOPE_PREFIX + agent,
+        "agent": agent,
         "user": user_id if user_id is not None else ACCOUNT_LAYER,
     }
     if conversation is not None:
-        filters["category"] = conversation
+        filters["conversation"] = conversation
     return filters
 
 
 def location_of(fields: Mapping[str, Any]) -> MessageLocation | None:
     """The message a document of kind ``message`` stands for (None for any other document)."""
-    scope = str(fields.get("memory") or "")
-    if fields.get("kind") != MESSAGE_KIND or not scope.startswith(AGENT_SCOPE_PREFIX):
+    if fields.get("kind") != MESSAGE_KIND:
         return None
     try:
-        seq = int(fields["version"])
-        account_id, key = str(fields["account"]), str(fields["category"])
+        seq = int(fields["seq"])
+        account_id, agent, key = str(fields["account"]), str(fields["agent"]), str(fields["conversation"])
     except (KeyError, TypeError, ValueError):
         return None
     user = str(fields.get("user") or "")
-    return MessageLocation(account_id, scope[len(AGENT_SCOPE_PREFIX):], user or None, key, seq)
+    return MessageLocation(account_id, agent, user or None, key, seq)
 
 
 _WORD_START = r"(?<![^\W_])"  # not preceded by a letter or a digit

@@ -78,8 +78,14 @@ class LazySearchIndex(SearchIndex):
     def upsert(self, doc_id: str, fields: Mapping[str, Any], vector: Sequence[float]) -> None:
         self._index().upsert(doc_id, fields, vector)
 
+    def upsert_many(self, docs: Sequence[tuple[str, Mapping[str, Any], Sequence[float]]]) -> None:
+        self._index().upsert_many(docs)
+
     def delete(self, doc_id: str) -> None:
         self._index().delete(doc_id)
+
+    def delete_many(self, doc_ids: Sequence[str]) -> None:
+        self._index().delete_many(doc_ids)
 
     def query(
         self, text: str | None, vector: Sequence[float] | None, filters: Filters, k: int
