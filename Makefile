@@ -19,13 +19,13 @@ $(VENV)/bin/python:
 
 # what the service needs to run (the embedded backend): small and quick
 $(RUN_STAMP): pyproject.toml | $(VENV)/bin/python
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[embedded]"
 	rm -f $(VENV)/.run-installed-*
 	touch $(RUN_STAMP)
 
 # everything the checks need: the AWS extras, the CDK, linters, test tools
 $(STAMP): pyproject.toml | $(VENV)/bin/python
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[dev,aws]"
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[dev,aws,embedded]"
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP) $(RUN_STAMP)
 

@@ -51,6 +51,7 @@ class DeploymentConfig:
     search_standby_replicas: Literal["ENABLED", "DISABLED"] = "ENABLED"
     workspace_cors_origins: tuple[str, ...] = ("*",)
     embedding_model_id: str = "amazon.titan-embed-text-v2:0"
+    embedding_dimension: int = 512  # Titan Text Embeddings V2: 256, 512 or 1024
     summary_model_id: str = "amazon.nova-micro-v1:0"
     api_memory_mb: int = 1024
     mcp_memory_mb: int = 1024  # the MCP function (POST /v1/mcp): it imports the MCP SDK on a cold start
@@ -81,6 +82,8 @@ class DeploymentConfig:
             )
         if self.search_standby_replicas not in ("ENABLED", "DISABLED"):
             raise InfraConfigError("agentmem:searchStandbyReplicas is ENABLED or DISABLED")
+        if self.embedding_dimension not in (256, 512, 1024):
+            raise InfraConfigError("agentmem:embeddingDimension is 256, 512 or 1024 (Titan Text Embeddings V2)")
         if not 0 <= self.authorizer_cache_seconds <= 3600:
             raise InfraConfigError("agentmem:authorizerCacheSeconds is between 0 and 3600")
 

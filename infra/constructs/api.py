@@ -152,6 +152,7 @@ class AgentmemApi(Construct):
         # the agent tools read and save entries in the table (search included) and count usage there;
         # they touch no bucket, state machine, collection or model
         grant_table(mcp, table, TABLE_READ + TABLE_WRITE)
+        grant_bedrock_model(mcp, self.config.embedding_model_id)  # its memory__search embeds the query
         return mcp
 
     def _build_authorizer_function(

@@ -37,7 +37,10 @@ class StatelessStack(Stack):
             "AGENTMEM_JOURNAL_BUCKET": shared.journal_bucket.bucket_name,
             "AGENTMEM_WORKSPACE_BUCKET": shared.workspace_bucket.bucket_name,
             "AGENTMEM_OPENSEARCH_ENDPOINT": shared.collection_endpoint,
+            # recall's embedder: Titan Text Embeddings V2 on Bedrock (the indexer and the API embed alike)
+            "AGENTMEM_EMBEDDER": "bedrock",
             "AGENTMEM_EMBEDDING_MODEL_ID": config.embedding_model_id,
+            "AGENTMEM_EMBEDDING_DIMENSION": str(config.embedding_dimension),
             "AGENTMEM_SUMMARY_MODEL_ID": config.summary_model_id,
         })
 
@@ -60,7 +63,8 @@ class StatelessStack(Stack):
         )
         self.search_access = SearchAccess(
             self, "SearchAccess", collection_name=shared.collection_name, collection_arn=shared.collection_arn,
-            readers=[self.api.handler.role], writers=[self.indexer.indexer.role],
+            # the MCP function recalls too (memory__search is hybrid): it reads the index like the API
+            readers=[self.api.handler.role, self.api.mcp_handler.role], writers=[self.indexer.indexer.role],
         )
         self.monitoring = self._build_monitoring(config)
         self._build_outputs()

@@ -221,9 +221,11 @@ class World:
         user: str | None = None,
         limit: int | None = None,
         memory: str | None = None,
+        mode: str = "keyword",
     ) -> list[Entry]:
+        """The word rules of SPEC §6.1 unless another mode is asked for (recall's own tests ask)."""
         ranked = self.container.entries.search(
-            principal or self.account, memory or self.memory, query, user=user, limit=limit
+            principal or self.account, memory or self.memory, query, user=user, limit=limit, mode=mode
         )
         return [r.entry for r in ranked]
 

@@ -153,9 +153,12 @@ def test_equivalent_calls_of_both_dialects_store_and_find_the_same(world: World,
     assert statuses == [200] * 6 + [200 if user else 422, 409, 422] + [200] * 8 + [404, 409, 200], statuses
     searches = [a["result"]["items"] for a in answers["noclick"] if "items" in a.get("result", {})]
     found = [[item["name"] for item in items] for items in searches]
-    # (one word each, then ranked by importance: faq 1.0, plan 0.8, refunds 0.6, tone 0.4)
-    assert found == [["plan"], ["refunds"], ["faq", "tone"], ["refunds"], ["plan"], ["faq", "plan", "refunds", "tone"],
-                     ["faq", "plan"]], found
+    # (the tools recall in hybrid mode: which entries is the word rules' — "billing" finds "billed" by its stem —
+    # and where several hold as many words, meaning and importance order them, the same way in both dialects)
+    assert [sorted(names) for names in found] == [
+        ["plan"], ["refunds"], ["faq", "plan", "tone"], ["refunds"], ["plan"], ["faq", "plan", "refunds", "tone"],
+        ["faq", "plan"]], found
+    assert found[2][:2] == ["faq", "tone"]  # two words each before plan's one
     assert {item["user_id"] for item in answers["noclick"][14]["result"]["items"]} == {user}
 
     # And the store holds the same entries, versions and history rows on both sides, field by field

@@ -631,7 +631,7 @@ def test_journal_search_finds_this_users_conversations_with_this_agent_only(worl
     assert hits(world.account, "ana", conversation="c2") == {("c2", 1)}
     assert hits(world.account, "bob") == {("b1", 1)}
     assert hits(world.account, None) == {("a1", 1)}
-    found = service.search(world.account, AGENT, "1001", user="ana")
+    found = service.search(world.account, AGENT, "1001", user="ana", mode="keyword")
     assert [(h.conversation, h.seq, h.role) for h in found] == [("c1", 1, "user")]
     assert "Invoice 1001" in found[0].snippet
     # another tenant does not even see the agent
@@ -647,12 +647,14 @@ def test_journal_search_pages_with_a_cursor_of_its_own(world: World, jobs: PassR
     Chat(world, "c1").say(*[user(f"Invoice {1000 + n} is late.") for n in range(15)])
     Chat(world, "c2").say(*[user(f"Was invoice {2000 + n} paid?") for n in range(10)])
     service = world.container.conversations
-    whole, last = service.search_page(world.account, AGENT, "invoice", user="ana", limit=100)
+    first = service.search_page(world.account, AGENT, "invoice", user="ana", limit=100)
+    whole, last = first.items, first.next_cursor
     assert len(whole) == 25 and last is None
     # When they are read 10 at a time, following next_cursor
     pages, cursor = [], None
     while True:
-        hits, cursor = service.search_page(world.account, AGENT, "invoice", user="ana", limit=10, cursor=cursor)
+        page = service.search_page(world.account, AGENT, "invoice", user="ana", limit=10, cursor=cursor)
+        hits, cursor = page.items, page.next_cursor
         pages.append(hits)
         if cursor is None:
             break
@@ -660,7 +662,7 @@ def test_journal_search_pages_with_a_cursor_of_its_own(world: World, jobs: PassR
     assert [len(p) for p in pages] == [10, 10, 5]
     assert [(h.conversation, h.seq) for p in pages for h in p] == [(h.conversation, h.seq) for h in whole]
     # and a cursor is refused by another search, or when it is not one this service gave
-    _, second = service.search_page(world.account, AGENT, "invoice", user="ana", limit=10)
+    second = service.search_page(world.account, AGENT, "invoice", user="ana", limit=10).next_cursor
     assert second is not None
     for query, options in (("late", {}), ("invoice", {"conversation": "c1"})):
         refused = status(lambda q=query, o=options: service.search_page(

@@ -217,8 +217,9 @@ def test_search_pages_follow_the_cursor_to_the_end_without_repeats(world: World)
     pages: list[list[str]] = []
     cursor: str | None = None
     while True:
-        ranked, cursor = entries.search_page(world.account, world.memory, "invoice", limit=10, cursor=cursor)
-        pages.append([r.entry.name for r in ranked])
+        page = entries.search_page(world.account, world.memory, "invoice", limit=10, cursor=cursor, mode="keyword")
+        cursor = page.next_cursor
+        pages.append([r.entry.name for r in page.items])
         if cursor is None:
             break
 

@@ -123,7 +123,7 @@ def test_save_search_read_delete_in_a_users_conversation(client: agentmem.Client
     assert stored(client, "user_42") == ["plan"] and stored(client) == []
 
     found = run(client, "memory__search", {"query": "plan"}, user="user_42")
-    assert [i["name"] for i in found["result"]["items"]] == ["plan"] and found["result"]["mode"] == "keyword"
+    assert [i["name"] for i in found["result"]["items"]] == ["plan"] and found["result"]["mode"] == "hybrid"
     read = run(client, "memory__read", {"name": "plan"}, user="user_42")
     assert read["result"]["entry"]["content"] == "Team plan, yearly." and read["result"]["also_in"] == []
     deleted = run(client, "memory__delete", {"name": "plan", "version": 1}, user="user_42")

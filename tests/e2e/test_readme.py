@@ -59,7 +59,7 @@ def test_the_curl_example_runs(served: dict[str, str]) -> None:
     assert result.returncode == 0, result.stderr
     assert 'ETag: "1"' in result.stdout
     assert '"version":2' in result.stdout
-    assert '"mode":"keyword"' in result.stdout
+    assert '"mode":"hybrid"' in result.stdout
 
 
 def test_the_cli_examples_run(served: dict[str, str]) -> None:

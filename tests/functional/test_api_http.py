@@ -316,8 +316,8 @@ def test_search_finds_words_and_prefixes_with_mode(server: Server, http: request
     assert save(http, server, memory, "shipping", {"content": "We ship refunds by mail too.",
                                                    "description": "shipping"}).status_code == 201
     assert save(http, server, memory, "weather", {"content": "It rains.", "description": "weather"}).status_code == 201
-    # When "refund" is searched
-    response = http.get(server.url(f"/v1/memories/{memory}/search"), params={"q": "refund"})
+    # When "refund" is searched by the word rules
+    response = http.get(server.url(f"/v1/memories/{memory}/search"), params={"q": "refund", "mode": "keyword"})
     # Then both refund entries come back (prefix match), the name/description hit first, with content
     assert response.status_code == 200, response.text
     body = response.json()
@@ -330,7 +330,8 @@ def test_search_finds_words_and_prefixes_with_mode(server: Server, http: request
     assert isinstance(first["score"], (int, float))
     assert body["items"][0]["score"] > body["items"][1]["score"]
     # And limit caps the results
-    capped = http.get(server.url(f"/v1/memories/{memory}/search"), params={"q": "refund", "limit": 1})
+    capped = http.get(server.url(f"/v1/memories/{memory}/search"), params={"q": "refund", "limit": 1,
+                                                                           "mode": "keyword"})
     assert [e["name"] for e in capped.json()["items"]] == ["refund-policy"]
 
 
@@ -433,7 +434,7 @@ def test_user_key_acts_only_for_its_user(server: Server, http: requests.Session,
     assert carol.post(server.url("/v1/keys")).status_code == 403
     assert carol.get(server.url("/v1/usage")).status_code == 403
     # And her search sees the account's entry and her own
-    found = carol.get(server.url(f"/v1/memories/{memory}/search"), params={"q": "milk all"}).json()["items"]
+    found = carol.get(server.url(f"/v1/memories/{memory}/search"), params={"q": "milk note"}).json()["items"]
     assert {(e["name"], e["user_id"]) for e in found} == {("todo", "carol"), ("shared-note", None)}
     carol.close()
 

@@ -534,7 +534,7 @@ add("agents.search-q-missing", _with(AGENT_SEARCH, params={}, field="q"))
 for limit in ("0", "101", "-1", "abc", "1.5", ""):
     add(f"agents.search-limit-{limit or 'empty'}", _with(AGENT_SEARCH, params={**SEARCH, "limit": limit},
                                                          field="limit"))
-for name, value in {"cursor": "zzz", "mode": "semantic", "surface": "moon"}.items():
+for name, value in {"cursor": "zzz", "mode": "fuzzy", "surface": "moon"}.items():
     add(f"agents.search-{name}-{value}", _with(AGENT_SEARCH, params={**SEARCH, name: value}, field=name))
 for name, value in {"dialect": "klingon", "format": "xml", "surface": "moon"}.items():
     add(f"tools.list-{name}-{value}", _with(_valid("tools.list"), params={name: value}, field=name))

@@ -99,13 +99,30 @@ def test_collection_data_access_policy_grants_the_api_and_indexer_roles(synthesi
     parts = policy["Properties"]["Policy"]["Fn::Join"][1]
     document = json.loads("".join(p if isinstance(p, str) else p["Fn::GetAtt"][0] for p in parts))
     by_rule = {rule["Description"]: rule for rule in document}
-    (reader,) = by_rule["read"]["Principal"]
+    readers = sorted(by_rule["read"]["Principal"])
     (writer,) = by_rule["index"]["Principal"]
-    assert reader.startswith("ApiRole") and writer.startswith("IndexerRole")
+    # the API and the MCP function recall (read); only the indexer writes
+    assert len(readers) == 2 and readers[0].startswith("ApiMcpRole") and readers[1].startswith("ApiRole")
+    assert writer.startswith("IndexerRole")
     index_rules = [r for r in by_rule["index"]["Rules"] if r["ResourceType"] == "index"]
     assert "aoss:WriteDocument" in index_rules[0]["Permission"]
     read_rules = [r for r in by_rule["read"]["Rules"] if r["ResourceType"] == "index"]
     assert "aoss:WriteDocument" not in read_rules[0]["Permission"]
+
+
+def test_both_roles_may_set_up_the_collections_indexes(synthesis: Any) -> None:
+    # Given the data-access policy: nothing creates the index by hand, the first caller that finds it missing
+    # (the indexer before its first write, the API on a query) creates it or adds the fields it lacks
+    (policy,) = synthesis.resources("Stateless", "AWS::OpenSearchServerless::AccessPolicy").values()
+    parts = policy["Properties"]["Policy"]["Fn::Join"][1]
+    document = json.loads("".join(p if isinstance(p, str) else p["Fn::GetAtt"][0] for p in parts))
+    setup = {"aoss:CreateIndex", "aoss:DescribeIndex", "aoss:UpdateIndex"}
+    for rule in document:
+        (index_rule,) = [r for r in rule["Rules"] if r["ResourceType"] == "index"]
+        # Then each role may create, describe and update the indexes of this collection, and no other's
+        assert setup <= set(index_rule["Permission"]), rule["Description"]
+        assert index_rule["Resource"] == ["index/agentmem/*"]
+        assert "aoss:DeleteIndex" not in index_rule["Permission"]
 
 
 def test_moto_creates_the_same_state_machine_from_the_exported_definition() -> None:

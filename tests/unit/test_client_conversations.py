@@ -364,7 +364,7 @@ def test_journal_search_finds_messages_by_words_in_one_or_every_conversation(sup
     assert [(h.conversation, h.seq, h.role) for h in everywhere[:2]] in (
         [("billing", 1, "user"), ("billing", 2, "assistant")], [("billing", 2, "assistant"), ("billing", 1, "user")])
     assert {h.conversation for h in everywhere} == {"billing", "shipping"}
-    assert everywhere[0].score == 1.0 and "invoice" in everywhere[0].snippet.lower()
+    assert 0 < everywhere[-1].score <= everywhere[0].score <= 1 and "invoice" in everywhere[0].snippet.lower()
     assert [(h.conversation, h.seq) for h in in_one] == [("shipping", 1)]
     assert support.search_messages("invoice", user="user_42", conversation="billing", limit=1)[0].conversation == (
         "billing")

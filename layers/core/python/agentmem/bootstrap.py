@@ -8,9 +8,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .domain.clock import Clock, iso, utcnow
+from .domain.recall import Calibration
 from .ports.accounts import AccountStore
 from .ports.agents import AgentStore
 from .ports.blobs import BlobStore
@@ -27,6 +28,7 @@ from .services.agents import AgentService
 from .services.entries import EntryService
 from .services.keys import DEFAULT_ACCOUNT, KeyService
 from .services.memories import MemoryService
+from .services.recall import SemanticSide
 from .services.usage import UsageMeter
 from .settings import Settings, load_settings
 
@@ -53,7 +55,7 @@ class Stores:
 class Adapters:
     """Blobs, jobs and the search index: what the conversations, workspaces and recall services use."""
 
-    embedder: Embedder
+    embedder: Embedder | None  # None: the semantic side is off
     journal: BlobStore
     workspaces: BlobStore
     search_index: SearchIndex | None = None  # None: recall answers in keyword mode
@@ -132,7 +134,7 @@ class Container:
 
     def require_adapters(self) -> Adapters:
         if self.adapters is None:
-            self.adapters = build_adapters(self.settings)
+            self.adapters = build_adapters(self.settings, db=getattr(self.stores.entries, "db", None))
         return self.adapters
 
     @property
@@ -140,7 +142,7 @@ class Container:
         return self.require_adapters().search_index
 
     @property
-    def embedder(self) -> Embedder:
+    def embedder(self) -> Embedder | None:
         return self.require_adapters().embedder
 
     def sweep(self) -> dict[str, int]:
@@ -193,11 +195,49 @@ def build_stores(settings: Settings, *, create_resources: bool = False) -> Store
     )
 
 
-def build_adapters(settings: Settings, *, create_resources: bool = False) -> Adapters:
-    """Blob stores, jobs and the search index of the configured backend (imported only when used)."""
-    from .adapters.embedded.embedder import HashingEmbedder
+def build_embedder(settings: Settings) -> Embedder | None:
+    """The embedder the settings choose (SPEC §6.2); None when the semantic side is off."""
+    dimension = settings.embedding_dimension
+    if settings.embedder == "none":
+        return None
+    if settings.embedder == "wordllama":
+        from .adapters.embedded.wordllama_embedder import WordLlamaEmbedder
 
-    embedder = HashingEmbedder()
+        return WordLlamaEmbedder(dimension or 256)
+    if settings.embedder == "hashing":
+        from .adapters.embedded.embedder import HashingEmbedder
+
+        return HashingEmbedder(dimension or 256)
+    if settings.embedder == "bedrock":
+        from .adapters.aws.bedrock_embedder import BedrockTitanEmbedder
+
+        return BedrockTitanEmbedder(settings.embedding_model_id, dimension=dimension or 512)
+    from .adapters.openai_embedder import OpenAICompatibleEmbedder
+
+    if not settings.embedding_url or not settings.embedding_model or not dimension:
+        raise ValueError("AGENTMEM_EMBEDDER=openai needs AGENTMEM_EMBEDDING_URL, AGENTMEM_EMBEDDING_MODEL and "
+                         "AGENTMEM_EMBEDDING_DIMENSION")
+    return OpenAICompatibleEmbedder(settings.embedding_url, settings.embedding_model,
+                                    api_key=settings.embedding_api_key, dimension=dimension)
+
+
+# how each embedder's cosine similarities read (domain/recall.py's floor and ceiling), from bench/recall_quality.py
+_CALIBRATION = {"wordllama": (0.05, 0.45), "hashing": (0.15, 0.65), "bedrock": (0.1, 0.6), "openai": (0.2, 0.7)}
+
+
+def build_calibration(settings: Settings) -> Calibration:
+    floor, ceiling = _CALIBRATION.get(settings.embedder, (0.15, 0.65))
+    return Calibration(
+        floor=settings.recall_floor if settings.recall_floor is not None else floor,
+        ceiling=settings.recall_ceiling if settings.recall_ceiling is not None else ceiling,
+        keyword_weight=settings.recall_keyword_weight, min_score=settings.recall_min_score,
+        fusion=settings.recall_fusion,
+    )
+
+
+def build_adapters(settings: Settings, *, create_resources: bool = False, db: Any = None) -> Adapters:
+    """Blob stores, jobs and the search index of the configured backend (imported only when used)."""
+    embedder = build_embedder(settings)
     if settings.backend == "aws":
         import boto3
 
@@ -215,7 +255,7 @@ def build_adapters(settings: Settings, *, create_resources: bool = False) -> Ada
 
             jobs = StepFunctionsJobs(settings.state_machine_arn, boto3_session=session)
         index: SearchIndex | None = None
-        if settings.opensearch_endpoint:
+        if settings.opensearch_endpoint and embedder is not None:
             from .adapters.aws.opensearch import OpenSearchIndex
 
             index = OpenSearchIndex.connect(
@@ -226,7 +266,7 @@ def build_adapters(settings: Settings, *, create_resources: bool = False) -> Ada
         return Adapters(embedder=embedder, journal=journal, workspaces=workspaces, search_index=index, jobs=jobs)
     from .adapters.embedded.blobs import FileBlobStore
     from .adapters.embedded.links import LinkSigner, load_secret
-    from .adapters.embedded.search_index import InMemorySearchIndex
+    from .adapters.embedded.vector_index import SqliteVectorIndex
 
     blobs = settings.data_dir / "blobs"
     links = LinkSigner(load_secret(settings.data_dir), base_url=settings.public_url or "")
@@ -234,7 +274,7 @@ def build_adapters(settings: Settings, *, create_resources: bool = False) -> Ada
         embedder=embedder,
         journal=FileBlobStore(blobs / "journal"),
         workspaces=FileBlobStore(blobs / "workspaces", links=links),
-        search_index=InMemorySearchIndex(embedder.dimension),
+        search_index=SqliteVectorIndex(db, embedder) if db is not None and embedder is not None else None,
     )
 
 
@@ -262,6 +302,11 @@ def build_container(
         usage=UsageMeter(stores.usage, clock),
         adapters=adapters,
     )
+    # recall's semantic side: the embedder and the index, built on first use (a cold start that never recalls
+    # never loads a model)
+    entries.calibration = build_calibration(settings)
+    entries.semantic = SemanticSide(lambda: container.embedder, lambda: container.search_index,
+                                    entries.calibration, deadline_s=settings.recall_deadline_ms / 1000)
     # purging an agent takes its conversations; deleting a checkpoint forgets what it covered
     agents.purge_hooks.append(lambda record: container.conversations.purge_agent(record))
     agents.purge_hooks.append(lambda record: container.workspaces.purge_agent(record))

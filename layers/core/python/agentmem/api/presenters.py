@@ -80,6 +80,13 @@ def page(items: list[dict[str, Any]], next_cursor: str | None = None, **extra: A
     return {"items": items, "next_cursor": next_cursor, **extra}
 
 
+def search_page(
+    items: list[dict[str, Any]], next_cursor: str | None, mode: str, fallback: str | None
+) -> dict[str, Any]:
+    """A search's answer (SPEC §6.2): the mode that answered, and why it fell back to keyword when it did."""
+    return page(items, next_cursor, mode=mode, **({"fallback": fallback} if fallback else {}))
+
+
 def agent_json(agent: AgentRecord) -> dict[str, Any]:
     return {
         "name": agent.name,

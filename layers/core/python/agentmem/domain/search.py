@@ -1,47 +1,74 @@
 """The word rules of SPEC §6.1, as a pure ranking over candidate entries.
 
-An entry matches when its name, description or content holds any query word
-(a query word also matches the longer words it starts), or when its name or
-description holds the whole query. Ranking, best first:
+An entry matches when its name, description or content holds any query word (a query word also matches
+the longer words it starts, and every word of its stem: ``refunding`` finds ``refund``), or when its name
+or description holds the whole query. Stop words ("when", "did") are not query words unless the query has
+nothing else (``domain/text.py``). Ranking, best first:
 
 1. more distinct query words held (anywhere);
 2. more of them held in the name or description;
 3. the whole query found in the name or description;
-4. higher importance, then newest.
+4. BM25 over the searched layers, name (×3) and description (×2) above content: rarer words, held more
+   often in shorter entries, rank higher;
+5. higher importance, then newest, then name (a stable order).
 
-Stores may pre-filter candidates any way they like (FTS, a layer query) as
-long as they return every entry that can match; this module decides.
+Each step is worth less than one notch of the step before, so the order is lexicographic; the score is
+that one number. Stores may pre-filter candidates any way they like (FTS, a layer query) as long as they
+return every entry that can match; this module decides.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from .errors import InvalidError
 from .models import Entry
+from .text import query_words, stem, words
 
-_WORD = re.compile(r"[^\W_]+")
-
-
-def query_words(query: str) -> list[str]:
-    """Distinct lower-cased words of a query, in order."""
-    seen: dict[str, None] = {}
-    for word in _WORD.findall(query.lower()):
-        seen.setdefault(word, None)
-    return list(seen)
+FIELD_WEIGHTS = {"name": 3.0, "description": 2.0, "content": 1.0}
+PREFIX_WEIGHT = 0.5  # a word the query word only starts ("ref" → "refund") counts half a stem match
+K1 = 1.2
+B = 0.75
 
 
-def _prefix_pattern(words: list[str]) -> re.Pattern[str]:
-    # A query word matches at the start of a word of the text: not preceded by a letter or digit.
-    alternatives = "|".join(sorted((re.escape(w) for w in words), key=len, reverse=True))
-    return re.compile(rf"(?<![^\W_])(?:{alternatives})")
+MAX_QUERY = 1000
+
+
+def check_query(query: object, field: str = "q") -> str:
+    """A search query: at least one character that is not a space, at most 1,000 characters."""
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidError(f"{field} (the query) must hold at least one word", field=field)
+    if len(query) > MAX_QUERY:
+        raise InvalidError(f"{field} (the query) is longer than 1,000 characters", field=field)
+    return query
 
 
 @dataclass(frozen=True)
 class Ranked:
     entry: Entry
     score: float
+
+
+def bm25_weight(tf: float, length: float, average: float, df: int, total: int) -> float:
+    """One term's BM25 weight in one document (Robertson–Spärck Jones idf, never negative)."""
+    if tf <= 0:
+        return 0.0
+    idf = math.log(1.0 + (total - df + 0.5) / (df + 0.5))
+    norm = K1 * (1.0 - B + B * length / average) if average > 0 else K1
+    return idf * tf * (K1 + 1.0) / (tf + norm)
+
+
+class _Analysed:
+    """One entry's words and stems per field."""
+
+    __slots__ = ("fields", "length")
+
+    def __init__(self, entry: Entry) -> None:
+        raw = {"name": entry.name, "description": entry.description, "content": entry.content or ""}
+        self.fields = {name: [(w, stem(w)) for w in words(text)] for name, text in raw.items()}
+        self.length = sum(FIELD_WEIGHTS[f] * len(ws) for f, ws in self.fields.items())
 
 
 class Query:
@@ -51,43 +78,82 @@ class Query:
         self.text = text
         self.whole = " ".join(text.lower().split())
         self.words = query_words(text)
-        self._pattern = _prefix_pattern(self.words) if self.words else None
+        self.terms = [stem(w) for w in self.words]
+
+    def _tf(self, field: list[tuple[str, str]], word: str, term: str) -> float:
+        count = 0.0
+        for raw, stemmed in field:
+            if stemmed == term:
+                count += 1.0
+            elif raw.startswith(word):
+                count += PREFIX_WEIGHT
+        return count
 
     def held(self, text: str) -> set[str]:
-        """The query words ``text`` holds (a query word also matches the longer words it starts)."""
-        if self._pattern is None or not text:
+        """The query words ``text`` holds: its stem, or a word it starts."""
+        if not self.words or not text:
             return set()
-        found = set()
-        lowered = text.lower()
-        for match in self._pattern.finditer(lowered):
-            start = match.start()
-            # the alternation picked one word; more than one query word may start here
-            for word in self.words:
-                if lowered.startswith(word, start):
-                    found.add(word)
+        pairs = [(w, stem(w)) for w in words(text)]
+        return {word for word, term in zip(self.words, self.terms, strict=True) if self._tf(pairs, word, term) > 0}
+
+    def _weighted_tfs(self, analysed: _Analysed) -> list[tuple[float, bool]]:
+        """For each query word: its field-weighted term frequency, and whether the name or description holds it."""
+        found = []
+        for word, term in zip(self.words, self.terms, strict=True):
+            tf = 0.0
+            in_meta = False
+            for field, pairs in analysed.fields.items():
+                count = self._tf(pairs, word, term)
+                if count:
+                    tf += FIELD_WEIGHTS[field] * count
+                    in_meta = in_meta or field != "content"
+            found.append((tf, in_meta))
         return found
 
-    def score(self, entry: Entry) -> float | None:
-        """The entry's score, or None when it does not match."""
-        meta = f"{entry.name}\n{entry.description}"
-        in_meta = self.held(meta)
-        # name words are split on . _ - as well ("refund-policy" holds "policy")
-        in_content = self.held(entry.content or "") - in_meta
-        whole = bool(self.whole) and self.whole in meta.lower()
-        held = len(in_meta) + len(in_content)
+    def score(
+        self, entry: Entry, *, df: Sequence[int] | None = None, total: int = 1, average: float = 0.0
+    ) -> float | None:
+        """The entry's score, or None when it does not match. ``df``, ``total`` and ``average`` are the
+        collection's statistics for BM25 (document frequency of each query word, number of entries, mean
+        weighted length); without them every word counts as rare."""
+        analysed = _Analysed(entry)
+        return self._score(entry, analysed, self._weighted_tfs(analysed), df, total, average)
+
+    def _score(
+        self, entry: Entry, analysed: _Analysed, tfs: list[tuple[float, bool]], df: Sequence[int] | None,
+        total: int, average: float,
+    ) -> float | None:
+        held = sum(1 for tf, _ in tfs if tf > 0)
+        in_meta = sum(1 for tf, meta in tfs if tf > 0 and meta)
+        whole = bool(self.whole) and self.whole in f"{entry.name}\n{entry.description}".lower()
         if not held and not whole:
             return None
         n = max(len(self.words), 1)
-        # lexicographic order folded into one number: held words dominate, then meta words, then whole.
-        return held + 0.5 * len(in_meta) / n + (0.25 / n if whole else 0.0)
+        frequencies = df or [1] * len(tfs)
+        bm25 = sum(
+            bm25_weight(tf, analysed.length, average or analysed.length, d, max(total, d))
+            for (tf, _), d in zip(tfs, frequencies, strict=True)
+        )
+        # lexicographic order folded into one number: held words, then words in the name or description,
+        # then the whole query, then BM25 (squashed below the whole query's notch)
+        return held + 0.5 * in_meta / n + (0.25 / n if whole else 0.0) + (0.2 / n) * bm25 / (bm25 + 1.0)
 
-    def rank(self, candidates: Iterable[Entry], limit: int) -> list[Ranked]:
+    def rank(self, candidates: Iterable[Entry], limit: int, *, total: int | None = None) -> list[Ranked]:
+        """The best ``limit`` matching candidates. ``total`` is how many entries the searched layers hold
+        (the candidates are all those holding a query word, so they give each word's document frequency)."""
+        pool = list(candidates)
+        analysed = [_Analysed(entry) for entry in pool]
+        tfs = [self._weighted_tfs(a) for a in analysed]
+        df = [sum(1 for row in tfs if row[i][0] > 0) for i in range(len(self.words))]
+        count = max(total or 0, len(pool), 1)
+        average = sum(a.length for a in analysed) / len(analysed) if analysed else 0.0
         scored = []
-        for entry in candidates:
-            score = self.score(entry)
+        for entry, a, row in zip(pool, analysed, tfs, strict=True):
+            score = self._score(entry, a, row, df, count, average)
             if score is not None:
-                scored.append(Ranked(entry, round(score, 4)))
-        # two stable sorts: newest first, then by score and importance
+                scored.append(Ranked(entry, round(score, 6)))
+        # stable sorts, least significant first: name, newest, then score and importance
+        scored.sort(key=lambda r: (r.entry.memory or "", r.entry.user_id or "", r.entry.name))
         scored.sort(key=lambda r: r.entry.updated_at, reverse=True)
         scored.sort(key=lambda r: (-r.score, -r.entry.importance))
         return scored[:limit]

@@ -42,7 +42,13 @@ def _snippet(text: str | None) -> str:
     return flat if len(flat) <= SNIPPET_CHARS else flat[: SNIPPET_CHARS - 1].rstrip() + "…"
 
 
-def search_result(query: str, ranked: Sequence[Ranked]) -> tuple[dict[str, Any], str]:
+def _answered(mode: str, fallback: str | None) -> dict[str, Any]:
+    return {"mode": mode, **({"fallback": fallback} if fallback else {})}
+
+
+def search_result(
+    query: str, ranked: Sequence[Ranked], mode: str = "hybrid", fallback: str | None = None
+) -> tuple[dict[str, Any], str]:
     items = []
     for hit in ranked:
         e = hit.entry
@@ -52,13 +58,13 @@ def search_result(query: str, ranked: Sequence[Ranked]) -> tuple[dict[str, Any],
             "visibility": e.visibility, "version": e.version, "updated_at": e.updated_at,
         })
     if not ranked:
-        return {"items": items, "mode": "keyword"}, f"No entry matches {query!r}."
+        return {"items": items, **_answered(mode, fallback)}, f"No entry matches {query!r}."
     lines = [f"{len(ranked)} entr{'y' if len(ranked) == 1 else 'ies'} for {query!r}:"]
     for number, hit in enumerate(ranked, 1):
         e = hit.entry
         whose = "account" if e.user_id is None else f"user {e.user_id}"
         lines.append(f"{number}. {e.name} — {e.description} — {e.memory} ({whose}) — {_snippet(e.content)}")
-    return {"items": items, "mode": "keyword"}, "\n".join(lines)
+    return {"items": items, **_answered(mode, fallback)}, "\n".join(lines)
 
 
 def read_result(entry: Entry, memory: str, also_in: Sequence[str]) -> tuple[dict[str, Any], str]:
@@ -103,14 +109,17 @@ def delete_result(entry: Entry, memory: str) -> tuple[dict[str, Any], str]:
     return result, f"Deleted {entry.name!r} (version {entry.version}) from {_layer(memory, entry.user_id)}."
 
 
-def journal_search_result(query: str, hits: Sequence[Any]) -> tuple[dict[str, Any], str]:
+def journal_search_result(
+    query: str, hits: Sequence[Any], mode: str = "hybrid", fallback: str | None = None
+) -> tuple[dict[str, Any], str]:
     """journal_message_search: the messages found, each with its conversation and seq."""
     items = [{"conversation": h.conversation, "seq": h.seq, "role": h.role, "snippet": h.snippet, "score": h.score,
               "created_at": h.created_at} for h in hits]
     if not items:
-        return {"items": [], "mode": "keyword"}, f"No message of these conversations matches {query!r}."
+        return {"items": [], **_answered(mode, fallback)}, f"No message of these conversations matches {query!r}."
     lines = [f"{n}. [{i['conversation']} #{i['seq']}, {i['role']}] {i['snippet']}" for n, i in enumerate(items, 1)]
-    return {"items": items, "mode": "keyword"}, f"{len(items)} messages match {query!r}:\n" + "\n".join(lines)
+    return ({"items": items, **_answered(mode, fallback)},
+            f"{len(items)} messages match {query!r}:\n" + "\n".join(lines))
 
 
 def tool_call_view_result(view: dict[str, Any]) -> tuple[dict[str, Any], str]:

@@ -9,10 +9,12 @@ from ..domain.conversations import AppendResult, ConversationRecord, Conversatio
 
 @dataclass(frozen=True)
 class MessageHit:
-    """A journal search candidate: the message and its conversation."""
+    """A journal search candidate: the message, its conversation, and the store's keyword score (BM25 or the
+    index's own: higher is better; only its order within one answer means anything)."""
 
     conversation: str
     message: Message
+    score: float = 0.0
 
 
 class ConversationStore(ABC):
@@ -63,8 +65,8 @@ class ConversationStore(ABC):
         conversation: str | None = None, limit: int = 200,
     ) -> list[MessageHit]:
         """Messages of the agent's conversations with ``user_id`` (one ``conversation`` when given) that
-        hold a word starting with one of ``words`` — every such message up to ``limit``, newest first;
-        the domain ranks them."""
+        hold a word starting with one of ``words`` (or one of its stems) — the ``limit`` most relevant, best
+        first, chosen by relevance (BM25), never by recency; the domain ranks them."""
 
     @abstractmethod
     def mark_folded(

@@ -15,10 +15,9 @@ from ..domain.clock import iso
 from ..domain.errors import ForbiddenError, NotFoundError, NoUserContextError
 from ..domain.models import Entry, Layer, MemoryRecord, Principal, UpdatedBy
 from ..domain.rules import check_name, check_user_id
-from ..domain.search import Ranked
 from ..domain.surfaces import Surface, SurfaceRules, check_surface, surface_rules
 from .agents import AgentService
-from .entries import EntryService, SaveRequest
+from .entries import EntryService, SaveRequest, SearchPage
 
 
 @dataclass(frozen=True)
@@ -167,8 +166,8 @@ class AgentMemory:
 
     def search(
         self, ctx: CallContext, query: str, *, limit: int | None = None, memory: str | None = None,
-        cursor: str | None = None,
-    ) -> tuple[list[Ranked], str | None]:
+        cursor: str | None = None, mode: str | None = None, min_score: float | None = None,
+    ) -> SearchPage:
         records = [self._target(ctx, memory, write=False)] if memory else self.readable(ctx)
         groups: list[list[Layer]] = []
         for record in records:
@@ -177,7 +176,8 @@ class AgentMemory:
             if record.user_id is None and user is not None:
                 layers.append(Layer(record.account_id, record.name, None))
             groups.append(layers)
-        return self.entries.search_layers(groups, query, limit=limit, cursor=cursor)
+        return self.entries.search_layers(groups, query, limit=limit, cursor=cursor, mode=mode,
+                                          min_score=min_score)
 
     def save(
         self, ctx: CallContext, name: str, request: SaveRequest, memory: str | None = None, *,

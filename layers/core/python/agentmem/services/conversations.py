@@ -23,20 +23,31 @@ from ..domain.conversations import (
 from ..domain.cursor import decode_cursor, encode_cursor
 from ..domain.errors import ForbiddenError, InvalidError, NotFoundError, NotImplementedYetError, UnavailableError
 from ..domain.models import Entry, Layer, Principal
+from ..domain.recall import Fallback, Mode, Signals, check_min_score, check_mode, fuse
 from ..domain.rules import check_limit
-from ..domain.search import Query
+from ..domain.search import Query, check_query
 from ..domain.surfaces import check_surface, surface_rules
 from ..observability import logger
 from ..ports.conversations import ConversationStore
 from ..ports.jobs import Jobs
 from .agent_memory import AgentMemory, CallContext
+from .recall import SemanticAnswer, answered
 
 READ_LIMIT_DEFAULT = 100
 READ_LIMIT_MAX = 1000
 SEARCH_LIMIT_DEFAULT = 10
 SEARCH_LIMIT_MAX = 100
 SNIPPET_CHARS = 160
+SEARCH_CANDIDATES = 200  # the most relevant messages each side offers a search
 PINNED_READ = 20  # candidates read whole for the pinned block (it keeps 10; a few may have expired)
+
+
+@dataclass(frozen=True)
+class JournalPage:
+    items: list[JournalHit]
+    next_cursor: str | None
+    mode: Mode = "keyword"
+    fallback: Fallback | None = None
 
 
 @dataclass(frozen=True)
@@ -190,47 +201,83 @@ class ConversationService:
     def search(
         self, principal: Principal, agent: str, query: str, *, user: str | None = None,
         conversation: str | None = None, limit: int | None = None, surface: str | None = None,
+        mode: str | None = None,
     ) -> list[JournalHit]:
-        """Messages of the agent's conversations with this user, by words (SPEC §4.1): the first page."""
+        """Messages of the agent's conversations with this user, by meaning and words (SPEC §4.1): the first page."""
         return self.search_page(principal, agent, query, user=user, conversation=conversation, limit=limit,
-                                surface=surface)[0]
+                                surface=surface, mode=mode).items
 
     def search_page(
         self, principal: Principal, agent: str, query: str, *, user: str | None = None,
         conversation: str | None = None, limit: int | None = None, surface: str | None = None,
-        cursor: str | None = None,
-    ) -> tuple[list[JournalHit], str | None]:
-        """One page of a journal search, and the cursor of the next (None on the last). The ranking is of
-        the newest matching messages (at most ``search_candidates``' limit), so pages never overlap."""
+        cursor: str | None = None, mode: str | None = None, min_score: float | None = None,
+    ) -> JournalPage:
+        """One page of a journal search, and the cursor of the next (None on the last).
+
+        The store answers its most relevant messages by words (BM25 over stems, never the newest), the
+        semantic index its nearest by meaning; every semantic hit is read back from the journal before it
+        may be returned, and the two lists are fused in ``domain/recall.py``. Pages cut one ranking, so they
+        never overlap."""
         ctx = self.call_context(principal, agent, conversation, user=user, surface=surface)
         self._require_journal_tools(ctx)
         size = check_limit(limit, default=SEARCH_LIMIT_DEFAULT, maximum=SEARCH_LIMIT_MAX)
-        if not isinstance(query, str) or not query.strip():
-            raise InvalidError("q must hold at least one word", field="q")
-        if len(query) > 1000:
-            raise InvalidError("q is longer than 1,000 characters", field="q")
+        check_query(query)
+        wanted_mode = check_mode(mode)
+        floor = check_min_score(min_score)
         compiled = Query(query)
         if not compiled.words:
             raise InvalidError("q must hold at least one word", field="q")
-        candidates = self.store.search_candidates(
-            ctx.principal.account_id, ctx.agent.name, ctx.user, compiled.words, conversation=conversation
-        )
-        hits: list[JournalHit] = []
-        for candidate in candidates:
-            text = message_text(candidate.message)
-            held = compiled.held(text)
-            if not held:
-                continue
-            score = len(held) / len(compiled.words)
-            hits.append(JournalHit(candidate.conversation, candidate.message.seq, candidate.message.role,
-                                   snippet(text, sorted(held)), round(score, 4), candidate.message.created_at))
-        # two stable sorts: newest first, then by score
-        hits.sort(key=lambda h: (h.created_at, h.seq), reverse=True)
-        hits.sort(key=lambda h: -h.score)
         offset = _search_offset(cursor, query, conversation)
+        pool = max(SEARCH_CANDIDATES, 3 * (offset + size))
+        account, agent_name, user_id = ctx.principal.account_id, ctx.agent.name, ctx.user
+        semantic = self._semantic(account, agent_name, user_id, conversation, query, pool, wanted_mode)
+        how = answered(wanted_mode, semantic)
+        found: dict[tuple[str, int], Message] = {}
+        keyword: dict[tuple[str, int], float] = {}
+        if how.mode != "semantic":
+            for hit in self.store.search_candidates(account, agent_name, user_id, compiled.words,
+                                                    conversation=conversation, limit=pool):
+                key = (hit.conversation, hit.message.seq)
+                found[key], keyword[key] = hit.message, hit.score
+        cosine: dict[tuple[str, int], float] = {}
+        if semantic is not None:
+            for near in semantic.hits:
+                key = (str(near.fields.get("conversation")), int(near.fields.get("seq") or 0))
+                if key not in found:
+                    message = self._message_at(ConversationRef(account, agent_name, user_id, key[0]), key[1])
+                    if message is None:
+                        continue  # purged or gone: the journal decides, never the index
+                    found[key] = message
+                cosine[key] = near.score
+        calibration = self.agent_memory.entries.calibration
+        signals = {k: Signals(keyword.get(k), cosine.get(k)) for k in found}
+        hits = []
+        for key, score in fuse(signals, how.mode, calibration, min_score=floor):
+            message = found[key]
+            text = message_text(message)
+            hits.append(JournalHit(key[0], message.seq, message.role, snippet(text, sorted(compiled.held(text))),
+                                   score, message.created_at))
         more = len(hits) > offset + size
         next_cursor = encode_cursor({"offset": offset + size, "q": query, "conversation": conversation})
-        return hits[offset : offset + size], next_cursor if more else None
+        return JournalPage(hits[offset : offset + size], next_cursor if more else None, how.mode, how.fallback)
+
+    def _semantic(
+        self, account: str, agent: str, user: str | None, conversation: str | None, query: str, k: int,
+        mode: Mode,
+    ) -> SemanticAnswer | None:
+        if mode == "keyword":
+            return None
+        side = self.agent_memory.entries.semantic
+        if side is None:
+            return SemanticAnswer([], "not_configured")
+        filters: dict[str, str] = {"kind": "message", "account": account, "agent": agent, "user": user or ""}
+        if conversation is not None:
+            filters["conversation"] = conversation
+        return side.candidates(query, filters, k)
+
+    def _message_at(self, ref: ConversationRef, seq: int) -> Message | None:
+        page = self.store.messages(ref, after=seq - 1, limit=1) if seq > 0 else []
+        return page[0] if page and page[0].seq == seq else None
 
     @staticmethod
     def _require_journal_tools(ctx: CallContext) -> None:

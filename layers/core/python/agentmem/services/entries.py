@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
 
@@ -11,6 +11,7 @@ from ..domain.clock import Clock, iso, utcnow
 from ..domain.cursor import decode_cursor, encode_cursor
 from ..domain.errors import ForbiddenError, InvalidError, NotFoundError
 from ..domain.models import Entry, EntryDraft, HistoryItem, Layer, Page, Principal, SaveResult, UpdatedBy, Visibility
+from ..domain.recall import Calibration, Fallback, Mode, Signals, check_min_score, check_mode, fuse
 from ..domain.rules import (
     CHECKPOINT_PREFIX,
     HISTORY_DAYS,
@@ -29,9 +30,21 @@ from ..domain.rules import (
     check_version,
 )
 from ..domain.screening import decide_write, screen
-from ..domain.search import Query, Ranked
+from ..domain.search import Query, Ranked, check_query
 from ..ports.entries import EntryStore
 from .memories import MemoryService
+from .recall import SemanticAnswer, SemanticSide, answered
+
+
+@dataclass(frozen=True)
+class SearchPage:
+    """One page of a recall: the hits best first, the next page's cursor, the mode that answered, and why it
+    fell back to keyword when it did."""
+
+    items: list[Ranked]
+    next_cursor: str | None
+    mode: Mode = "keyword"
+    fallback: Fallback | None = None
 
 
 @dataclass(frozen=True)
@@ -57,6 +70,8 @@ class EntryService:
         self.clock = clock
         self.layer_limit = layer_limit
         self.checkpoint_deleted: list[Callable[[Layer, Entry], None]] = []
+        self.semantic: SemanticSide | None = None  # recall's semantic side (the composition root sets it)
+        self.calibration = Calibration()
 
     def save(
         self,
@@ -226,48 +241,96 @@ class EntryService:
         return items
 
     def search(
-        self, principal: Principal, memory: str, query: str, *, user: str | None = None, limit: int | None = None
+        self, principal: Principal, memory: str, query: str, *, user: str | None = None, limit: int | None = None,
+        mode: str | None = None,
     ) -> list[Ranked]:
-        """Word search over the layers the caller sees; a user's copy shadows the account's."""
-        return self.search_page(principal, memory, query, user=user, limit=limit)[0]
+        """Recall over the layers the caller sees; a user's copy shadows the account's."""
+        return self.search_page(principal, memory, query, user=user, limit=limit, mode=mode).items
 
     def search_page(
         self, principal: Principal, memory: str, query: str, *, user: str | None = None, limit: int | None = None,
-        cursor: str | None = None,
-    ) -> tuple[list[Ranked], str | None]:
+        cursor: str | None = None, mode: str | None = None, min_score: float | None = None,
+    ) -> SearchPage:
         """One page of a search and the cursor of the next (None on the last page)."""
         acting = acting_user(principal, user)
         record = self.memories.get(principal, memory, acting, counts=False)
-        return self.search_layers([visible_layers(record, acting, principal)], query, limit=limit, cursor=cursor)
+        return self.search_layers([visible_layers(record, acting, principal)], query, limit=limit, cursor=cursor,
+                                  mode=mode, min_score=min_score)
 
     def search_layers(
         self, groups: Sequence[Sequence[Layer]], query: str, *, limit: int | None = None, cursor: str | None = None,
-    ) -> tuple[list[Ranked], str | None]:
-        """One page of a search over memories, each given as the layers the caller sees of it, the
-        user's first: within a memory the user's copy shadows the account's, whether or not it matched."""
+        mode: str | None = None, min_score: float | None = None,
+    ) -> SearchPage:
+        """One page of a recall over memories, each given as the layers the caller sees of it, the user's
+        first: within a memory the user's copy shadows the account's, whether or not it matched.
+
+        Keyword candidates come from the store (read-your-writes), semantic ones from the index; every
+        semantic candidate is read again from the store (layer, expiry, deletion, the current version) before
+        it may be returned, and the two lists are fused in ``domain/recall.py``."""
         size = check_limit(limit, default=SEARCH_LIMIT_DEFAULT, maximum=SEARCH_LIMIT_MAX)
         offset = decode_cursor(cursor) if cursor else 0
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise InvalidError("cursor is not one this service gave out", field="cursor")
-        if not query or not query.strip():
-            raise InvalidError("q (the query) must hold at least one word", field="q")
-        if len(query) > 1000:
-            raise InvalidError("q (the query) is longer than 1,000 characters", field="q")
+        check_query(query)
+        wanted_mode = check_mode(mode)
+        floor = check_min_score(min_score)
         compiled = Query(query)
-        now = iso(self.clock())  # one moment for the candidates and the shadowing check
+        now = iso(self.clock())  # one moment for the candidates, the re-check and the shadowing
         layers = [layer for group in groups for layer in group]
-        candidates = self.store.search_candidates(layers, compiled.words, compiled.whole, now) if layers else []
+        semantic = self._semantic_candidates(layers, query, offset + size) if wanted_mode != "keyword" else None
+        how = answered(wanted_mode, semantic)
+        found: dict[tuple[str, str | None, str], Entry] = {}
+        keyword: dict[tuple[str, str | None, str], float] = {}
+        if how.mode != "semantic" and layers:
+            candidates = self.store.search_candidates(layers, compiled.words, compiled.whole, now)
+            for ranked in compiled.rank(candidates, len(candidates)):
+                key = (ranked.entry.memory or "", ranked.entry.user_id, ranked.entry.name)
+                found[key], keyword[key] = ranked.entry, ranked.score
+        cosine: dict[tuple[str, str | None, str], float] = {}
+        if semantic is not None:
+            allowed = set(layers)
+            for hit in semantic.hits:
+                user = hit.fields.get("user") or None
+                key = (str(hit.fields.get("memory")), user, str(hit.fields.get("name")))
+                layer = Layer(layers[0].account_id, key[0], user)
+                if layer not in allowed:
+                    continue
+                if key not in found:
+                    current = self.store.get(layer, key[2], now)  # the store decides, never the index
+                    if current is None or current.conversation is not None:
+                        continue
+                    found[key] = current
+                cosine[key] = hit.score
+        keep = self._unshadowed(groups, found, now)
+        signals = {k: Signals(keyword.get(k), cosine.get(k), found[k].importance) for k in found if k in keep}
+        fused = fuse(signals, how.mode, self.calibration, min_score=floor)
+        ranked_page = [Ranked(found[k], score) for k, score in fused]
+        more = len(ranked_page) > offset + size
+        return SearchPage(ranked_page[offset : offset + size], encode_cursor(offset + size) if more else None,
+                          how.mode, how.fallback)
+
+    def _semantic_candidates(self, layers: Sequence[Layer], query: str, wanted: int) -> SemanticAnswer:
+        if self.semantic is None:
+            return SemanticAnswer([], "not_configured")
+        if not layers:
+            return SemanticAnswer([])
+        filters = {"kind": "entry", "account": layers[0].account_id,
+                   "memory": sorted({layer.memory for layer in layers}),
+                   "user": sorted({layer.user_key for layer in layers})}
+        return self.semantic.candidates(query, filters, max(3 * wanted, 50))
+
+    def _unshadowed(
+        self, groups: Sequence[Sequence[Layer]], found: Mapping[tuple[str, str | None, str], Entry], now: str,
+    ) -> set[tuple[str, str | None, str]]:
+        """The candidates a user sees: an account entry is hidden by the user's own copy of its name."""
+        keep = set(found)
         for group in groups:
             if len(group) > 1:
                 mine, shared = group[0], group[1]
-                names = [e.name for e in candidates if e.memory == shared.memory and e.user_id is None]
+                names = [k[2] for k in found if k[0] == shared.memory and k[1] is None]
                 held = self.store.existing_names(mine, names, now) if names else set()
-                candidates = [
-                    e for e in candidates if e.memory != shared.memory or e.user_id is not None or e.name not in held
-                ]
-        ranked = compiled.rank(candidates, offset + size + 1)
-        more = len(ranked) > offset + size
-        return ranked[offset : offset + size], encode_cursor(offset + size) if more else None
+                keep -= {(shared.memory, None, name) for name in held}
+        return keep
 
     def _layer(self, principal: Principal, memory: str, user: str | None) -> Layer:
         acting = acting_user(principal, user)

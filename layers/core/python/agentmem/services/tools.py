@@ -77,11 +77,11 @@ class ToolService:
         conversation = call.conversation or ctx.conversation
         try:
             if call.operation == "journal_search":
-                hits = self.conversations.search(
+                found = self.conversations.search_page(
                     principal, ctx.agent.name, call.query or "", user=user, conversation=call.conversation,
                     limit=call.limit, surface=ctx.surface,
                 )
-                return journal_search_result(call.query or "", hits)
+                return journal_search_result(call.query or "", found.items, found.mode, found.fallback)
             if conversation is None:
                 raise InvalidError("journal_tool_call_view needs the conversation (an argument, or the call's)",
                                    field="arguments.conversation")
@@ -131,8 +131,8 @@ class ToolService:
         memory = self.agent_memory
         if call.operation == "search":
             query = call.query or ""
-            ranked, _ = memory.search(ctx, query, limit=call.limit, memory=call.memory)
-            return search_result(query, ranked)
+            page = memory.search(ctx, query, limit=call.limit, memory=call.memory)
+            return search_result(query, page.items, page.mode, page.fallback)
         name = call.name or ""
         if call.operation == "read":
             found = memory.read(ctx, name, call.memory)

@@ -285,13 +285,16 @@ class SqliteConversationStore(ConversationStore):
         scope = (_pair_token(account_id, agent, user_id) if conversation is None
                  else _conversation_token(ConversationRef(account_id, agent, user_id, conversation)))
         match = f"scope : {scope} AND {{content tool_name}} : ({prefix_terms(words)})"
+        # the best by BM25 (FTS5's rank: lower is better; the scope column weighs nothing), newest on a tie
         rows = self.db.connection().execute(
-            f"SELECT c.key, {_MESSAGE_COLUMNS} FROM messages_fts f JOIN messages m ON m.id = f.rowid "
-            "JOIN conversations c ON c.id = m.conversation_id WHERE messages_fts MATCH ? "
-            "ORDER BY f.rowid DESC LIMIT ?",
+            f"SELECT c.key, -f.score AS score, {_MESSAGE_COLUMNS} FROM "
+            "(SELECT rowid, bm25(messages_fts, 0.0, 1.0, 0.5) AS score FROM messages_fts WHERE messages_fts MATCH ? "
+            " ORDER BY score, rowid DESC LIMIT ?) f "
+            "JOIN messages m ON m.id = f.rowid JOIN conversations c ON c.id = m.conversation_id "
+            "ORDER BY f.score, f.rowid DESC",
             (match, limit),
         ).fetchall()
-        return [MessageHit(conversation=r["key"], message=_message(r)) for r in rows]
+        return [MessageHit(conversation=r["key"], message=_message(r), score=float(r["score"])) for r in rows]
 
     def refs_of_user(self, account_id: str, user_id: str) -> list[ConversationRef]:
         return self._refs("account_id=? AND user_key=?", (account_id, user_id))

@@ -52,6 +52,10 @@ class Database:
             try:
                 done = conn.execute("PRAGMA user_version").fetchone()[0]
                 for number, script in enumerate(MIGRATIONS[done:], start=done + 1):
+                    if callable(script):
+                        script(conn)
+                        conn.execute(f"PRAGMA user_version = {number}")
+                        continue
                     for statement in _statements(script):
                         conn.execute(statement)
                     conn.execute(f"PRAGMA user_version = {number}")

@@ -5,7 +5,33 @@
 
 from __future__ import annotations
 
-MIGRATIONS: list[str] = [
+import sqlite3
+from collections.abc import Callable
+
+Migration = str | Callable[[sqlite3.Connection], None]
+
+
+def _stemmed_journal(conn: sqlite3.Connection) -> None:
+    """Migration 6's journal part: the contentless journal index again, with stems (its scope tokens are
+    computed from each conversation's names, so this one is Python)."""
+    from ...domain.conversations import ConversationRef
+    from .conversations import _scope
+
+    conn.execute("DROP TABLE messages_fts")
+    conn.execute(
+        "CREATE VIRTUAL TABLE messages_fts USING fts5(scope, content, tool_name, content = '', "
+        "tokenize = 'porter unicode61 remove_diacritics 0')"
+    )
+    for row in conn.execute("SELECT id, account_id, agent, user_key, key FROM conversations").fetchall():
+        ref = ConversationRef(row[1], row[2], row[3] or None, row[4])
+        conn.execute(
+            "INSERT INTO messages_fts (rowid, scope, content, tool_name) "
+            "SELECT id, ?, content, tool_name FROM messages WHERE conversation_id=?",
+            (_scope(ref), row[0]),
+        )
+
+
+MIGRATIONS: list[Migration] = [
     # 1: accounts, keys, memories, entries, history, usage
     """
     CREATE TABLE accounts (
@@ -169,5 +195,55 @@ MIGRATIONS: list[str] = [
     CREATE VIRTUAL TABLE messages_fts USING fts5(
         scope, content, tool_name, content = '', tokenize = 'unicode61 remove_diacritics 0'
     );
+    """,
+    # 6: keyword search by stems (SPEC §6.1, domain/text.py): FTS5's porter tokenizer, the same algorithm as
+    # the ranking's, so "refunding" finds "refund". The entry index keeps its content: copied across.
+    """
+    CREATE VIRTUAL TABLE entries_terms USING fts5(
+        scope, name, description, content, tokenize = 'porter unicode61 remove_diacritics 0'
+    );
+    INSERT INTO entries_terms (rowid, scope, name, description, content)
+        SELECT rowid, scope, name, description, content FROM entries_fts;
+    DROP TABLE entries_fts;
+    ALTER TABLE entries_terms RENAME TO entries_fts;
+    """,
+    _stemmed_journal,
+    # 7: the semantic index (adapters/embedded/vector_index.py). Every change of an entry or a message queues
+    # its row (triggers: no write path can forget), and the indexer brings ``vectors`` up to date from the
+    # queue, reading each row as it is then: replays are harmless and an older version never wins.
+    """
+    CREATE TABLE index_queue (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        kind TEXT NOT NULL,
+        source INTEGER NOT NULL
+    );
+    CREATE TRIGGER entries_queued_on_insert AFTER INSERT ON entries BEGIN
+        INSERT INTO index_queue (kind, source) VALUES ('entry', new.rowid);
+    END;
+    CREATE TRIGGER entries_queued_on_update AFTER UPDATE ON entries BEGIN
+        INSERT INTO index_queue (kind, source) VALUES ('entry', new.rowid);
+    END;
+    CREATE TRIGGER entries_queued_on_delete AFTER DELETE ON entries BEGIN
+        INSERT INTO index_queue (kind, source) VALUES ('entry', old.rowid);
+    END;
+    CREATE TRIGGER messages_queued_on_insert AFTER INSERT ON messages BEGIN
+        INSERT INTO index_queue (kind, source) VALUES ('message', new.id);
+    END;
+    CREATE TRIGGER messages_queued_on_delete AFTER DELETE ON messages BEGIN
+        INSERT INTO index_queue (kind, source) VALUES ('message', old.id);
+    END;
+    INSERT INTO index_queue (kind, source) SELECT 'entry', rowid FROM entries WHERE conversation IS NULL;
+    INSERT INTO index_queue (kind, source) SELECT 'message', id FROM messages;
+    CREATE TABLE vectors (
+        kind TEXT NOT NULL,
+        source INTEGER NOT NULL,
+        partition TEXT NOT NULL,
+        embedder TEXT NOT NULL,
+        text_hash TEXT NOT NULL,
+        fields TEXT NOT NULL,
+        vector BLOB NOT NULL,
+        PRIMARY KEY (kind, source)
+    );
+    CREATE INDEX vectors_by_partition ON vectors(partition, embedder);
     """,
 ]

@@ -9,10 +9,10 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
 from ...domain.agents import Attachment
-from ...domain.errors import InvalidError, PreconditionFailedError, VersionConflictError
+from ...domain.errors import PreconditionFailedError, VersionConflictError
 from ...services.agents import AgentSettings
 from ..context import call, etag, json_response, precondition
-from ..presenters import agent_json, entry_json, page
+from ..presenters import agent_json, entry_json, page, search_page
 from ..schemas import AgentBody, EmptyBody
 
 router = Router()
@@ -93,11 +93,11 @@ def search_agent(
     limit: Annotated[int | None, Query(description="At most 100; default 10")] = None,
     cursor: Annotated[str | None, Query(description="next_cursor of the previous page")] = None,
     surface: Annotated[str | None, Query(description="Where the agent is talking (SPEC §7); default agent")] = None,
-    mode: Annotated[str | None, Query(description="keyword (the semantic index is not consulted yet)")] = None,
+    mode: Annotated[str | None, Query(description="hybrid (default), keyword or semantic")] = None,
+    min_score: Annotated[float | None, Query(description="Leave out hits scoring under this (0 to 1)")] = None,
 ) -> dict[str, Any]:
     container, principal = call(router, "agents.search")
-    if mode not in (None, "keyword", "hybrid", "auto"):
-        raise InvalidError("mode must be keyword, hybrid or auto", field="mode")
     ctx = container.agent_memory.context(principal, agent, user=user, surface=surface)
-    ranked, next_cursor = container.agent_memory.search(ctx, q, limit=limit, cursor=cursor)
-    return page([entry_json(r.entry, content=True, score=r.score) for r in ranked], next_cursor, mode="keyword")
+    found = container.agent_memory.search(ctx, q, limit=limit, cursor=cursor, mode=mode, min_score=min_score)
+    return search_page([entry_json(r.entry, content=True, score=r.score) for r in found.items], found.next_cursor,
+                       found.mode, found.fallback)

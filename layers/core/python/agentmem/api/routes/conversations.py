@@ -11,7 +11,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
 from ...domain.conversations import MessageDraft
 from ..context import call, json_response
-from ..presenters import conversation_json, entry_json, message_json, page
+from ..presenters import conversation_json, entry_json, message_json, page, search_page
 from ..schemas import AppendBody, EmptyBody
 
 router = Router()
@@ -64,21 +64,24 @@ def read_tool_call(
     return container.conversations.tool_call(principal, agent, key, tool_call_id, user=user, surface=surface)
 
 
-@router.get("/v1/agents/<agent>/messages/search", summary="Find messages of the agent's conversations by words",
-            tags=["conversations"])
+@router.get("/v1/agents/<agent>/messages/search",
+            summary="Find messages of the agent's conversations by meaning and words", tags=["conversations"])
 def search_messages(
     agent: str, q: Annotated[str, Query(description="Words to find")], user: User = None,
     conversation: Annotated[str | None, Query(description="Only this conversation")] = None,
     limit: Annotated[int | None, Query(description="At most 100; default 10")] = None, surface: Surface = None,
     cursor: Annotated[str | None, Query(description="next_cursor of the previous page (the same q)")] = None,
+    mode: Annotated[str | None, Query(description="hybrid (default), keyword or semantic")] = None,
+    min_score: Annotated[float | None, Query(description="Leave out hits scoring under this (0 to 1)")] = None,
 ) -> dict[str, Any]:
     container, principal = call(router, "conversations.search")
-    hits, next_cursor = container.conversations.search_page(
-        principal, agent, q, user=user, conversation=conversation, limit=limit, surface=surface, cursor=cursor
+    found = container.conversations.search_page(
+        principal, agent, q, user=user, conversation=conversation, limit=limit, surface=surface, cursor=cursor,
+        mode=mode, min_score=min_score,
     )
     items = [{"conversation": h.conversation, "seq": h.seq, "role": h.role, "snippet": h.snippet, "score": h.score,
-              "created_at": h.created_at} for h in hits]
-    return page(items, next_cursor, mode="keyword")
+              "created_at": h.created_at} for h in found.items]
+    return search_page(items, found.next_cursor, found.mode, found.fallback)
 
 
 @router.get(BASE, summary="The agent's conversations with this user (or the account)", tags=["conversations"])

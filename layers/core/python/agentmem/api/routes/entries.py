@@ -11,7 +11,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from ...domain.errors import ForbiddenError, InvalidError, PreconditionFailedError, VersionConflictError
 from ...services.entries import SaveRequest
 from ..context import call, etag, json_response, precondition
-from ..presenters import entry_json, history_json, page
+from ..presenters import entry_json, history_json, page, search_page
 from ..schemas import SaveEntryBody
 
 router = Router()
@@ -91,14 +91,17 @@ def entry_history(memory: str, name: str, user: User = None) -> dict[str, Any]:
     return page([history_json(h) for h in container.entries.history(principal, memory, name, user=user)])
 
 
-@router.get("/v1/memories/<memory>/search", summary="Search a memory's entries by words", tags=["entries"])
+@router.get("/v1/memories/<memory>/search", summary="Recall a memory's entries by meaning and words", tags=["entries"])
 def search_memory(
     memory: str, q: Annotated[str, Query(description="Words to find")], user: User = None,
     limit: Annotated[int | None, Query(description="At most 100; default 10")] = None,
     cursor: Annotated[str | None, Query(description="next_cursor of the previous page")] = None,
+    mode: Annotated[str | None, Query(description="hybrid (default), keyword or semantic")] = None,
+    min_score: Annotated[float | None, Query(description="Leave out hits scoring under this (0 to 1)")] = None,
 ) -> dict[str, Any]:
     container, principal = call(router, "entries.search")
-    ranked, next_cursor = container.entries.search_page(
-        principal, memory, q, user=user, limit=limit, cursor=cursor
+    found = container.entries.search_page(
+        principal, memory, q, user=user, limit=limit, cursor=cursor, mode=mode, min_score=min_score
     )
-    return page([entry_json(r.entry, content=True, score=r.score) for r in ranked], next_cursor, mode="keyword")
+    return search_page([entry_json(r.entry, content=True, score=r.score) for r in found.items], found.next_cursor,
+                       found.mode, found.fallback)

@@ -104,9 +104,11 @@ def journal_search_index(settings: Settings, session: boto3.Session) -> SearchIn
         return None
 
     def make() -> SearchIndex:
-        from ...embedded.embedder import DEFAULT_DIMENSION
+        from ....bootstrap import build_embedder
         from ..opensearch import OpenSearchIndex
 
-        return OpenSearchIndex.connect(endpoint, dimension=DEFAULT_DIMENSION, boto3_session=session)
+        embedder = build_embedder(settings)  # the indexer's: the same settings choose it
+        dimension = embedder.dimension if embedder is not None else settings.embedding_dimension or 512
+        return OpenSearchIndex.connect(endpoint, dimension=dimension, boto3_session=session)
 
     return LazySearchIndex(make)

@@ -1,0 +1,114 @@
+"""Hybrid recall (SPEC §6.2), the pure part: modes, the fusion of the keyword and semantic lists, the
+importance boost and the cut-off. "Why did this hit rank first" is answered here.
+
+Each candidate carries what each side said of it: the keyword engine's score (``domain/search.py`` for
+entries, the store's BM25 for journals; only its order within one answer counts, so it is scaled by the
+answer's best) and the semantic side's cosine similarity, calibrated per embedder to a relevance in [0, 1]
+(``floor`` is what unrelated texts score, ``ceiling`` what a paraphrase does). The fused relevance is
+
+    weight × keyword + (1 − weight) × semantic + boost × (importance − 0.5)
+
+a convex combination, which on our evaluation (``bench/recall_quality.py``) ranks better than reciprocal-rank
+fusion because it keeps how strong each match is, not only its place; RRF stays available (``fusion="rrf"``).
+A hit under ``min_score`` is left out, so an off-topic query answers few hits or none.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+from typing import Literal, TypeVar, get_args
+
+from .errors import InvalidError
+
+Mode = Literal["hybrid", "keyword", "semantic"]
+Fallback = Literal["index_unavailable", "timeout", "not_configured"]
+Fusion = Literal["weighted", "rrf"]
+MODES: tuple[str, ...] = get_args(Mode)
+K = TypeVar("K", bound=Hashable)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """How to read one embedder's cosine similarities, and how to fuse (settings carry the numbers)."""
+
+    floor: float = 0.15  # the cosine of unrelated texts: relevance 0
+    ceiling: float = 0.65  # the cosine of a close paraphrase: relevance 1
+    keyword_weight: float = 0.5
+    importance_boost: float = 0.1
+    min_score: float = 0.12  # the default cut-off in hybrid and semantic modes
+    fusion: Fusion = "weighted"
+    rrf_k: int = 60
+
+
+@dataclass(frozen=True)
+class Signals:
+    keyword: float | None = None  # the keyword engine's score, None when it did not find the candidate
+    semantic: float | None = None  # cosine similarity, None when the semantic side did not return it
+    importance: float = 0.5
+
+
+def check_mode(value: str | None) -> Mode:
+    if value is None:
+        return "hybrid"
+    if value not in MODES:
+        raise InvalidError(f"mode must be one of {', '.join(MODES)}", field="mode")
+    return value  # type: ignore[return-value]
+
+
+def check_min_score(value: float | None) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value) or not 0 <= value <= 1:
+        raise InvalidError("min_score must be a number from 0 to 1", field="min_score")
+    return float(value)
+
+
+def semantic_relevance(cosine: float, calibration: Calibration) -> float:
+    span = max(calibration.ceiling - calibration.floor, 1e-6)
+    return min(max((cosine - calibration.floor) / span, 0.0), 1.0)
+
+
+def fuse(
+    candidates: Mapping[K, Signals], mode: Mode, calibration: Calibration, *, min_score: float | None = None,
+) -> list[tuple[K, float]]:
+    """The candidates best first with their relevance, those under the cut-off left out. In keyword mode
+    every keyword match counts (SPEC §6.1) unless ``min_score`` is asked for."""
+    if not candidates:
+        return []
+    cut = min_score if min_score is not None else (0.0 if mode == "keyword" else calibration.min_score)
+    best_keyword = max((s.keyword for s in candidates.values() if s.keyword is not None), default=0.0)
+    keyword_rank = _ranks({k: s.keyword for k, s in candidates.items() if s.keyword is not None})
+    semantic_rank = _ranks({k: s.semantic for k, s in candidates.items() if s.semantic is not None})
+    scored: list[tuple[K, float]] = []
+    for key, signals in candidates.items():
+        keyword = signals.keyword / best_keyword if signals.keyword is not None and best_keyword > 0 else 0.0
+        semantic = semantic_relevance(signals.semantic, calibration) if signals.semantic is not None else 0.0
+        if mode == "keyword":
+            relevance = keyword if signals.keyword is not None else 0.0
+        elif mode == "semantic":
+            relevance = semantic
+        elif calibration.fusion == "rrf":
+            rrf = sum(1.0 / (calibration.rrf_k + rank[key]) for rank in (keyword_rank, semantic_rank) if key in rank)
+            relevance = rrf * (calibration.rrf_k + 1) / 2.0  # 1.0 for the first of both lists
+        else:
+            weight = calibration.keyword_weight
+            relevance = weight * keyword + (1.0 - weight) * semantic
+        if mode != "keyword":
+            relevance += calibration.importance_boost * (signals.importance - 0.5)
+        relevance = round(min(max(relevance, 0.0), 1.0), 6)
+        if mode == "keyword" and signals.keyword is None:
+            continue
+        if relevance < cut or (relevance == 0.0 and mode != "keyword"):
+            continue
+        scored.append((key, relevance))
+    # a stable order: relevance, then the keyword side's order, then the semantic side's
+    scored.sort(key=lambda pair: (-pair[1], keyword_rank.get(pair[0], math.inf), semantic_rank.get(pair[0], math.inf)))
+    return scored
+
+
+def _ranks(scores: Mapping[K, float]) -> dict[K, int]:
+    """1-based places by score, best first; ties keep the given order."""
+    ordered = sorted(scores, key=lambda key: -scores[key])
+    return {key: place for place, key in enumerate(ordered, start=1)}

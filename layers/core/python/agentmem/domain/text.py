@@ -1,0 +1,63 @@
+"""How text becomes search terms: words, stems and stop words. Pure.
+
+One analyzer for every keyword path, so that what a store pre-filters and what recall ranks agree:
+
+- a *word* is a run of letters or digits (``_``, ``-`` and ``.`` split words, so ``refund-policy`` holds
+  ``policy``), lower-cased;
+- a *term* is a word's stem, by the Porter algorithm (PyStemmer's; SQLite FTS5's ``porter`` tokenizer, which
+  the embedded stores index with, implements the same algorithm): ``refunding``, ``refunds`` and ``refund``
+  are one term;
+- *stop words* ("when", "did", "the"…) are left out of a query's terms, so that a question asked in natural
+  language does not match every message on its function words; a query made only of stop words keeps them.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+import Stemmer
+
+_WORD = re.compile(r"[^\W_]+")
+_STEMMER = Stemmer.Stemmer("porter")
+
+# English function words: pronouns, auxiliaries, determiners, prepositions, conjunctions and question words.
+# Kept short on purpose: a content word here could never be searched for on its own.
+_STOP_TEXT = """
+a about above after again against all am an and any are as at be because been before being below between both
+but by can could did do does doing down during each few for from further had has have having he her here hers
+herself him himself his how i if in into is it its itself just me more most my myself no nor not now of off on
+once only or other our ours ourselves out over own same she should so some such than that the their theirs
+them themselves then there these they this those through to too under until up very was we were what when
+where which while who whom why will with would you your yours yourself yourselves ever tell said say says know
+let lets get got also yes ok okay oh hi hey please thanks thank really much many well like s t d ll m re ve
+don didn doesn isn wasn aren weren won wouldn shouldn couldn
+"""
+STOP_WORDS: frozenset[str] = frozenset(_STOP_TEXT.split())
+
+
+def words(text: str) -> list[str]:
+    """The lower-cased words of ``text``, in order, repeats kept."""
+    return _WORD.findall(text.lower())
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """The Porter stem of one lower-cased word."""
+    return str(_STEMMER.stemWord(word))
+
+
+def terms(text: str) -> list[str]:
+    """The stems of every word of ``text``, in order, repeats kept (a document's side)."""
+    return [stem(w) for w in words(text)]
+
+
+def query_words(text: str) -> list[str]:
+    """A query's distinct words that count, in order: stop words left out unless it holds nothing else."""
+    every = words(text)
+    return list(dict.fromkeys([w for w in every if w not in STOP_WORDS] or every))
+
+
+def query_terms(text: str) -> list[str]:
+    """The distinct stems of a query's words that count, in order."""
+    return list(dict.fromkeys(stem(w) for w in query_words(text)))

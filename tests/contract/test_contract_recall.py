@@ -1,0 +1,185 @@
+"""Hybrid recall (SPEC §6.2) on every backend: the modes, the fallback and its reason, meaning found where
+words are not, the store's re-check of every semantic candidate, and the journal searched the same way.
+
+A backend with no semantic index configured (the AWS contract world has no OpenSearch) answers every search in
+keyword mode and says ``not_configured``; the tests that need meaning run where there is an index."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+
+import pytest
+from agentmem.domain.errors import InvalidError
+from agentmem.ports.embedder import Embedder
+from agentmem.services.recall import SemanticSide
+from contract_world import World
+
+POLICIES = {
+    "refunds": ("Refund within 30 days of purchase, to the original card.", "Our refund rules"),
+    "office-cat": ("Tom the tabby cat sleeps on the printer in the Lisbon office.", "The office pet"),
+    "standup": ("The team standup is at 9am every Monday in room 4.", "When the team meets"),
+    "vpn": ("Connect to the VPN before opening the admin console.", "Remote access"),
+}
+
+
+def seed(world: World) -> None:
+    for name, (content, description) in POLICIES.items():
+        world.save(name, content, description)
+
+
+def semantic_on(world: World) -> bool:
+    return world.container.search_index is not None and world.container.embedder is not None
+
+
+def recall(world: World, query: str, **options: object) -> tuple[list[str], str, str | None]:
+    page = world.container.entries.search_page(world.account, world.memory, query, **options)  # type: ignore[arg-type]
+    return [r.entry.name for r in page.items], page.mode, page.fallback
+
+
+def test_stems_find_what_the_word_rules_did_not(world: World) -> None:
+    seed(world)
+    # "refunding" and "refunds" are the stem of "refund"; "meets" finds "meet"
+    assert world.found("refunding") == ["refunds"]
+    assert world.found("policies about refunding") == ["refunds"]
+
+
+def test_a_paraphrase_is_found_by_meaning_or_the_answer_says_why_not(world: World) -> None:
+    seed(world)
+    names, mode, fallback = recall(world, "money back guarantee")
+    if not semantic_on(world):
+        assert (names, mode, fallback) == ([], "keyword", "not_configured")
+        return
+    # Then no word is shared, and meaning finds the refund rules first
+    assert (mode, fallback) == ("hybrid", None)
+    assert names[:1] == ["refunds"]
+    names, mode, _ = recall(world, "feline", mode="semantic")
+    assert mode == "semantic" and names[:1] == ["office-cat"]
+
+
+def test_every_hit_carries_a_score_best_first_between_0_and_1(world: World) -> None:
+    seed(world)
+    page = world.container.entries.search_page(world.account, world.memory, "refund card purchase")
+    scores = [r.score for r in page.items]
+    assert scores and scores == sorted(scores, reverse=True) and all(0 < s <= 1 for s in scores)
+    # min_score leaves weaker ones out
+    strict = world.container.entries.search_page(world.account, world.memory, "refund card purchase",
+                                                 min_score=scores[0])
+    assert [r.score for r in strict.items] == [s for s in scores if s >= scores[0]]
+
+
+@pytest.mark.parametrize(("options", "field"), [({"mode": "fuzzy"}, "mode"), ({"mode": ""}, "mode"),
+                                                ({"min_score": 1.5}, "min_score"), ({"min_score": -0.1}, "min_score"),
+                                                ({"min_score": float("nan")}, "min_score")])
+def test_a_bad_mode_or_min_score_is_a_400_naming_it(world: World, options: dict[str, object], field: str) -> None:
+    seed(world)
+    with pytest.raises(InvalidError) as caught:
+        recall(world, "refund", **options)
+    assert caught.value.details["field"] == field
+
+
+def test_a_deleted_or_changed_entry_is_never_returned_from_a_stale_index(world: World) -> None:
+    seed(world)
+    if not semantic_on(world):  # no index to be stale: a semantic search is answered by words, saying so
+        assert recall(world, "feline pet", mode="semantic")[1:] == ("keyword", "not_configured")
+        return
+    assert "office-cat" in recall(world, "feline pet", mode="semantic")[0]
+    # When the entry is deleted, and another is changed to say something else
+    world.container.entries.delete(world.account, world.memory, "office-cat")
+    world.save("vpn", "Bring a pastry to the Friday breakfast.", "Breakfast")
+    # Then meaning never returns the deleted one, and what it returns is the current version
+    page = world.container.entries.search_page(world.account, world.memory, "feline pet", mode="semantic")
+    assert "office-cat" not in [r.entry.name for r in page.items]
+    for ranked in page.items:
+        assert ranked.entry.content == world.read(ranked.entry.name).content
+
+
+def test_a_user_never_recalls_another_users_entries_by_meaning(world: World) -> None:
+    world.save("pets", "Ana adopted a tabby kitten called Miso.", "Ana's pet", user="ana")
+    world.save("pets", "Bob has a parrot.", "Bob's pet", user="bob")
+    page = world.container.entries.search_page(world.ana, world.memory, "does she own any animals", mode="semantic")
+    assert {r.entry.user_id for r in page.items} <= {"ana", None}
+
+
+def test_an_off_topic_question_answers_few_hits_or_none(world: World) -> None:
+    seed(world)
+    names, _, _ = recall(world, "quantum chromodynamics of gluons")
+    assert len(names) <= 1
+
+
+# --- the fallback -------------------------------------------------------------------------------------------
+
+
+class Failing(Embedder):
+    """An embedder that fails as told: raise, hang past the deadline, or answer garbage."""
+
+    def __init__(self, how: str, dimension: int) -> None:
+        self.how = how
+        self._dimension = dimension
+        self.release = threading.Event()
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if self.how == "raise":
+            raise ConnectionError("the model server is down")
+        if self.how == "hang":
+            self.release.wait(5)
+        if self.how == "garbage":
+            return [[float("nan")] * self._dimension for _ in texts]
+        if self.how == "short":
+            return [[1.0] for _ in texts]
+        return [[1.0] + [0.0] * (self._dimension - 1) for _ in texts]
+
+
+@pytest.mark.parametrize(("how", "reason"), [("raise", "index_unavailable"), ("hang", "timeout"),
+                                             ("garbage", "index_unavailable"), ("short", "index_unavailable")])
+def test_when_the_semantic_side_fails_recall_answers_by_keyword_and_says_why(
+    world: World, how: str, reason: str,
+) -> None:
+    seed(world)
+    index = world.container.search_index
+    failing = Failing(how, index.dimension if index is not None else 8)
+    entries = world.container.entries
+    entries.semantic = SemanticSide(lambda: failing, lambda: index, entries.calibration, deadline_s=0.1)
+    try:
+        started = time.monotonic()
+        for mode in ("hybrid", "semantic"):
+            names, answered, fallback = recall(world, "refund", mode=mode)
+            reason_here = "not_configured" if index is None else reason
+            # Then the answer is the keyword one, and says why
+            assert (names, answered, fallback) == (["refunds"], "keyword", reason_here)
+        assert time.monotonic() - started < 3  # a hanging embedder costs the deadline, not the hang
+    finally:
+        failing.release.set()
+
+
+def test_with_no_embedder_recall_is_keyword_and_not_configured(world: World) -> None:
+    seed(world)
+    entries = world.container.entries
+    entries.semantic = SemanticSide(lambda: None, lambda: world.container.search_index, entries.calibration)
+    assert recall(world, "refund") == (["refunds"], "keyword", "not_configured")
+    assert recall(world, "refund", mode="keyword") == (["refunds"], "keyword", None)
+
+
+# --- the journal ----------------------------------------------------------------------------------------------
+
+
+def test_journal_search_answers_a_question_in_natural_language(world: World) -> None:
+    from agentmem.domain.conversations import MessageDraft
+    from agentmem.services.agents import AgentSettings
+
+    world.container.agents.put(world.account, "support", AgentSettings())
+    service = world.container.conversations
+    filler = [MessageDraft("user" if i % 2 == 0 else "assistant", f"When did we say the report number {i} was due? "
+                           f"I did ask about it on day {i}.") for i in range(36)]
+    wedding = MessageDraft("user", "My sister Marta is getting married in June, the wedding is in Porto.")
+    for start in range(0, len(filler), 18):
+        service.append(world.account, "support", f"s{start}", filler[start:start + 18], user="ana")
+    service.append(world.account, "support", "s-wedding", [wedding], user="ana")
+    page = service.search_page(world.account, "support", "What did Ana say about her sister's wedding?", user="ana")
+    assert [(h.conversation, h.seq) for h in page.items][:1] == [("s-wedding", 1)]
+    assert "wedding" in page.items[0].snippet
