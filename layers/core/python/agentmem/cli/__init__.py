@@ -8,7 +8,7 @@ short line) by default and JSON with ``--json``. API errors print one line to st
 and exit 1; usage errors exit 2.
 
 One module per command group: ``serve``, ``accounts``, ``keys``, ``memories``,
-``entries``, ``agents``, ``conversations``, ``workspace``, ``users``, ``mcp``; ``output`` prints,
+``entries``, ``agents``, ``conversations``, ``workspace``, ``users``, ``mcp``, ``reindex``; ``output`` prints,
 ``connection`` builds the SDK client.
 """
 
@@ -29,6 +29,7 @@ from .keys import keys
 from .mcp import mcp
 from .memories import memories
 from .output import render_table
+from .reindex import reindex
 from .serve import serve
 from .users import users
 from .workspace import workspace
@@ -78,7 +79,7 @@ def cli(url: str | None, api_key: str | None, as_json: bool) -> None:
     """agentmem: memory for AI agents."""
 
 
-for _command in (serve, accounts, keys, memories, entries, agents, conversations, workspace, users, mcp):
+for _command in (serve, accounts, keys, memories, entries, agents, conversations, workspace, users, mcp, reindex):
     cli.add_command(_command)
 
 

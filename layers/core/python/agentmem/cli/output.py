@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Iterable, Sequence
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import click
@@ -72,3 +74,13 @@ def wants_json(ctx: click.Context, local: bool) -> bool:
 def json_option(func: F) -> F:
     """``--json`` on a command too, so it may follow the command (``agentmem memories ls --json``)."""
     return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")(func)
+
+
+@contextmanager
+def progress(total: int, label: str, show: bool = True) -> Iterator[Callable[[int], None] | None]:
+    """A progress bar over ``total`` units on stderr (so stdout stays clean), when ``show``."""
+    if not show:
+        yield None
+        return
+    with click.progressbar(length=total, label=label, file=sys.stderr) as bar:
+        yield bar.update

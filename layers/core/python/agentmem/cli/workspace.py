@@ -6,7 +6,6 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
@@ -15,7 +14,7 @@ import click
 from agentmem.client import Workspace
 
 from .connection import agent
-from .output import json_option, print_json, print_table, wants_json
+from .output import json_option, print_json, print_table, progress, wants_json
 
 F = TypeVar("F", bound=Callable[..., Any])
 MAX_EXPIRES_S = 86_400
@@ -45,15 +44,6 @@ def _count(number: int, one: str, many: str) -> str:
 def _base_name(path: str) -> str:
     return PurePosixPath(path).name or path
 
-
-@contextmanager
-def _progress(total: int, label: str, show: bool) -> Iterator[Callable[[int], None] | None]:
-    """A progress bar over ``total`` bytes on stderr (so stdout stays clean), when ``show``."""
-    if not show:
-        yield None
-        return
-    with click.progressbar(length=total, label=label, file=sys.stderr) as bar:
-        yield bar.update
 
 
 @workspace.command("ls")
@@ -133,7 +123,7 @@ def workspace_put(
     else:
         path = path or Path(local).name
         size = os.path.getsize(local)
-        with _progress(size, f"uploading {path}", size > files.direct_write_max) as update:
+        with progress(size, f"uploading {path}", size > files.direct_write_max) as update:
             stored = files.upload(path, local, progress=update)
     if wants_json(ctx, as_json):
         print_json(stored)
@@ -261,7 +251,7 @@ def workspace_sync(
     started = time.monotonic()
     if not dry_run:
         verb = "uploading" if direction == "up" else "downloading"
-        with _progress(total, verb, bool(plan)) as update:
+        with progress(total, verb, bool(plan)) as update:
             for path, local, _ in plan:
                 try:
                     if direction == "up":

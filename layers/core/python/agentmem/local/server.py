@@ -176,6 +176,20 @@ def _announce_key(settings: Settings, secret: str | None) -> None:
         print(f"API key of the 'default' account: {key_file}")
 
 
+def _start_indexer(container: Container) -> Any:
+    """The embedded backend's semantic indexer (a thread that embeds what the store queues), when there is one."""
+    if container.settings.backend != "embedded":
+        return None
+    from ..adapters.embedded.vector_index import IndexWorker, SqliteVectorIndex
+
+    index = container.search_index
+    if not isinstance(index, SqliteVectorIndex):
+        return None
+    worker = IndexWorker(index)
+    worker.start()
+    return worker
+
+
 def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8787, *, create_resources: bool = False) -> None:
     """Run until interrupted; sweeps the trash and expired entries every minute.
 
@@ -200,6 +214,7 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8787, *, crea
             container.sweep()
 
     threading.Thread(target=sweep, name="agentmem-sweep", daemon=True).start()
+    indexer = _start_indexer(container)
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
     try:
         server.serve_forever()
@@ -207,6 +222,8 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8787, *, crea
         pass
     finally:
         stop.set()
+        if indexer is not None:
+            indexer.stop()
         container.usage.flush()
         server.server_close()
         print("agentmem stopped.", flush=True)

@@ -235,14 +235,16 @@ MIGRATIONS: list[Migration] = [
     INSERT INTO index_queue (kind, source) SELECT 'entry', rowid FROM entries WHERE conversation IS NULL;
     INSERT INTO index_queue (kind, source) SELECT 'message', id FROM messages;
     CREATE TABLE vectors (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
         kind TEXT NOT NULL,
         source INTEGER NOT NULL,
         partition TEXT NOT NULL,
         embedder TEXT NOT NULL,
         text_hash TEXT NOT NULL,
-        fields TEXT NOT NULL,
+        label TEXT NOT NULL,
+        seq INTEGER,
         vector BLOB NOT NULL,
-        PRIMARY KEY (kind, source)
+        UNIQUE (kind, source)
     );
     CREATE INDEX vectors_by_partition ON vectors(partition, embedder);
     """,

@@ -1,0 +1,123 @@
+"""The embedded semantic index (adapters/embedded/vector_index.py): fed from the store's change queue by every write
+path, replay-safe, never mixing embedders, exact below the graph threshold and nearly so above it, and rebuilt by
+``agentmem reindex``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from agentmem.adapters.embedded import vector_index
+from agentmem.adapters.embedded.vector_index import SqliteVectorIndex
+from agentmem.bootstrap import Container, build_container
+from agentmem.cli import main
+from agentmem.domain.conversations import MessageDraft
+from agentmem.domain.models import Principal
+from agentmem.services.agents import AgentSettings
+from agentmem.services.entries import SaveRequest
+from agentmem.settings import Settings
+
+
+def make(tmp_path: Path, **settings: object) -> tuple[Container, Principal, SqliteVectorIndex]:
+    container = build_container(Settings(data_dir=tmp_path, **settings))  # type: ignore[arg-type]
+    _, secret = container.keys.create_account("acme")
+    account = container.keys.authenticate("Bearer " + secret)
+    container.memories.create(account, "company")
+    index = container.search_index
+    assert isinstance(index, SqliteVectorIndex)
+    return container, account, index
+
+
+def near(index: SqliteVectorIndex, container: Container, text: str, filters: dict[str, object], k: int = 5) -> list:
+    vector = container.embedder.embed_one(text)  # type: ignore[union-attr]
+    return index.query(None, vector, {**filters, "embedder": index.embedder.name}, k)  # type: ignore[arg-type]
+
+
+def test_every_write_path_reaches_the_index_and_a_replay_changes_nothing(tmp_path: Path) -> None:
+    container, account, index = make(tmp_path)
+    entries = {"kind": "entry", "account": account.account_id, "memory": "company", "user": ""}
+    # Given entries saved, changed and deleted through the service
+    container.entries.save(account, "company", "cat", SaveRequest("Tom the tabby cat sleeps on the printer.", "Pet"))
+    container.entries.save(account, "company", "vpn", SaveRequest("Connect to the VPN first.", "Access"))
+    container.entries.save(account, "company", "vpn", SaveRequest("Bring pastries on Fridays.", "Breakfast"))
+    container.entries.delete(account, "company", "cat")
+    # When the index catches up (and then the whole queue is replayed)
+    index.catch_up()
+    first = [(h.fields["name"], round(h.score, 5)) for h in near(index, container, "pastries", entries)]
+    index.reindex(memory="company")
+    assert index.catch_up() > 0
+    # Then the deleted entry is gone, the changed one holds its new text, and the replay changed nothing
+    assert [name for name, _ in first] == ["vpn"]
+    assert [(h.fields["name"], round(h.score, 5)) for h in near(index, container, "pastries", entries)] == first
+    assert index.vectors() == 1 and index.pending() == 0
+
+
+def test_a_purged_conversation_leaves_the_index(tmp_path: Path) -> None:
+    container, account, index = make(tmp_path)
+    container.agents.put(account, "support", AgentSettings())
+    messages = {"kind": "message", "account": account.account_id, "agent": "support", "user": "ana"}
+    container.conversations.append(account, "support", "c1", [MessageDraft("user", "My sister's wedding is in June.")],
+                                   user="ana")
+    container.conversations.append(account, "support", "c2", [MessageDraft("user", "The printer is jammed again.")],
+                                   user="ana")
+    assert {h.fields["conversation"] for h in near(index, container, "wedding", messages)} == {"c1", "c2"}
+    # When c1 is purged, Then only c2's message is left; a conversation filter finds within it alone
+    container.conversations.delete(account, "support", "c1", user="ana", purge=True)
+    assert {h.fields["conversation"] for h in near(index, container, "wedding", messages)} == {"c2"}
+    assert near(index, container, "wedding", {**messages, "conversation": "c1"}) == []
+
+
+def test_above_the_threshold_a_graph_answers_the_same_nearest_neighbours(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(vector_index, "ANN_THRESHOLD", 200)
+    container, account, index = make(tmp_path)
+    container.agents.put(account, "support", AgentSettings())
+    topics = ["invoice", "parcel", "password", "wedding", "holiday", "printer", "salary", "dentist"]
+    for batch in range(10):
+        drafts = [MessageDraft("user", f"Message {batch}-{n} is about the {topics[(batch * 40 + n) % 8]} of team "
+                                       f"{n % 7}.") for n in range(40)]
+        container.conversations.append(account, "support", f"c{batch}", drafts, user="ana")
+    index.catch_up()
+    messages = {"kind": "message", "account": account.account_id, "agent": "support", "user": "ana"}
+    hits = near(index, container, "the dentist of team 3", messages, k=10)
+    partition = index._partitions[vector_index.message_partition(account.account_id, "support", "ana")]
+    # Then the partition is a graph, and its answer agrees with the exact one
+    assert partition.graph is not None and partition.matrix is None and partition.size == 400
+    query = np.asarray(container.embedder.embed_one("the dentist of team 3"), dtype=np.float32)  # type: ignore[union-attr]
+    rows = np.arange(400)
+    exact = sorted(partition.nearest(query, 10, rows, index._vectors_of(partition, rows)), reverse=True)
+    assert len({h.doc_id for h in hits} & {f"message:{int(partition.sources[r])}" for _, r in exact}) >= 8
+    # and new messages join the graph as they are written
+    container.conversations.append(account, "support", "late", [MessageDraft("user", "A dentist appointment.")],
+                                   user="ana")
+    assert any(h.fields["conversation"] == "late" for h in near(index, container, "dentist appointment", messages))
+
+
+def test_reindex_rebuilds_for_a_new_embedder_and_never_mixes_the_old_ones(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given an index written by the hashing embedder
+    container, account, index = make(tmp_path, embedder="hashing", embedding_dimension=64)
+    for n in range(30):
+        container.entries.save(account, "company", f"note-{n}", SaveRequest(f"Note number {n} about refunds.", "A"))
+    index.catch_up()
+    assert index.vectors() == 30
+    # When the embedder changes, Then the new one finds none of the old vectors until reindexed
+    monkeypatch.setenv("AGENTMEM_EMBEDDER", "wordllama")
+    monkeypatch.delenv("AGENTMEM_EMBEDDING_DIMENSION", raising=False)
+    again = build_container(Settings(data_dir=tmp_path))
+    fresh = again.search_index
+    assert isinstance(fresh, SqliteVectorIndex) and fresh.vectors() == 0
+    entries = {"kind": "entry", "account": account.account_id, "memory": "company", "user": ""}
+    assert near(fresh, again, "refunds", entries) == []  # nothing of the old embedder is compared
+    # When `agentmem reindex` runs
+    with pytest.raises(SystemExit) as done:
+        main(["reindex", "--data-dir", str(tmp_path)])
+    assert done.value.code == 0
+    out = capsys.readouterr()
+    # Then every entry has a vector of the new embedder, the old ones are gone, and it said so
+    assert fresh.vectors() == 30
+    assert "reindexed: 30 vectors by wordllama/l2_supercat:256" in out.out and "queued 30 rows" in out.err
+    assert len(near(fresh, again, "refunds", entries)) == 5
