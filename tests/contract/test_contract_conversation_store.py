@@ -335,7 +335,9 @@ def test_search_finds_the_messages_holding_a_word_starting_with_a_query_word_bes
     assert [h.score for h in found] == sorted((h.score for h in found), reverse=True)
     assert {h.message.tool_name for h in found} >= {"lookup_refund_policy"}
     # and any of several words finds, a word prefix finds, and case does not matter
-    assert sorted(hits(world, "days", "wher")) == [("c1", 1), ("c1", 2), ("c2", 3)]
+    # (function words such as "where" are not indexed: they would match almost every message)
+    assert sorted(hits(world, "days", "polic")) == [("c1", 2), ("c2", 1), ("c2", 2), ("c2", 3)]
+    assert hits(world, "where") == []
     assert hits(world, "nonref") == [("c2", 4)]
     assert hits(world, "fund", "zzz") == []
     assert hits(world) == []
@@ -347,7 +349,7 @@ def test_search_keeps_to_one_conversation_one_user_one_agent_and_one_account(wor
 
     # When the search names one conversation, the account's conversations, another agent, or bob
     # Then it finds only there
-    assert hits(world, "refund", conversation="c1") == [("c1", 2), ("c1", 1)]
+    assert sorted(hits(world, "refund", conversation="c1")) == [("c1", 1), ("c1", 2)]
     assert hits(world, "refund", conversation="c9") == []
     assert hits(world, "refund", user=None) == [("c1", 1)]
     assert hits(world, "refund", user="bob") == [("c1", 1)]

@@ -222,7 +222,7 @@ def build_embedder(settings: Settings) -> Embedder | None:
 
 
 # how each embedder's cosine similarities read (domain/recall.py's floor and ceiling), from bench/recall_quality.py
-_CALIBRATION = {"wordllama": (0.05, 0.45), "hashing": (0.15, 0.65), "bedrock": (0.1, 0.6), "openai": (0.2, 0.7)}
+_CALIBRATION = {"wordllama": (0.05, 0.8), "hashing": (0.1, 0.8), "bedrock": (0.1, 0.8), "openai": (0.15, 0.75)}
 
 
 def build_calibration(settings: Settings) -> Calibration:

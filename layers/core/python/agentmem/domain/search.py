@@ -20,6 +20,9 @@ return every entry that can match; this module decides.
 from __future__ import annotations
 
 import math
+import threading
+from bisect import bisect_left
+from collections import Counter, OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -60,15 +63,60 @@ def bm25_weight(tf: float, length: float, average: float, df: int, total: int) -
     return idf * tf * (K1 + 1.0) / (tf + norm)
 
 
+class _Field:
+    """One field of one entry, as the ranking reads it: how often each stem occurs, and its distinct words in
+    order (for the prefix rule, found by bisection)."""
+
+    __slots__ = ("length", "stems", "words")
+
+    def __init__(self, text: str) -> None:
+        raw = words(text)
+        self.length = len(raw)
+        self.stems = Counter(stem(w) for w in raw)
+        self.words = sorted(set(raw))
+
+    def tf(self, word: str, term: str) -> float:
+        count = float(self.stems.get(term, 0))
+        at = bisect_left(self.words, word)
+        while at < len(self.words) and self.words[at].startswith(word):
+            if stem(self.words[at]) != term:  # a longer word it starts, not one of its stem's
+                count += PREFIX_WEIGHT
+            at += 1
+        return count
+
+
 class _Analysed:
-    """One entry's words and stems per field."""
+    """One entry's fields, analysed once per version (``analysed`` keeps the latest few thousand)."""
 
     __slots__ = ("fields", "length")
 
     def __init__(self, entry: Entry) -> None:
-        raw = {"name": entry.name, "description": entry.description, "content": entry.content or ""}
-        self.fields = {name: [(w, stem(w)) for w in words(text)] for name, text in raw.items()}
-        self.length = sum(FIELD_WEIGHTS[f] * len(ws) for f, ws in self.fields.items())
+        self.fields = {"name": _Field(entry.name), "description": _Field(entry.description),
+                       "content": _Field(entry.content or "")}
+        self.length = sum(FIELD_WEIGHTS[f] * field.length for f, field in self.fields.items())
+
+
+_ANALYSED: OrderedDict[tuple[str, str, str, str, str], _Analysed] = OrderedDict()
+_ANALYSED_MAX = 50_000
+_ANALYSING = threading.Lock()
+
+
+def analysed(entry: Entry) -> _Analysed:
+    """The entry's analysis, from a bounded cache keyed by what it is made from (an entry's text changes only
+    with its version, so most searches analyse nothing)."""
+    key = (entry.memory or "", entry.user_id or "", entry.name, entry.description, entry.content_hash or
+           entry.content or "")
+    with _ANALYSING:
+        found = _ANALYSED.get(key)
+        if found is not None:
+            _ANALYSED.move_to_end(key)
+            return found
+    made = _Analysed(entry)
+    with _ANALYSING:
+        _ANALYSED[key] = made
+        while len(_ANALYSED) > _ANALYSED_MAX:
+            _ANALYSED.popitem(last=False)
+    return made
 
 
 class Query:
@@ -80,21 +128,12 @@ class Query:
         self.words = query_words(text)
         self.terms = [stem(w) for w in self.words]
 
-    def _tf(self, field: list[tuple[str, str]], word: str, term: str) -> float:
-        count = 0.0
-        for raw, stemmed in field:
-            if stemmed == term:
-                count += 1.0
-            elif raw.startswith(word):
-                count += PREFIX_WEIGHT
-        return count
-
     def held(self, text: str) -> set[str]:
         """The query words ``text`` holds: its stem, or a word it starts."""
         if not self.words or not text:
             return set()
-        pairs = [(w, stem(w)) for w in words(text)]
-        return {word for word, term in zip(self.words, self.terms, strict=True) if self._tf(pairs, word, term) > 0}
+        field = _Field(text)
+        return {word for word, term in zip(self.words, self.terms, strict=True) if field.tf(word, term) > 0}
 
     def _weighted_tfs(self, analysed: _Analysed) -> list[tuple[float, bool]]:
         """For each query word: its field-weighted term frequency, and whether the name or description holds it."""
@@ -102,8 +141,8 @@ class Query:
         for word, term in zip(self.words, self.terms, strict=True):
             tf = 0.0
             in_meta = False
-            for field, pairs in analysed.fields.items():
-                count = self._tf(pairs, word, term)
+            for field, text in analysed.fields.items():
+                count = text.tf(word, term)
                 if count:
                     tf += FIELD_WEIGHTS[field] * count
                     in_meta = in_meta or field != "content"
@@ -116,8 +155,8 @@ class Query:
         """The entry's score, or None when it does not match. ``df``, ``total`` and ``average`` are the
         collection's statistics for BM25 (document frequency of each query word, number of entries, mean
         weighted length); without them every word counts as rare."""
-        analysed = _Analysed(entry)
-        return self._score(entry, analysed, self._weighted_tfs(analysed), df, total, average)
+        analysis = analysed(entry)
+        return self._score(entry, analysis, self._weighted_tfs(analysis), df, total, average)
 
     def _score(
         self, entry: Entry, analysed: _Analysed, tfs: list[tuple[float, bool]], df: Sequence[int] | None,
@@ -142,13 +181,13 @@ class Query:
         """The best ``limit`` matching candidates. ``total`` is how many entries the searched layers hold
         (the candidates are all those holding a query word, so they give each word's document frequency)."""
         pool = list(candidates)
-        analysed = [_Analysed(entry) for entry in pool]
-        tfs = [self._weighted_tfs(a) for a in analysed]
+        analyses = [analysed(entry) for entry in pool]
+        tfs = [self._weighted_tfs(a) for a in analyses]
         df = [sum(1 for row in tfs if row[i][0] > 0) for i in range(len(self.words))]
         count = max(total or 0, len(pool), 1)
-        average = sum(a.length for a in analysed) / len(analysed) if analysed else 0.0
+        average = sum(a.length for a in analyses) / len(analyses) if analyses else 0.0
         scored = []
-        for entry, a, row in zip(pool, analysed, tfs, strict=True):
+        for entry, a, row in zip(pool, analyses, tfs, strict=True):
             score = self._score(entry, a, row, df, count, average)
             if score is not None:
                 scored.append(Ranked(entry, round(score, 6)))

@@ -14,12 +14,14 @@ One analyzer for every keyword path, so that what a store pre-filters and what r
 from __future__ import annotations
 
 import re
+import threading
 from functools import lru_cache
 
 import Stemmer
 
 _WORD = re.compile(r"[^\W_]+")
 _STEMMER = Stemmer.Stemmer("porter")
+_STEMMING = threading.Lock()  # a Stemmer object is not thread-safe: requests and summary passes share it
 
 # English function words: pronouns, auxiliaries, determiners, prepositions, conjunctions and question words.
 # Kept short on purpose: a content word here could never be searched for on its own.
@@ -29,9 +31,8 @@ but by can could did do does doing down during each few for from further had has
 herself him himself his how i if in into is it its itself just me more most my myself no nor not now of off on
 once only or other our ours ourselves out over own same she should so some such than that the their theirs
 them themselves then there these they this those through to too under until up very was we were what when
-where which while who whom why will with would you your yours yourself yourselves ever tell said say says know
-let lets get got also yes ok okay oh hi hey please thanks thank really much many well like s t d ll m re ve
-don didn doesn isn wasn aren weren won wouldn shouldn couldn
+where which while who whom why will with would you your yours yourself yourselves s t d ll m re ve don didn
+doesn isn wasn aren weren won wouldn shouldn couldn
 """
 STOP_WORDS: frozenset[str] = frozenset(_STOP_TEXT.split())
 
@@ -44,7 +45,8 @@ def words(text: str) -> list[str]:
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """The Porter stem of one lower-cased word."""
-    return str(_STEMMER.stemWord(word))
+    with _STEMMING:
+        return str(_STEMMER.stemWord(word))
 
 
 def terms(text: str) -> list[str]:
@@ -61,3 +63,9 @@ def query_words(text: str) -> list[str]:
 def query_terms(text: str) -> list[str]:
     """The distinct stems of a query's words that count, in order."""
     return list(dict.fromkeys(stem(w) for w in query_words(text)))
+
+
+def index_text(text: str | None) -> str:
+    """What a full-text index holds of ``text``: its words without the stop words, so that a document's length
+    counts what it says (BM25's length normalisation) and no function word matches a query."""
+    return " ".join(w for w in words(text or "") if w not in STOP_WORDS)

@@ -73,7 +73,11 @@ class EntryStore(ABC):
         """Which of ``names`` have a live entry in the layer."""
 
     @abstractmethod
-    def search_candidates(self, layers: Sequence[Layer], words: Sequence[str], whole: str, now: str) -> list[Entry]:
+    def search_candidates(
+        self, layers: Sequence[Layer], words: Sequence[str], whole: str, now: str, *, limit: int | None = None
+    ) -> list[Entry]:
         """Live, non-checkpoint entries (with content) that may match: every entry holding a word
-        starting with one of ``words`` or holding ``whole`` in its name or description must be
-        among them. The domain ranking decides."""
+        starting with one of ``words`` (or one of its stems) or holding ``whole`` in its name or description.
+        With ``limit``, a store that can rank by relevance (BM25, name and description above content) may keep
+        only the best ``limit`` of those holding words (never fewer); entries holding ``whole`` always come.
+        The domain ranking decides."""

@@ -31,14 +31,15 @@ from ..observability import logger
 from ..ports.conversations import ConversationStore
 from ..ports.jobs import Jobs
 from .agent_memory import AgentMemory, CallContext
-from .recall import SemanticAnswer, answered
+from .recall import PendingAnswer, SemanticAnswer, answered
 
 READ_LIMIT_DEFAULT = 100
 READ_LIMIT_MAX = 1000
 SEARCH_LIMIT_DEFAULT = 10
 SEARCH_LIMIT_MAX = 100
 SNIPPET_CHARS = 160
-SEARCH_CANDIDATES = 200  # the most relevant messages each side offers a search
+SEARCH_CANDIDATES = 200  # the most relevant messages the words offer a search
+SEMANTIC_CANDIDATES = 50  # the nearest messages the semantic index offers (each is read back from the journal)
 PINNED_READ = 20  # candidates read whole for the pinned block (it keeps 10; a few may have expired)
 
 
@@ -230,15 +231,23 @@ class ConversationService:
         offset = _search_offset(cursor, query, conversation)
         pool = max(SEARCH_CANDIDATES, 3 * (offset + size))
         account, agent_name, user_id = ctx.principal.account_id, ctx.agent.name, ctx.user
-        semantic = self._semantic(account, agent_name, user_id, conversation, query, pool, wanted_mode)
-        how = answered(wanted_mode, semantic)
+        pending = self._semantic(account, agent_name, user_id, conversation, query,
+                                 max(SEMANTIC_CANDIDATES, 3 * (offset + size)), wanted_mode)
         found: dict[tuple[str, int], Message] = {}
         keyword: dict[tuple[str, int], float] = {}
-        if how.mode != "semantic":
+
+        def by_words() -> None:
             for hit in self.store.search_candidates(account, agent_name, user_id, compiled.words,
                                                     conversation=conversation, limit=pool):
                 key = (hit.conversation, hit.message.seq)
                 found[key], keyword[key] = hit.message, hit.score
+
+        if wanted_mode != "semantic":
+            by_words()  # while the semantic side embeds and searches
+        semantic = pending.answer() if pending is not None else None
+        how = answered(wanted_mode, semantic)
+        if wanted_mode == "semantic" and how.mode == "keyword":
+            by_words()  # the semantic side fell back: the words answer
         cosine: dict[tuple[str, int], float] = {}
         if semantic is not None:
             for near in semantic.hits:
@@ -264,16 +273,16 @@ class ConversationService:
     def _semantic(
         self, account: str, agent: str, user: str | None, conversation: str | None, query: str, k: int,
         mode: Mode,
-    ) -> SemanticAnswer | None:
+    ) -> PendingAnswer | None:
         if mode == "keyword":
             return None
         side = self.agent_memory.entries.semantic
         if side is None:
-            return SemanticAnswer([], "not_configured")
+            return PendingAnswer(SemanticAnswer([], "not_configured"))
         filters: dict[str, str] = {"kind": "message", "account": account, "agent": agent, "user": user or ""}
         if conversation is not None:
             filters["conversation"] = conversation
-        return side.candidates(query, filters, k)
+        return side.start(query, filters, k)
 
     def _message_at(self, ref: ConversationRef, seq: int) -> Message | None:
         page = self.store.messages(ref, after=seq - 1, limit=1) if seq > 0 else []

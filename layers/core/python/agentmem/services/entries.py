@@ -33,7 +33,9 @@ from ..domain.screening import decide_write, screen
 from ..domain.search import Query, Ranked, check_query
 from ..ports.entries import EntryStore
 from .memories import MemoryService
-from .recall import SemanticAnswer, SemanticSide, answered
+from .recall import PendingAnswer, SemanticAnswer, SemanticSide, answered
+
+KEYWORD_CANDIDATES = 200  # the most relevant entries holding query words that a search ranks (SPEC §6.1)
 
 
 @dataclass(frozen=True)
@@ -277,15 +279,23 @@ class EntryService:
         compiled = Query(query)
         now = iso(self.clock())  # one moment for the candidates, the re-check and the shadowing
         layers = [layer for group in groups for layer in group]
-        semantic = self._semantic_candidates(layers, query, offset + size) if wanted_mode != "keyword" else None
-        how = answered(wanted_mode, semantic)
+        pending = self._semantic_candidates(layers, query, offset + size) if wanted_mode != "keyword" else None
         found: dict[tuple[str, str | None, str], Entry] = {}
         keyword: dict[tuple[str, str | None, str], float] = {}
-        if how.mode != "semantic" and layers:
-            candidates = self.store.search_candidates(layers, compiled.words, compiled.whole, now)
+
+        def by_words() -> None:
+            pool = max(KEYWORD_CANDIDATES, 3 * (offset + size))
+            candidates = self.store.search_candidates(layers, compiled.words, compiled.whole, now, limit=pool)
             for ranked in compiled.rank(candidates, len(candidates)):
                 key = (ranked.entry.memory or "", ranked.entry.user_id, ranked.entry.name)
                 found[key], keyword[key] = ranked.entry, ranked.score
+
+        if wanted_mode != "semantic" and layers:
+            by_words()  # while the semantic side embeds and searches
+        semantic = pending.answer() if pending is not None else None
+        how = answered(wanted_mode, semantic)
+        if wanted_mode == "semantic" and how.mode == "keyword" and layers:
+            by_words()  # the semantic side fell back: the words answer
         cosine: dict[tuple[str, str | None, str], float] = {}
         if semantic is not None:
             allowed = set(layers)
@@ -309,15 +319,15 @@ class EntryService:
         return SearchPage(ranked_page[offset : offset + size], encode_cursor(offset + size) if more else None,
                           how.mode, how.fallback)
 
-    def _semantic_candidates(self, layers: Sequence[Layer], query: str, wanted: int) -> SemanticAnswer:
+    def _semantic_candidates(self, layers: Sequence[Layer], query: str, wanted: int) -> PendingAnswer:
         if self.semantic is None:
-            return SemanticAnswer([], "not_configured")
+            return PendingAnswer(SemanticAnswer([], "not_configured"))
         if not layers:
-            return SemanticAnswer([])
+            return PendingAnswer(SemanticAnswer([]))
         filters = {"kind": "entry", "account": layers[0].account_id,
                    "memory": sorted({layer.memory for layer in layers}),
                    "user": sorted({layer.user_key for layer in layers})}
-        return self.semantic.candidates(query, filters, max(3 * wanted, 50))
+        return self.semantic.start(query, filters, max(3 * wanted, 50))
 
     def _unshadowed(
         self, groups: Sequence[Sequence[Layer]], found: Mapping[tuple[str, str | None, str], Entry], now: str,

@@ -10,8 +10,9 @@ from the authoritative store before returning it.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 
@@ -48,24 +49,22 @@ class SemanticSide:
         self.deadline_s = deadline_s
 
     def candidates(self, query: str, filters: Filters, k: int) -> SemanticAnswer:
+        return self.start(query, filters, k).answer()
+
+    def start(self, query: str, filters: Filters, k: int) -> PendingAnswer:
+        """Ask the index in the background (the keyword side runs meanwhile); ``answer()`` waits for it, at
+        most until the deadline."""
         try:
             embedder, index = self._embedder(), self._index()
             if embedder is not None and index is not None:
                 embedder.warm()  # a model's first load is not the query's time
         except Exception:
             logger.exception("the semantic index could not be reached")
-            return self._fell_back("index_unavailable")
+            return PendingAnswer(self._fell_back("index_unavailable"))
         if embedder is None or index is None:
-            return SemanticAnswer([], "not_configured")
+            return PendingAnswer(SemanticAnswer([], "not_configured"))
         future = _POOL.submit(self._ask, embedder, index, query, filters, k)
-        try:
-            return SemanticAnswer(future.result(timeout=self.deadline_s))
-        except FutureTimeout:
-            logger.warning("the semantic index missed its deadline", extra={"deadline_s": self.deadline_s})
-            return self._fell_back("timeout")
-        except Exception:
-            logger.exception("the semantic index failed")
-            return self._fell_back("index_unavailable")
+        return PendingAnswer(None, future, time.monotonic() + self.deadline_s)
 
     @staticmethod
     def _ask(embedder: Embedder, index: SearchIndex, query: str, filters: Filters, k: int) -> list[SearchHit]:
@@ -84,6 +83,29 @@ class SemanticSide:
     def _fell_back(reason: Fallback) -> SemanticAnswer:
         count("RecallFallbacks", reason=reason)
         return SemanticAnswer([], reason)
+
+
+class PendingAnswer:
+    """The semantic side's answer on its way (or already known)."""
+
+    def __init__(self, known: SemanticAnswer | None, future: Future[list[SearchHit]] | None = None,
+                 deadline: float = 0.0) -> None:
+        self._known = known
+        self._future = future
+        self._deadline = deadline
+
+    def answer(self) -> SemanticAnswer:
+        if self._known is None:
+            assert self._future is not None
+            try:
+                self._known = SemanticAnswer(self._future.result(timeout=max(self._deadline - time.monotonic(), 0)))
+            except FutureTimeout:
+                logger.warning("the semantic index missed its deadline")
+                self._known = SemanticSide._fell_back("timeout")
+            except Exception:
+                logger.exception("the semantic index failed")
+                self._known = SemanticSide._fell_back("index_unavailable")
+        return self._known
 
 
 def answered(mode: Mode, semantic: SemanticAnswer | None) -> Answered:

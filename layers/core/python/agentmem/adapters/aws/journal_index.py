@@ -28,12 +28,14 @@ read back.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ...domain.models import ACCOUNT_LAYER
+from ...domain.search import Query
+from ...domain.text import index_text
+from ...ports.conversations import MessageHit
 from ...ports.search_index import MESSAGE_KIND, Filters
 
 
@@ -106,24 +108,29 @@ def location_of(fields: Mapping[str, Any]) -> MessageLocation | None:
     return MessageLocation(account_id, agent, user or None, key, seq)
 
 
-_WORD_START = r"(?<![^\W_])"  # not preceded by a letter or a digit
 
 
 class WordMatcher:
-    """SPEC §6.1's word rule for messages: the text holds a word that starts with one of ``words``."""
+    """SPEC §6.1's word rule for messages, as the domain analyses it (``domain/search.py``, ``domain/text.py``): the
+    text holds one of ``words`` by its stem, or a word it starts; function words are not indexed, so they match
+    nothing (as on the embedded backend and in OpenSearch's english analyzer)."""
 
     def __init__(self, words: Sequence[str]) -> None:
         wanted = sorted({w.lower() for w in words if w}, key=len, reverse=True)
         self.words = wanted
-        self._pattern = re.compile(_WORD_START + "(?:" + "|".join(map(re.escape, wanted)) + ")") if wanted else None
+        self._query = Query(" ".join(wanted)) if wanted else None
+
+    def held(self, text: str) -> int:
+        """How many of the words ``text`` holds."""
+        return len(self._query.held(index_text(text))) if self._query is not None else 0
 
     def matches(self, text: str) -> bool:
-        return self._pattern is not None and self._pattern.search(text.lower()) is not None
+        return self.held(text) > 0
 
     def query_text(self) -> str:
         return " ".join(self.words)
 
 
-def newest_first(items: Iterable[tuple[str, int, Any]]) -> list[Any]:
-    """``(created_at, seq, item)`` triples, newest first (a later seq first on a tie)."""
-    return [item for _, _, item in sorted(items, key=lambda t: (t[0], t[1]), reverse=True)]
+def best_first(hits: Iterable[MessageHit]) -> list[MessageHit]:
+    """Journal search candidates by score, the newest first on a tie (a later seq first among equals)."""
+    return sorted(hits, key=lambda h: (h.score, h.message.created_at, h.message.seq), reverse=True)

@@ -16,9 +16,10 @@ from typing import Any, cast
 from ...domain.conversations import AppendResult, ConversationRecord, ConversationRef, Message, MessageDraft
 from ...domain.errors import NotFoundError, VersionConflictError
 from ...domain.models import ACCOUNT_LAYER
+from ...domain.search import PREFIX_WEIGHT
 from ...ports.conversations import ConversationStore, MessageHit
 from .database import Database
-from .entries import prefix_terms
+from .entries import exact_terms, prefix_terms
 
 _MESSAGE_COLUMNS = (
     "m.seq, m.turn, m.role, m.content, m.created_at, m.tool_name, m.tool_call_id, m.arguments, m.result, "
@@ -147,7 +148,7 @@ class SqliteConversationStore(ConversationStore):
                      _json(draft.arguments), _json(draft.result), draft.client_id, draft.tokens, now),
                 )
                 conn.execute(
-                    "INSERT INTO messages_fts (rowid, scope, content, tool_name) VALUES (?, ?, ?, ?)",
+                    "INSERT INTO messages_fts (rowid, scope, content, tool_name) VALUES (?, ?, index_text(?), ?)",
                     (cast(int, cursor.lastrowid), scope, draft.content, draft.tool_name),
                 )
                 stored.append(message)
@@ -229,7 +230,7 @@ class SqliteConversationStore(ConversationStore):
             # a contentless FTS table forgets a row when told the values it indexed
             conn.execute(
                 "INSERT INTO messages_fts (messages_fts, rowid, scope, content, tool_name) "
-                "SELECT 'delete', id, ?, content, tool_name FROM messages WHERE conversation_id=?",
+                "SELECT 'delete', id, ?, index_text(content), tool_name FROM messages WHERE conversation_id=?",
                 (_scope(ref), row["id"]),
             )
             removed = conn.execute("DELETE FROM messages WHERE conversation_id=?", (row["id"],)).rowcount
@@ -284,17 +285,26 @@ class SqliteConversationStore(ConversationStore):
             return []
         scope = (_pair_token(account_id, agent, user_id) if conversation is None
                  else _conversation_token(ConversationRef(account_id, agent, user_id, conversation)))
-        match = f"scope : {scope} AND {{content tool_name}} : ({prefix_terms(words)})"
-        # the best by BM25 (FTS5's rank: lower is better; the scope column weighs nothing), newest on a tie
-        rows = self.db.connection().execute(
-            f"SELECT c.key, -f.score AS score, {_MESSAGE_COLUMNS} FROM "
-            "(SELECT rowid, bm25(messages_fts, 0.0, 1.0, 0.5) AS score FROM messages_fts WHERE messages_fts MATCH ? "
-            " ORDER BY score, rowid DESC LIMIT ?) f "
-            "JOIN messages m ON m.id = f.rowid JOIN conversations c ON c.id = m.conversation_id "
-            "ORDER BY f.score, f.rowid DESC",
-            (match, limit),
-        ).fetchall()
-        return [MessageHit(conversation=r["key"], message=_message(r), score=float(r["score"])) for r in rows]
+        # whole words (by their stems) rank by BM25; messages that hold a query word only as the start of a longer
+        # word come after, at half weight (the prefix rule finds them; it should not let them crowd the words)
+        found: dict[int, tuple[float, Any]] = {}
+        for terms, weight in ((exact_terms(words), 1.0), (prefix_terms(words), PREFIX_WEIGHT)):
+            match = f"scope : {scope} AND {{content tool_name}} : ({terms})"
+            # the best by BM25 (FTS5's rank: lower is better; the scope column weighs nothing), newest on a tie
+            rows = self.db.connection().execute(
+                f"SELECT f.rowid AS id, c.key, -f.score AS score, {_MESSAGE_COLUMNS} FROM "
+                "(SELECT rowid, bm25(messages_fts, 0.0, 1.0, 0.5) AS score FROM messages_fts "
+                " WHERE messages_fts MATCH ? ORDER BY score, rowid DESC LIMIT ?) f "
+                "JOIN messages m ON m.id = f.rowid JOIN conversations c ON c.id = m.conversation_id",
+                (match, limit),
+            ).fetchall()
+            for r in rows:
+                if r["id"] not in found:
+                    found[r["id"]] = (weight * float(r["score"]), r)
+            if len(found) >= limit:
+                break
+        best = sorted(found.items(), key=lambda item: (-item[1][0], -item[0]))[:limit]
+        return [MessageHit(conversation=r["key"], message=_message(r), score=score) for _, (score, r) in best]
 
     def refs_of_user(self, account_id: str, user_id: str) -> list[ConversationRef]:
         return self._refs("account_id=? AND user_key=?", (account_id, user_id))

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from ...domain.text import index_text
 from .migrations import MIGRATIONS
 
 BUSY_TIMEOUT_MS = 30_000
@@ -36,6 +37,8 @@ class Database:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
+            # the journal's full-text index holds a message's words without stop words (domain/text.py)
+            conn.create_function("index_text", 1, index_text, deterministic=True)
             self._local.conn = conn
             self._migrate(conn)
         return conn

@@ -11,6 +11,7 @@ from ...domain.cursor import decode_cursor, encode_cursor
 from ...domain.errors import InvalidError, LayerFullError, NotFoundError, VersionConflictError
 from ...domain.models import Entry, EntryDraft, HistoryItem, Layer, Page
 from ...domain.rules import DEFAULT_CATEGORY, DEFAULT_IMPORTANCE
+from ...domain.search import FIELD_WEIGHTS
 from ...ports.entries import EntryStore
 from .database import Database
 
@@ -24,6 +25,11 @@ _META_COLUMNS = (
 
 def content_hash(content: str) -> str:
     return "sha256:" + hashlib.sha256(content.encode("utf-8")).hexdigest()
+
+
+def exact_terms(words: Sequence[str]) -> str:
+    """An FTS5 expression matching a token equal to any of ``words`` (by the index's stems), each quoted."""
+    return " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
 
 
 def prefix_terms(words: Sequence[str]) -> str:
@@ -279,7 +285,7 @@ class SqliteEntryStore(EntryStore):
         return {r[0] for r in rows}
 
     def search_candidates(
-        self, layers: Sequence[Layer], words: Sequence[str], whole: str, now: str
+        self, layers: Sequence[Layer], words: Sequence[str], whole: str, now: str, *, limit: int | None = None
     ) -> list[Entry]:
         if not layers:
             return []
@@ -289,28 +295,41 @@ class SqliteEntryStore(EntryStore):
             scopes = " OR ".join(_scope_token(layer) for layer in layers)
             terms = prefix_terms(words)
             match = f"scope : ({scopes}) AND {{name description content}} : ({terms})"
+            # by relevance when a limit is asked: FTS5's BM25 with the domain's field weights (the scope weighs 0)
+            best = (f"ORDER BY bm25(entries_fts, 0.0, {FIELD_WEIGHTS['name']}, {FIELD_WEIGHTS['description']}, "
+                    f"{FIELD_WEIGHTS['content']}) LIMIT {int(limit)}" if limit is not None else "")
             rows = conn.execute(
-                f"SELECT e.* FROM entries_fts f JOIN entries e ON e.rowid = f.rowid "
-                f"WHERE entries_fts MATCH ? AND e.conversation IS NULL AND {_LIVE_E}",
+                f"SELECT e.* FROM (SELECT rowid FROM entries_fts WHERE entries_fts MATCH ? {best}) f "
+                f"JOIN entries e ON e.rowid = f.rowid WHERE e.conversation IS NULL AND {_LIVE_E}",
                 (match, now),
             ).fetchall()
             for r in rows:
                 found[(r["memory"], r["layer_user"], r["name"])] = _row_to_entry(r, with_content=True)
         if whole:
-            for layer in layers:
-                # compare in Python: SQLite's lower() folds ASCII letters only ("HEIZÖL" must hold "zöl")
-                metas = conn.execute(
-                    f"SELECT rowid, name, description FROM entries WHERE account_id=? AND memory=? AND layer_user=? "
-                    f"AND conversation IS NULL AND {_LIVE}",
-                    (layer.account_id, layer.memory, layer.user_key, now),
-                ).fetchall()
-                hits = [m[0] for m in metas if whole in f"{m[1]}\n{m[2]}".lower()]
-                rows = conn.execute(
-                    f"SELECT * FROM entries WHERE rowid IN ({','.join('?' * len(hits))})", hits
-                ).fetchall() if hits else []
-                for r in rows:
-                    found.setdefault((r["memory"], r["layer_user"], r["name"]), _row_to_entry(r, with_content=True))
+            for r in self._holding_whole(conn, layers, whole, now):
+                found.setdefault((r["memory"], r["layer_user"], r["name"]), _row_to_entry(r, with_content=True))
         return list(found.values())
+
+    def _holding_whole(self, conn: sqlite3.Connection, layers: Sequence[Layer], whole: str, now: str) -> list[Any]:
+        """Entries of the layers whose name or description holds ``whole`` (lower-cased), even inside a word."""
+        rows: list[Any] = []
+        for layer in layers:
+            where = (f"account_id=? AND memory=? AND layer_user=? AND conversation IS NULL AND {_LIVE}")
+            params: tuple[Any, ...] = (layer.account_id, layer.memory, layer.user_key, now)
+            if whole.isascii():
+                # SQLite's lower() folds ASCII letters only, which is all an ASCII query can match
+                rows += conn.execute(
+                    f"SELECT * FROM entries WHERE {where} AND instr(lower(name || char(10) || description), ?) > 0",
+                    (*params, whole),
+                ).fetchall()
+                continue
+            # compare in Python otherwise ("HEIZÖL" must hold "zöl")
+            metas = conn.execute(f"SELECT rowid, name, description FROM entries WHERE {where}", params).fetchall()
+            hits = [m[0] for m in metas if whole in f"{m[1]}\n{m[2]}".lower()]
+            if hits:
+                rows += conn.execute(f"SELECT * FROM entries WHERE rowid IN ({','.join('?' * len(hits))})",
+                                     hits).fetchall()
+        return rows
 
     def purge_expired(self, now: str) -> int:
         """The embedded store's TTL: drop expired entries and history past its keep time."""

@@ -12,8 +12,9 @@ Migration = str | Callable[[sqlite3.Connection], None]
 
 
 def _stemmed_journal(conn: sqlite3.Connection) -> None:
-    """Migration 6's journal part: the contentless journal index again, with stems (its scope tokens are
-    computed from each conversation's names, so this one is Python)."""
+    """Migration 6's journal part: the contentless journal index again, with stems and without stop words
+    (``index_text``, a function each connection has); its scope tokens are computed from each conversation's
+    names, so this one is Python."""
     from ...domain.conversations import ConversationRef
     from .conversations import _scope
 
@@ -26,7 +27,7 @@ def _stemmed_journal(conn: sqlite3.Connection) -> None:
         ref = ConversationRef(row[1], row[2], row[3] or None, row[4])
         conn.execute(
             "INSERT INTO messages_fts (rowid, scope, content, tool_name) "
-            "SELECT id, ?, content, tool_name FROM messages WHERE conversation_id=?",
+            "SELECT id, ?, index_text(content), tool_name FROM messages WHERE conversation_id=?",
             (_scope(ref), row[0]),
         )
 

@@ -86,7 +86,7 @@ from ....domain.errors import AgentmemError, ConflictError, NotFoundError, Versi
 from ....ports.blobs import BlobStore
 from ....ports.conversations import ConversationStore, MessageHit
 from ....ports.search_index import SearchIndex
-from ..journal_index import WordMatcher, journal_filters, location_of, newest_first, searchable_text
+from ..journal_index import WordMatcher, best_first, journal_filters, location_of, searchable_text
 from . import layout
 from .conversation_rows import (
     ConversationState,
@@ -490,18 +490,20 @@ class DynamoConversationStore(ConversationStore):
             return self._search_hot_rows(account_id, agent, user_id, matcher, conversation, limit)
         filters = journal_filters(account_id, agent, user_id, conversation)
         wanted: dict[str, set[int]] = {}
+        scores: dict[tuple[str, int], float] = {}
         for hit in self.index.query(matcher.query_text(), None, filters, limit):
             where = location_of(hit.fields)
             if where is not None and (where.account_id, where.agent, where.user_id) == (account_id, agent, user_id):
                 wanted.setdefault(where.key, set()).add(where.seq)
+                scores[(where.key, where.seq)] = max(scores.get((where.key, where.seq), 0.0), hit.score)
         states = self._states(ConversationRef(account_id, agent, user_id, key) for key in wanted)
         read = self.threads.map(
             lambda s: self._messages_at(s, sorted(q for q in wanted[s.ref.key] if q <= s.last_seq)), states
         )
-        found = [(m.created_at, m.seq, MessageHit(state.ref.key, m))
+        found = [MessageHit(state.ref.key, m, scores[(state.ref.key, m.seq)])
                  for state, messages in zip(states, read, strict=True) for m in messages.values()
                  if matcher.matches(_text(m))]
-        return newest_first(found)[:limit]
+        return best_first(found)[:limit]  # the index's relevance, newest on a tie
 
     def _search_hot_rows(
         self, account_id: str, agent: str, user_id: str | None, matcher: WordMatcher, conversation: str | None,
@@ -518,10 +520,10 @@ class DynamoConversationStore(ConversationStore):
             first = max(state.sealed_through + 1, state.last_seq - FALLBACK_ROWS + 1)
             return self.tail_rows.rows(state.pk, first, state.last_seq)
 
-        found = [(m.created_at, m.seq, MessageHit(state.ref.key, m))
+        found = [MessageHit(state.ref.key, m, float(held))
                  for state, rows in zip(states, self.threads.map(hot, states), strict=True) for m in rows
-                 if matcher.matches(_text(m))]
-        return newest_first(found)[:limit]
+                 if (held := matcher.held(_text(m)))]
+        return best_first(found)[:limit]  # more query words held first, newest on a tie
 
     # -- sealing and purging --------------------------------------------------------------------------------
     def seal(self, ref: ConversationRef, *, keep_hot: int = 1000) -> int:

@@ -300,8 +300,11 @@ class DynamoEntryStore(EntryStore):
         rows = self.models.entry.batch_get(keys, consistent_read=True, attributes_to_get=["name", "expires_at"])
         return {r.name for r in rows if is_live(r, now)}
 
-    def search_candidates(self, layers: Sequence[Layer], words: Sequence[str], whole: str, now: str) -> list[Entry]:
-        # Every live entry of the layers (without checkpoints) is a candidate; the domain ranks them.
+    def search_candidates(
+        self, layers: Sequence[Layer], words: Sequence[str], whole: str, now: str, *, limit: int | None = None
+    ) -> list[Entry]:
+        # Every live entry of the layers (without checkpoints) is a candidate, whatever the limit; the domain
+        # ranks them.
         # A word filter in DynamoDB would save no read capacity (filters apply after the read).
         if not words and not whole:
             return []
