@@ -123,7 +123,11 @@ def test_a_message_document_names_its_message_and_nothing_of_an_entry_matches_it
     assert location_of({"kind": "entry", "memory": "company", "version": 3}) is None
 
 
-def test_the_word_rule_matches_word_starts_only() -> None:
-    matcher = WordMatcher(["refund", "wher"])
-    assert matcher.matches("Where is it?") and matcher.matches("lookup_refund_policy")
+def test_the_word_rule_matches_stems_and_word_starts_only() -> None:
+    matcher = WordMatcher(["refund", "warehous"])
+    assert matcher.matches("The Warehouses are full") and matcher.matches("lookup_refund_policy")
+    assert matcher.matches("Refunding takes a week")  # by its stem
     assert not matcher.matches("nonrefundable") and not WordMatcher([]).matches("anything")
+    # function words are not indexed on any backend: they match nothing
+    assert not WordMatcher(["where"]).matches("Where is it?")
+    assert matcher.held("refund the warehouse") == 2

@@ -219,11 +219,14 @@ class Agent:
     # --- recall and tools -----------------------------------------------------------------
 
     def search(
-        self, query: str, *, user: str | None = None, limit: int | None = None, surface: str | None = None
+        self, query: str, *, user: str | None = None, limit: int | None = None, surface: str | None = None,
+        mode: str | None = None, min_score: float | None = None,
     ) -> EntryList:
-        """Every memory the agent reads, searched as it sees them: each hit names its ``memory``,
-        ``user_id`` (``None``: the account's layer) and ``score``."""
-        params: dict[str, ParamValue] = {"q": query, "limit": limit, "surface": surface, **self._acting(user)}
+        """Every memory the agent reads, recalled as it sees them (``mode``: ``hybrid`` by default, ``keyword``
+        or ``semantic``): each hit names its ``memory``, ``user_id`` (``None``: the account's layer) and
+        ``score`` (0–1)."""
+        params: dict[str, ParamValue] = {"q": query, "limit": limit, "surface": surface, "mode": mode,
+                                         "min_score": min_score, **self._acting(user)}
         data = self.client.request_json("GET", self._path("search"), params=params)
         return [Entry.from_dict(item) for item in data.get("items") or [] if isinstance(item, Mapping)]
 
@@ -287,13 +290,14 @@ class Agent:
 
     def search_messages(
         self, query: str, *, user: str | None = None, conversation: str | None = None, limit: int | None = None,
-        surface: str | None = None,
+        surface: str | None = None, mode: str | None = None, min_score: float | None = None,
     ) -> MessageHitList:
         """Journal search: messages of the agent's conversations with ``user`` (only ``conversation``
-        when given) holding words of ``query``, best first (up to ``limit``, at most 100; default 10).
-        Open on the ``agent`` and ``test`` surfaces only: elsewhere ``Forbidden``."""
+        when given) that say what ``query`` asks, by meaning and words (``mode``), best first (up to ``limit``,
+        at most 100; default 10). Open on the ``agent`` and ``test`` surfaces only: elsewhere ``Forbidden``."""
         params: dict[str, ParamValue] = {"q": query, "conversation": conversation, "limit": limit,
-                                         "surface": surface, **self._acting(user)}
+                                         "surface": surface, "mode": mode, "min_score": min_score,
+                                         **self._acting(user)}
         data = self.client.request_json("GET", self._path("messages", "search"), params=params)
         return [MessageHit.from_dict(item) for item in data.get("items") or [] if isinstance(item, Mapping)]
 

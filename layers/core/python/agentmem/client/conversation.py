@@ -195,10 +195,12 @@ class Conversation:
         path = self._path("tool-calls", segment(tool_call_id))
         return ToolCall.from_dict(self.client.request_json("GET", path, params=params))
 
-    def search(self, query: str, *, limit: int | None = None, surface: str | None = None) -> list[MessageHit]:
-        """This conversation's messages holding words of ``query``, best first (journal search)."""
+    def search(
+        self, query: str, *, limit: int | None = None, surface: str | None = None, mode: str | None = None,
+    ) -> list[MessageHit]:
+        """This conversation's messages that say what ``query`` asks, best first (journal search)."""
         return self.agent.search_messages(query, user=self.user, conversation=self.key, limit=limit,
-                                          surface=surface)
+                                          surface=surface, mode=mode)
 
     # --- the summary ----------------------------------------------------------------------
 

@@ -244,9 +244,15 @@ class Memory:
         """Every entry of one layer (at most ``limit``), without content, newest first."""
         return [*self.iter_entries(user=user, limit=limit)]
 
-    def search(self, query: str, *, limit: int = 10, user: str | None = None) -> EntryList:
-        """The best entries for ``query`` (up to 100), with content, from the layers the caller sees."""
-        params: dict[str, ParamValue] = {"q": query, "limit": limit, **self._layer(user)}
+    def search(
+        self, query: str, *, limit: int = 10, user: str | None = None, mode: str | None = None,
+        min_score: float | None = None,
+    ) -> EntryList:
+        """The best entries for ``query`` (up to 100), with content, from the layers the caller sees: by meaning
+        and words (``mode="hybrid"``, the default), or ``"keyword"`` / ``"semantic"`` alone; ``min_score``
+        (0–1) leaves weaker hits out."""
+        params: dict[str, ParamValue] = {"q": query, "limit": limit, "mode": mode, "min_score": min_score,
+                                         **self._layer(user)}
         data = self.client.request_json("GET", self._path("search"), params=params)
         return [Entry.from_dict(item) for item in data.get("items") or [] if isinstance(item, dict)]
 
