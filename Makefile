@@ -56,6 +56,8 @@ unit: install emulators
 bench: install
 	$(BIN)/python bench/entries.py
 	$(BIN)/python bench/workspaces.py
+	$(BIN)/python bench/recall_quality.py
+	$(BIN)/python bench/recall_speed.py
 
 bench-cold-start: install
 	$(BIN)/python bench/cold_start.py

@@ -534,8 +534,20 @@ add("agents.search-q-missing", _with(AGENT_SEARCH, params={}, field="q"))
 for limit in ("0", "101", "-1", "abc", "1.5", ""):
     add(f"agents.search-limit-{limit or 'empty'}", _with(AGENT_SEARCH, params={**SEARCH, "limit": limit},
                                                          field="limit"))
-for name, value in {"cursor": "zzz", "mode": "fuzzy", "surface": "moon"}.items():
+for name, value in {"cursor": "zzz", "surface": "moon"}.items():
     add(f"agents.search-{name}-{value}", _with(AGENT_SEARCH, params={**SEARCH, name: value}, field=name))
+# recall's mode and min_score (SPEC §6.2) on all three searches; queries of symbols or control characters hold
+# no word: a 400 where a word is needed, an empty answer where the whole query may still match a name
+for endpoint in ("agents.search", "entries.search", "conversations.search"):
+    base = VALID_PARAMS[endpoint]
+    for mode in ("fuzzy", "HYBRID", "auto", ""):
+        add(f"{endpoint}-mode-{mode or 'empty'}", _with(_valid(endpoint), params={**base, "mode": mode},
+                                                        field="mode"))
+    for min_score in ("abc", "-0.1", "1.5", "nan", "inf", ""):
+        add(f"{endpoint}-min-score-{min_score or 'empty'}",
+            _with(_valid(endpoint), params={**base, "min_score": min_score}, field="min_score"))
+for q_id, q in {"emoji": "🙂🙂", "control": "\x01\x02", "symbols": "?!%", "10000-chars": "word " * 2000}.items():
+    add(f"conversations.search-q-{q_id}", _with(_valid("conversations.search"), params={"q": q}, field="q"))
 for name, value in {"dialect": "klingon", "format": "xml", "surface": "moon"}.items():
     add(f"tools.list-{name}-{value}", _with(_valid("tools.list"), params={name: value}, field=name))
     add(f"tools.list-{name}-empty", _with(_valid("tools.list"), params={name: ""}, field=name))

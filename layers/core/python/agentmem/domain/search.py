@@ -90,33 +90,41 @@ class _Analysed:
 
     __slots__ = ("fields", "length")
 
-    def __init__(self, entry: Entry) -> None:
-        self.fields = {"name": _Field(entry.name), "description": _Field(entry.description),
-                       "content": _Field(entry.content or "")}
+    def __init__(self, name: str, description: str, content: str) -> None:
+        self.fields = {"name": _Field(name), "description": _Field(description), "content": _Field(content)}
         self.length = sum(FIELD_WEIGHTS[f] * field.length for f, field in self.fields.items())
 
 
-_ANALYSED: OrderedDict[tuple[str, str, str, str, str], _Analysed] = OrderedDict()
+_ANALYSED: OrderedDict[tuple[str, ...], _Analysed] = OrderedDict()
 _ANALYSED_MAX = 50_000
 _ANALYSING = threading.Lock()
 
 
-def analysed(entry: Entry) -> _Analysed:
-    """The entry's analysis, from a bounded cache keyed by what it is made from (an entry's text changes only
-    with its version, so most searches analyse nothing)."""
-    key = (entry.memory or "", entry.user_id or "", entry.name, entry.description, entry.content_hash or
-           entry.content or "")
+def _analysis(key: tuple[str, ...], name: str, description: str, content: str) -> _Analysed:
     with _ANALYSING:
         found = _ANALYSED.get(key)
         if found is not None:
             _ANALYSED.move_to_end(key)
             return found
-    made = _Analysed(entry)
+    made = _Analysed(name, description, content)
     with _ANALYSING:
         _ANALYSED[key] = made
         while len(_ANALYSED) > _ANALYSED_MAX:
             _ANALYSED.popitem(last=False)
     return made
+
+
+def analysed(entry: Entry) -> _Analysed:
+    """The entry's analysis, from a bounded cache keyed by what it is made from (an entry's text changes only
+    with its version, so most searches analyse nothing)."""
+    content = entry.content or ""
+    key = (entry.memory or "", entry.user_id or "", entry.name, entry.description, entry.content_hash or content)
+    return _analysis(key, entry.name, entry.description, content)
+
+
+def warm(memory: str, user_key: str, name: str, description: str, content: str, content_hash: str) -> None:
+    """Analyse an entry version ahead of its first search (the indexer does, as it reads each change)."""
+    _analysis((memory, user_key, name, description, content_hash or content), name, description, content)
 
 
 class Query:

@@ -17,9 +17,13 @@ from ...domain.conversations import AppendResult, ConversationRecord, Conversati
 from ...domain.errors import NotFoundError, VersionConflictError
 from ...domain.models import ACCOUNT_LAYER
 from ...domain.search import PREFIX_WEIGHT
+from ...domain.text import stem
 from ...ports.conversations import ConversationStore, MessageHit
 from .database import Database
 from .entries import exact_terms, prefix_terms
+
+SEARCH_TERM_SHARE = 0.01  # a query word held by more of the messages than this is not worth scoring ...
+SEARCH_TERM_MIN_MESSAGES = 20_000  # ... once the journal index is this large
 
 _MESSAGE_COLUMNS = (
     "m.seq, m.turn, m.role, m.content, m.created_at, m.tool_name, m.tool_call_id, m.arguments, m.result, "
@@ -285,6 +289,7 @@ class SqliteConversationStore(ConversationStore):
             return []
         scope = (_pair_token(account_id, agent, user_id) if conversation is None
                  else _conversation_token(ConversationRef(account_id, agent, user_id, conversation)))
+        words = self._telling(words)
         # whole words (by their stems) rank by BM25; messages that hold a query word only as the start of a longer
         # word come after, at half weight (the prefix rule finds them; it should not let them crowd the words)
         found: dict[int, tuple[float, Any]] = {}
@@ -305,6 +310,24 @@ class SqliteConversationStore(ConversationStore):
                 break
         best = sorted(found.items(), key=lambda item: (-item[1][0], -item[0]))[:limit]
         return [MessageHit(conversation=r["key"], message=_message(r), score=score) for _, (score, r) in best]
+
+    def _telling(self, words: Sequence[str]) -> list[str]:
+        """The query words worth scoring: in a large journal, a word held by more than ``SEARCH_TERM_SHARE`` of
+        the messages adds almost nothing to BM25 (its idf is near zero) and costs a scan of all of them, so it is
+        left out while rarer words remain (the two rarest stay when every word is that common)."""
+        conn = self.db.connection()
+        total = int(conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0])
+        if total < SEARCH_TERM_MIN_MESSAGES or len(words) < 2:
+            return list(words)
+        counts = {}
+        for word in words:
+            stemmed = stem(word)
+            counts[word] = int(conn.execute(
+                "SELECT coalesce(sum(doc), 0) FROM messages_vocab WHERE term >= ? AND term < ?",
+                (stemmed, stemmed + "\U0010ffff"),
+            ).fetchone()[0])
+        rare = [w for w in words if counts[w] <= SEARCH_TERM_SHARE * total]
+        return rare or sorted(words, key=lambda w: counts[w])[:2]
 
     def refs_of_user(self, account_id: str, user_id: str) -> list[ConversationRef]:
         return self._refs("account_id=? AND user_key=?", (account_id, user_id))

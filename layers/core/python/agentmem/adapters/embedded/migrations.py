@@ -249,4 +249,9 @@ MIGRATIONS: list[Migration] = [
     );
     CREATE INDEX vectors_by_partition ON vectors(partition, embedder);
     """,
+    # 8: how many messages hold each term of the journal's index: a search leaves out terms so common that
+    # scoring them would cost more than they tell (SEARCH_TERM_SHARE in adapters/embedded/conversations.py)
+    """
+    CREATE VIRTUAL TABLE messages_vocab USING fts5vocab(messages_fts, 'row');
+    """,
 ]

@@ -26,13 +26,14 @@ from __future__ import annotations
 import hashlib
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ...domain.models import ACCOUNT_LAYER
+from ...domain.search import warm
 from ...observability import logger
 from ...ports.embedder import Embedder
 from ...ports.search_index import Filters, SearchHit, SearchIndex, check_filters, filter_values
@@ -300,9 +301,11 @@ class SqliteVectorIndex(SearchIndex):
             return []
         marks = ",".join("?" * len(rowids))
         rows = self.db.connection().execute(
-            "SELECT rowid, account_id, memory, layer_user, name, description, content FROM entries "
+            "SELECT rowid, account_id, memory, layer_user, name, description, content, content_hash FROM entries "
             f"WHERE rowid IN ({marks}) AND conversation IS NULL", tuple(rowids),
         ).fetchall()
+        for r in rows:  # the keyword ranking's analysis too, while the text is at hand
+            warm(r[2], r[3], r[4], r[5], r[6], r[7])
         return [_Doc("entry", int(r[0]), entry_partition(r[1], r[2], r[3]), r[4], None, entry_text(r[4], r[5], r[6]))
                 for r in rows]
 
@@ -326,8 +329,7 @@ class SqliteVectorIndex(SearchIndex):
         known: dict[tuple[str, int], tuple[str, str, str]] = {}
         conn = self.db.connection()
         for kind, sources in (("entry", entries), ("message", messages)):
-            for begin in range(0, len(sources), 900):
-                chunk = sources[begin : begin + 900]
+            for chunk in _chunks(sources):
                 marks = ",".join("?" * len(chunk))
                 for row in conn.execute(
                     f"SELECT source, partition, embedder, text_hash FROM vectors WHERE kind=? AND source IN ({marks})",
@@ -380,8 +382,7 @@ class SqliteVectorIndex(SearchIndex):
         kind = part.name.split(_SEP, 1)[0]
         blobs: dict[int, bytes] = {}
         conn = self.db.connection()
-        for begin in range(0, len(sources), 900):
-            chunk = sources[begin : begin + 900]
+        for chunk in _chunks(sources):
             marks = ",".join("?" * len(chunk))
             blobs.update(conn.execute(f"SELECT source, vector FROM vectors WHERE kind=? AND source IN ({marks})",
                                       (kind, *chunk)).fetchall())
@@ -418,6 +419,12 @@ class SqliteVectorIndex(SearchIndex):
         with self._lock:
             self._partitions.clear()
         return queued
+
+
+def _chunks(values: Sequence[int], size: int = 900) -> Iterator[Sequence[int]]:
+    """``values`` in slices small enough for one ``IN (...)`` of SQLite's."""
+    for begin in range(0, len(values), size):
+        yield values[begin : begin + size]
 
 
 def _columns(rows: Sequence[tuple[Any, ...]], dimension: int) -> tuple[list[int], list[str], list[int], Vectors]:
