@@ -289,11 +289,16 @@ class SqliteConversationStore(ConversationStore):
             return []
         scope = (_pair_token(account_id, agent, user_id) if conversation is None
                  else _conversation_token(ConversationRef(account_id, agent, user_id, conversation)))
-        words = self._telling(words)
+        words, common = self._telling(words)
         # whole words (by their stems) rank by BM25; messages that hold a query word only as the start of a longer
-        # word come after, at half weight (the prefix rule finds them; it should not let them crowd the words)
+        # word come after, at half weight (the prefix rule finds them; it should not let them crowd the words).
+        # When every word is common, the messages holding all of them are the best anyway, and far fewer to score
+        joined = " AND " if common else " OR "
+        passes = [(exact_terms(words, joined), 1.0), (prefix_terms(words, joined), PREFIX_WEIGHT)]
+        if common:
+            passes.append((exact_terms(words[:1]), 1.0))  # nothing holds them all: the rarest alone
         found: dict[int, tuple[float, Any]] = {}
-        for terms, weight in ((exact_terms(words), 1.0), (prefix_terms(words), PREFIX_WEIGHT)):
+        for terms, weight in passes:
             match = f"scope : {scope} AND {{content tool_name}} : ({terms})"
             # the best by BM25 (FTS5's rank: lower is better; the scope column weighs nothing), newest on a tie
             rows = self.db.connection().execute(
@@ -306,19 +311,20 @@ class SqliteConversationStore(ConversationStore):
             for r in rows:
                 if r["id"] not in found:
                     found[r["id"]] = (weight * float(r["score"]), r)
-            if len(found) >= limit:
+            if len(found) >= limit or (common and found):
                 break
         best = sorted(found.items(), key=lambda item: (-item[1][0], -item[0]))[:limit]
         return [MessageHit(conversation=r["key"], message=_message(r), score=score) for _, (score, r) in best]
 
-    def _telling(self, words: Sequence[str]) -> list[str]:
-        """The query words worth scoring: in a large journal, a word held by more than ``SEARCH_TERM_SHARE`` of
-        the messages adds almost nothing to BM25 (its idf is near zero) and costs a scan of all of them, so it is
-        left out while rarer words remain (the two rarest stay when every word is that common)."""
+    def _telling(self, words: Sequence[str]) -> tuple[list[str], bool]:
+        """The query words worth scoring, and whether they are all common. In a large journal, a word held by
+        more than ``SEARCH_TERM_SHARE`` of the messages adds almost nothing to BM25 (its idf is near zero) and
+        costs a scan of all of them, so it is left out while rarer words remain; when every word is that common,
+        the three rarest stay, rarest first, and the search asks for messages holding them all."""
         conn = self.db.connection()
         total = int(conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0])
         if total < SEARCH_TERM_MIN_MESSAGES or len(words) < 2:
-            return list(words)
+            return list(words), False
         counts = {}
         for word in words:
             stemmed = stem(word)
@@ -327,7 +333,9 @@ class SqliteConversationStore(ConversationStore):
                 (stemmed, stemmed + "\U0010ffff"),
             ).fetchone()[0])
         rare = [w for w in words if counts[w] <= SEARCH_TERM_SHARE * total]
-        return rare or sorted(words, key=lambda w: counts[w])[:2]
+        if rare:
+            return rare, False
+        return sorted(words, key=lambda w: counts[w])[:3], True
 
     def refs_of_user(self, account_id: str, user_id: str) -> list[ConversationRef]:
         return self._refs("account_id=? AND user_key=?", (account_id, user_id))

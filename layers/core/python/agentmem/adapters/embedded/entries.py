@@ -27,15 +27,16 @@ def content_hash(content: str) -> str:
     return "sha256:" + hashlib.sha256(content.encode("utf-8")).hexdigest()
 
 
-def exact_terms(words: Sequence[str]) -> str:
-    """An FTS5 expression matching a token equal to any of ``words`` (by the index's stems), each quoted."""
-    return " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+def exact_terms(words: Sequence[str], joined: str = " OR ") -> str:
+    """An FTS5 expression matching a token equal to any of ``words`` (by the index's stems), each quoted;
+    ``joined=" AND "`` asks for all of them."""
+    return joined.join('"' + w.replace('"', '""') + '"' for w in words)
 
 
-def prefix_terms(words: Sequence[str]) -> str:
+def prefix_terms(words: Sequence[str], joined: str = " OR ") -> str:
     """An FTS5 expression matching a token that starts with any of ``words`` (each quoted, so no word
     is read as FTS syntax): the prefix rule of domain/search.py."""
-    return " OR ".join('"' + w.replace('"', '""') + '"*' for w in words)
+    return joined.join('"' + w.replace('"', '""') + '"*' for w in words)
 
 
 def _scope_token(layer: Layer) -> str:
