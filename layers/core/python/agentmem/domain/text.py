@@ -60,11 +60,6 @@ def query_words(text: str) -> list[str]:
     return list(dict.fromkeys([w for w in every if w not in STOP_WORDS] or every))
 
 
-def query_terms(text: str) -> list[str]:
-    """The distinct stems of a query's words that count, in order."""
-    return list(dict.fromkeys(stem(w) for w in query_words(text)))
-
-
 def index_text(text: str | None) -> str:
     """What a full-text index holds of ``text``: its words without the stop words, so that a document's length
     counts what it says (BM25's length normalisation) and no function word matches a query."""

@@ -1,7 +1,8 @@
-"""The embedded backend's semantic index: documents and vectors in memory, searched by brute force.
+"""An in-memory search index: documents and vectors in a dict, searched by brute force, word by word.
 
-Exact nearest neighbours over a few thousand entries take milliseconds, which is what one machine holds.
-The index lives in the process; the embedded backend rebuilds it from the store when it starts.
+The embedded backend's own semantic index is ``vector_index.SqliteVectorIndex`` (vectors in the database, fed by
+the store's change queue). This one implements the port as OpenSearch does — documents addressed by id, text and
+vector queries with filters — and stands in for it where the AWS indexer and journal are tested without a cluster.
 """
 
 from __future__ import annotations
