@@ -9,9 +9,12 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
+from datetime import timedelta
 
 import pytest
+from agentmem.domain.clock import iso
 from agentmem.domain.errors import InvalidError
+from agentmem.domain.models import Layer
 from agentmem.ports.embedder import Embedder
 from agentmem.services.recall import SemanticSide
 from contract_world import World
@@ -183,3 +186,29 @@ def test_journal_search_answers_a_question_in_natural_language(world: World) -> 
     page = service.search_page(world.account, "support", "What did Ana say about her sister's wedding?", user="ana")
     assert [(h.conversation, h.seq) for h in page.items][:1] == [("s-wedding", 1)]
     assert "wedding" in page.items[0].snippet
+
+
+def test_the_store_reads_many_entries_at_once_as_it_reads_one(world: World) -> None:
+    # Given live entries, a deleted one, one that expires in a minute, and a user's copy
+    seed(world)
+    world.save("gone", "To be deleted.", "Gone")
+    world.container.entries.delete(world.account, world.memory, "gone")
+    soon = iso(world.clock() + timedelta(minutes=1))
+    world.save("brief", "Only for a minute.", "Brief", expires_at=soon)
+    world.save("refunds", "Ana's own refund terms.", None, user="ana")
+    store = world.container.entries.store
+    account = Layer(world.account.account_id, world.memory, None)
+    ana = Layer(world.account.account_id, world.memory, "ana")
+    keys = [(account, "refunds"), (account, "vpn"), (account, "gone"), (account, "brief"), (account, "nobody"),
+            (ana, "refunds"), (ana, "vpn")]
+    # When they are read at once, now and after the expiry
+    now = iso(world.clock())
+    found = store.get_many(keys, now)
+    world.clock.advance(minutes=2)
+    later = store.get_many(keys, iso(world.clock()))
+    # Then what exists is there, as one read finds it, and nothing else
+    assert set(found) == {(account, "refunds"), (account, "vpn"), (account, "brief"), (ana, "refunds")}
+    for (layer, name), entry in found.items():
+        assert entry == store.get(layer, name, now)
+    assert found[(ana, "refunds")].content == "Ana's own refund terms."
+    assert (account, "brief") not in later and len(later) == 3

@@ -52,6 +52,16 @@ class EntryStore(ABC):
     def get(self, layer: Layer, name: str, now: str) -> Entry | None:
         """The live entry with content; expired entries are absent."""
 
+    def get_many(self, keys: Sequence[tuple[Layer, str]], now: str) -> dict[tuple[Layer, str], Entry]:
+        """The live entries (with content) of these (layer, name) pairs that exist: recall's re-check of its
+        semantic candidates. A store that can read many at once (DynamoDB's BatchGetItem) overrides this."""
+        found = {}
+        for layer, name in keys:
+            entry = self.get(layer, name, now)
+            if entry is not None:
+                found[(layer, name)] = entry
+        return found
+
     @abstractmethod
     def delete(
         self, layer: Layer, name: str, *, expected_version: int | None, now: str, keep_history_until: str,

@@ -299,18 +299,18 @@ class EntryService:
         cosine: dict[tuple[str, str | None, str], float] = {}
         if semantic is not None:
             allowed = set(layers)
+            near: dict[tuple[str, str | None, str], float] = {}
             for hit in semantic.hits:
                 user = hit.fields.get("user") or None
                 key = (str(hit.fields.get("memory")), user, str(hit.fields.get("name")))
-                layer = Layer(layers[0].account_id, key[0], user)
-                if layer not in allowed:
-                    continue
-                if key not in found:
-                    current = self.store.get(layer, key[2], now)  # the store decides, never the index
-                    if current is None or current.conversation is not None:
-                        continue
-                    found[key] = current
-                cosine[key] = hit.score
+                if Layer(layers[0].account_id, key[0], user) in allowed:
+                    near.setdefault(key, hit.score)
+            # the store decides, never the index: one read of every candidate the words did not bring
+            unread = [(Layer(layers[0].account_id, k[0], k[1]), k[2]) for k in near if k not in found]
+            for (layer, name), current in self.store.get_many(unread, now).items():
+                if current.conversation is None:
+                    found[(layer.memory, layer.user_id, name)] = current
+            cosine = {k: score for k, score in near.items() if k in found}
         keep = self._unshadowed(groups, found, now)
         signals = {k: Signals(keyword.get(k), cosine.get(k), found[k].importance) for k in found if k in keep}
         fused = fuse(signals, how.mode, self.calibration, min_score=floor)

@@ -85,6 +85,9 @@ def _decode_listing_cursor(cursor: str) -> tuple[str, str]:
     return value[0], value[1]
 
 
+BATCH_GET = 100  # BatchGetItem's limit
+
+
 class DynamoEntryStore(EntryStore):
     def __init__(self, models: BoundModels, cache: SnapshotCache | None = None) -> None:
         self.models = models
@@ -273,6 +276,17 @@ class DynamoEntryStore(EntryStore):
     def get(self, layer: Layer, name: str, now: str) -> Entry | None:
         row = self._read((layout.layer_pk(layer), layout.entry_sk(name))).row
         return to_entry(row, with_content=True) if row is not None and is_live(row, now) else None
+
+    def get_many(self, keys: Sequence[tuple[Layer, str]], now: str) -> dict[tuple[Layer, str], Entry]:
+        """One consistent BatchGetItem per 100 keys (pynamodb retries what comes back unprocessed)."""
+        by_key = {(layout.layer_pk(layer), layout.entry_sk(name)): (layer, name) for layer, name in keys}
+        found: dict[tuple[Layer, str], Entry] = {}
+        wanted = list(by_key)
+        for start in range(0, len(wanted), BATCH_GET):
+            for row in self.models.entry.batch_get(wanted[start : start + BATCH_GET], consistent_read=True):
+                if is_live(row, now):
+                    found[by_key[(row.pk, row.sk)]] = to_entry(row, with_content=True)
+        return found
 
     def list_layer(self, layer: Layer, now: str, *, limit: int, cursor: str | None) -> Page:
         after = None
