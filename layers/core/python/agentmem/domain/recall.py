@@ -27,6 +27,13 @@ Fallback = Literal["index_unavailable", "timeout", "not_configured"]
 Fusion = Literal["weighted", "rrf"]
 MODES: tuple[str, ...] = get_args(Mode)
 K = TypeVar("K", bound=Hashable)
+KEYWORD_CANDIDATES = 200  # the most relevant candidates the words offer a search (entries or messages) ...
+SEMANTIC_CANDIDATES = 50  # ... and the nearest the semantic index offers (each is read again from the store)
+
+
+def pool(least: int, offset: int, size: int) -> int:
+    """How many candidates a side offers for one page: at least ``least``, and three pages' worth."""
+    return max(least, 3 * (offset + size))
 
 
 @dataclass(frozen=True)

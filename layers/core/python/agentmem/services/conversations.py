@@ -23,7 +23,17 @@ from ..domain.conversations import (
 from ..domain.cursor import decode_cursor, encode_cursor
 from ..domain.errors import ForbiddenError, InvalidError, NotFoundError, NotImplementedYetError, UnavailableError
 from ..domain.models import Entry, Layer, Principal
-from ..domain.recall import Fallback, Mode, Signals, check_min_score, check_mode, fuse
+from ..domain.recall import (
+    KEYWORD_CANDIDATES,
+    SEMANTIC_CANDIDATES,
+    Fallback,
+    Mode,
+    Signals,
+    check_min_score,
+    check_mode,
+    fuse,
+    pool,
+)
 from ..domain.rules import check_limit
 from ..domain.search import Query, check_query
 from ..domain.surfaces import check_surface, surface_rules
@@ -38,8 +48,6 @@ READ_LIMIT_MAX = 1000
 SEARCH_LIMIT_DEFAULT = 10
 SEARCH_LIMIT_MAX = 100
 SNIPPET_CHARS = 160
-SEARCH_CANDIDATES = 200  # the most relevant messages the words offer a search
-SEMANTIC_CANDIDATES = 50  # the nearest messages the semantic index offers (each is read back from the journal)
 PINNED_READ = 20  # candidates read whole for the pinned block (it keeps 10; a few may have expired)
 
 
@@ -229,16 +237,16 @@ class ConversationService:
         if not compiled.words:
             raise InvalidError("q must hold at least one word", field="q")
         offset = _search_offset(cursor, query, conversation)
-        pool = max(SEARCH_CANDIDATES, 3 * (offset + size))
+        keyword_pool = pool(KEYWORD_CANDIDATES, offset, size)
         account, agent_name, user_id = ctx.principal.account_id, ctx.agent.name, ctx.user
         pending = self._semantic(account, agent_name, user_id, conversation, query,
-                                 max(SEMANTIC_CANDIDATES, 3 * (offset + size)), wanted_mode)
+                                 pool(SEMANTIC_CANDIDATES, offset, size), wanted_mode)
         found: dict[tuple[str, int], Message] = {}
         keyword: dict[tuple[str, int], float] = {}
 
         def by_words() -> None:
             for hit in self.store.search_candidates(account, agent_name, user_id, compiled.words,
-                                                    conversation=conversation, limit=pool):
+                                                    conversation=conversation, limit=keyword_pool):
                 key = (hit.conversation, hit.message.seq)
                 found[key], keyword[key] = hit.message, hit.score
 

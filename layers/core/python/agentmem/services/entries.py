@@ -11,7 +11,18 @@ from ..domain.clock import Clock, iso, utcnow
 from ..domain.cursor import decode_cursor, encode_cursor
 from ..domain.errors import ForbiddenError, InvalidError, NotFoundError
 from ..domain.models import Entry, EntryDraft, HistoryItem, Layer, Page, Principal, SaveResult, UpdatedBy, Visibility
-from ..domain.recall import Calibration, Fallback, Mode, Signals, check_min_score, check_mode, fuse
+from ..domain.recall import (
+    KEYWORD_CANDIDATES,
+    SEMANTIC_CANDIDATES,
+    Calibration,
+    Fallback,
+    Mode,
+    Signals,
+    check_min_score,
+    check_mode,
+    fuse,
+    pool,
+)
 from ..domain.rules import (
     CHECKPOINT_PREFIX,
     HISTORY_DAYS,
@@ -34,8 +45,6 @@ from ..domain.search import Query, Ranked, check_query
 from ..ports.entries import EntryStore
 from .memories import MemoryService
 from .recall import PendingAnswer, SemanticAnswer, SemanticSide, answered
-
-KEYWORD_CANDIDATES = 200  # the most relevant entries holding query words that a search ranks (SPEC §6.1)
 
 
 @dataclass(frozen=True)
@@ -279,13 +288,15 @@ class EntryService:
         compiled = Query(query)
         now = iso(self.clock())  # one moment for the candidates, the re-check and the shadowing
         layers = [layer for group in groups for layer in group]
-        pending = self._semantic_candidates(layers, query, offset + size) if wanted_mode != "keyword" else None
+        pending = (self._semantic_candidates(layers, query, pool(SEMANTIC_CANDIDATES, offset, size))
+                   if wanted_mode != "keyword" else None)
         found: dict[tuple[str, str | None, str], Entry] = {}
         keyword: dict[tuple[str, str | None, str], float] = {}
 
         def by_words() -> None:
-            pool = max(KEYWORD_CANDIDATES, 3 * (offset + size))
-            candidates = self.store.search_candidates(layers, compiled.words, compiled.whole, now, limit=pool)
+            keyword_pool = pool(KEYWORD_CANDIDATES, offset, size)
+            candidates = self.store.search_candidates(layers, compiled.words, compiled.whole, now,
+                                                      limit=keyword_pool)
             for ranked in compiled.rank(candidates, len(candidates)):
                 key = (ranked.entry.memory or "", ranked.entry.user_id, ranked.entry.name)
                 found[key], keyword[key] = ranked.entry, ranked.score
@@ -319,7 +330,7 @@ class EntryService:
         return SearchPage(ranked_page[offset : offset + size], encode_cursor(offset + size) if more else None,
                           how.mode, how.fallback)
 
-    def _semantic_candidates(self, layers: Sequence[Layer], query: str, wanted: int) -> PendingAnswer:
+    def _semantic_candidates(self, layers: Sequence[Layer], query: str, k: int) -> PendingAnswer:
         if self.semantic is None:
             return PendingAnswer(SemanticAnswer([], "not_configured"))
         if not layers:
@@ -327,7 +338,7 @@ class EntryService:
         filters = {"kind": "entry", "account": layers[0].account_id,
                    "memory": sorted({layer.memory for layer in layers}),
                    "user": sorted({layer.user_key for layer in layers})}
-        return self.semantic.start(query, filters, max(3 * wanted, 50))
+        return self.semantic.start(query, filters, k)
 
     def _unshadowed(
         self, groups: Sequence[Sequence[Layer]], found: Mapping[tuple[str, str | None, str], Entry], now: str,

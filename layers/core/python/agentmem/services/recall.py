@@ -1,10 +1,10 @@
 """Recall's semantic side (SPEC §6.2): embed the query and ask the index, within a deadline, never failing.
 
-``SemanticSide.candidates`` answers the index's hits, or why there are none to use: ``not_configured`` (no
-embedder or no index), ``timeout`` (the embedder and the index together took longer than the deadline) or
-``index_unavailable`` (either raised, or answered something that is not a vector). The callers (entries and
-journal search) fuse these hits with their keyword candidates (``domain/recall.py``) and re-read every hit
-from the authoritative store before returning it.
+``SemanticSide.start`` asks in the background (the keyword side runs meanwhile); ``answer()`` gives the index's
+hits, or why there are none to use: ``not_configured`` (no embedder or no index), ``timeout`` (the embedder and
+the index together took longer than the deadline) or ``index_unavailable`` (either raised, or answered something
+that is not a vector). The callers (entries and journal search) fuse these hits with their keyword candidates
+(``domain/recall.py``) and re-read every hit from the authoritative store before returning it.
 """
 
 from __future__ import annotations
@@ -47,9 +47,6 @@ class SemanticSide:
         self._index = index
         self.calibration = calibration
         self.deadline_s = deadline_s
-
-    def candidates(self, query: str, filters: Filters, k: int) -> SemanticAnswer:
-        return self.start(query, filters, k).answer()
 
     def start(self, query: str, filters: Filters, k: int) -> PendingAnswer:
         """Ask the index in the background (the keyword side runs meanwhile); ``answer()`` waits for it, at
