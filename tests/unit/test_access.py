@@ -8,6 +8,7 @@ from agentmem.domain.access import (
     acting_user,
     can_see_memory,
     check_layer_write,
+    check_requested_visibility,
     entry_layer,
     layer_visibility,
     require_account_key,
@@ -202,3 +203,13 @@ def test_the_api_and_an_agent_with_the_account_change_the_account_layer(operatio
     check_layer_write(_ACCOUNT_KEY, _ACCOUNT_LAYER, operation)  # type: ignore[arg-type]
     check_layer_write(_ACCOUNT_KEY, _ACCOUNT_LAYER, operation, agent=AgentWrite(None))  # type: ignore[arg-type]
     check_layer_write(_ACCOUNT_KEY, _BOB_LAYER, operation)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("visibility", ["shared", "read_only"])
+def test_a_user_key_asking_for_the_account_layer_is_refused_and_an_account_key_is_not(visibility: str) -> None:
+    with pytest.raises(ForbiddenError) as caught:
+        check_requested_visibility(_ANA_KEY, visibility)  # type: ignore[arg-type]
+    assert caught.value.details["reason"] == "account_layer"
+    check_requested_visibility(_ACCOUNT_KEY, visibility)  # type: ignore[arg-type]
+    check_requested_visibility(_ANA_KEY, "private")
+    check_requested_visibility(_ANA_KEY, None)

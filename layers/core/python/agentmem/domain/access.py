@@ -81,6 +81,16 @@ class AgentWrite:
     write_shared: bool = False  # the agent's ``user_conversations_write_shared``
 
 
+def check_requested_visibility(principal: Principal, visibility: Visibility | None) -> None:
+    """A save that asks for the account layer (``shared``, ``read_only``) with a user key is refused before
+    anything else is looked at: the same rule as ``check_layer_write``, on what the body asks for."""
+    if principal.kind == "user" and visibility in ("shared", "read_only"):
+        raise ForbiddenError(
+            "a user key never writes the account layer, where shared and read_only entries live; its saves go "
+            "to its user's layer", reason="account_layer",
+        )
+
+
 def check_layer_write(
     principal: Principal, layer: Layer, operation: WriteOperation, *, agent: AgentWrite | None = None
 ) -> None:

@@ -6,10 +6,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
 
-from ..domain.access import AgentWrite, acting_user, check_layer_write, entry_layer, layer_visibility, visible_layers
+from ..domain.access import (
+    AgentWrite,
+    acting_user,
+    check_layer_write,
+    check_requested_visibility,
+    entry_layer,
+    layer_visibility,
+    visible_layers,
+)
 from ..domain.clock import Clock, iso, utcnow
 from ..domain.cursor import decode_cursor, encode_cursor
-from ..domain.errors import ForbiddenError, InvalidError, NotFoundError
+from ..domain.errors import InvalidError, NotFoundError
 from ..domain.models import Entry, EntryDraft, HistoryItem, Layer, Page, Principal, SaveResult, UpdatedBy, Visibility
 from ..domain.recall import (
     KEYWORD_CANDIDATES,
@@ -120,8 +128,7 @@ class EntryService:
         layer = entry_layer(record, acting, principal)
         if name.startswith(CHECKPOINT_PREFIX):
             self._editing_a_checkpoint(layer, name, iso(now))
-        if principal.kind == "user" and request.visibility in ("shared", "read_only"):
-            raise ForbiddenError("a user key never writes the account layer; its saves go to its user's layer")
+        check_requested_visibility(principal, request.visibility)
         visibility = layer_visibility(layer, request.visibility)
         if request.visibility is None and layer.user_id is None:
             # a save that does not say keeps a read_only entry read_only, as it keeps category and importance

@@ -8,7 +8,8 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
-from ...domain.errors import ForbiddenError, InvalidError, PreconditionFailedError, VersionConflictError
+from ...domain.access import check_requested_visibility
+from ...domain.errors import InvalidError, PreconditionFailedError, VersionConflictError
 from ...services.entries import SaveRequest
 from ..context import call, etag, json_response, precondition
 from ..presenters import entry_json, history_json, page, search_page
@@ -42,8 +43,7 @@ def read_entry(
 @router.put("/v1/memories/<memory>/entries/<name>", summary="Create or replace an entry", tags=["entries"])
 def save_entry(memory: str, name: str, body: Annotated[SaveEntryBody, Body()], user: User = None) -> Response[Any]:
     container, principal = call(router, "entries.save")
-    if principal.kind != "account" and body.visibility in ("shared", "read_only"):
-        raise ForbiddenError("a user key never writes the account layer, where shared and read_only entries live")
+    check_requested_visibility(principal, body.visibility)  # before the preconditions, as the service would
     from_header = precondition(router)
     if from_header is not None and body.version is not None and body.version != from_header:
         raise InvalidError("the body's version and the If-Match/If-None-Match header disagree", field="version")
