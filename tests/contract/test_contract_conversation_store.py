@@ -624,3 +624,16 @@ def test_unicode_and_50000_character_content_round_trips_exactly(world: World) -
     assert read[3].result == {"echo": mixed, "list": ["🚀"]}
     assert read[4].content == " leading and trailing spaces  \n"
     assert store(world).tail(ref, 5) == sent
+
+
+def test_messages_at_reads_the_seqs_that_exist_as_a_page_read_finds_them(world: World) -> None:
+    # Given a conversation of five messages
+    ref = conv(world)
+    append(world, ref, *[user(f"message {n}") for n in range(1, 6)])
+    whole = {m.seq: m for m in store(world).messages(ref, after=0, limit=10)}
+    # When some seqs are read at once, with repeats, one past the end and one that cannot be
+    found = store(world).messages_at(ref, [4, 2, 2, 9, 0])
+    # Then exactly the existing ones come back, as the journal holds them
+    assert found == {2: whole[2], 4: whole[4]}
+    assert store(world).messages_at(conv(world, "nobody-here"), [1]) == {}
+    assert store(world).messages_at(ref, []) == {}

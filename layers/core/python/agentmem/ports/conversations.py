@@ -51,6 +51,16 @@ class ConversationStore(ABC):
     def messages(self, ref: ConversationRef, *, after: int, limit: int) -> list[Message]:
         """Messages with seq > ``after``, in order, at most ``limit``: the journal read back whole."""
 
+    def messages_at(self, ref: ConversationRef, seqs: Sequence[int]) -> dict[int, Message]:
+        """The messages of these seqs that exist, by seq (recall's re-check of its semantic candidates). The
+        default reads them one by one; a store that can read many at once overrides it."""
+        found = {}
+        for seq in sorted(set(seqs)):
+            page = self.messages(ref, after=seq - 1, limit=1) if seq > 0 else []
+            if page and page[0].seq == seq:
+                found[seq] = page[0]
+        return found
+
     @abstractmethod
     def tail(self, ref: ConversationRef, count: int) -> list[Message]:
         """The newest ``count`` messages, in order (what the window is cut from)."""

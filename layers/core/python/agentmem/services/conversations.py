@@ -258,25 +258,29 @@ class ConversationService:
             by_words()  # the semantic side fell back: the words answer
         cosine: dict[tuple[str, int], float] = {}
         if semantic is not None:
-            for near in semantic.hits:
-                key = (str(near.fields.get("conversation")), int(near.fields.get("seq") or 0))
-                if key not in found:
-                    message = self._message_at(ConversationRef(account, agent_name, user_id, key[0]), key[1])
-                    if message is None:
-                        continue  # purged or gone: the journal decides, never the index
-                    found[key] = message
-                cosine[key] = near.score
+            near = {(str(h.fields.get("conversation")), int(h.fields.get("seq") or 0)): h.score
+                    for h in reversed(semantic.hits)}  # the best score of a message wins
+            unread: dict[str, list[int]] = {}
+            for conversation_key, seq in near:
+                if (conversation_key, seq) not in found:
+                    unread.setdefault(conversation_key, []).append(seq)
+            for conversation_key, seqs in unread.items():  # one read a conversation: the journal decides
+                ref = ConversationRef(account, agent_name, user_id, conversation_key)
+                for seq, message in self.store.messages_at(ref, seqs).items():
+                    found[(conversation_key, seq)] = message
+            cosine = {k: score for k, score in near.items() if k in found}
         calibration = self.agent_memory.entries.calibration
         signals = {k: Signals(keyword.get(k), cosine.get(k)) for k in found}
+        ranked = fuse(signals, how.mode, calibration, min_score=floor)
         hits = []
-        for key, score in fuse(signals, how.mode, calibration, min_score=floor):
+        for key, score in ranked[offset : offset + size]:  # snippets for the page only
             message = found[key]
             text = message_text(message)
             hits.append(JournalHit(key[0], message.seq, message.role, snippet(text, sorted(compiled.held(text))),
                                    score, message.created_at))
-        more = len(hits) > offset + size
+        more = len(ranked) > offset + size
         next_cursor = encode_cursor({"offset": offset + size, "q": query, "conversation": conversation})
-        return JournalPage(hits[offset : offset + size], next_cursor if more else None, how.mode, how.fallback)
+        return JournalPage(hits, next_cursor if more else None, how.mode, how.fallback)
 
     def _semantic(
         self, account: str, agent: str, user: str | None, conversation: str | None, query: str, k: int,
@@ -291,10 +295,6 @@ class ConversationService:
         if conversation is not None:
             filters["conversation"] = conversation
         return side.start(query, filters, k)
-
-    def _message_at(self, ref: ConversationRef, seq: int) -> Message | None:
-        page = self.store.messages(ref, after=seq - 1, limit=1) if seq > 0 else []
-        return page[0] if page and page[0].seq == seq else None
 
     @staticmethod
     def _require_journal_tools(ctx: CallContext) -> None:

@@ -337,6 +337,18 @@ class SqliteConversationStore(ConversationStore):
             return rare, False
         return sorted(words, key=lambda w: counts[w])[:3], True
 
+    def messages_at(self, ref: ConversationRef, seqs: Sequence[int]) -> dict[int, Message]:
+        wanted = sorted({s for s in seqs if s > 0})
+        if not wanted:
+            return {}
+        marks = ",".join("?" * len(wanted))
+        rows = self.db.connection().execute(
+            f"SELECT {_MESSAGE_COLUMNS} FROM messages m JOIN conversations c ON c.id = m.conversation_id "
+            f"WHERE c.account_id=? AND c.agent=? AND c.user_key=? AND c.key=? AND m.seq IN ({marks})",
+            (*_ref_params(ref), *wanted),
+        ).fetchall()
+        return {int(r["seq"]): _message(r) for r in rows}
+
     def refs_of_user(self, account_id: str, user_id: str) -> list[ConversationRef]:
         return self._refs("account_id=? AND user_key=?", (account_id, user_id))
 

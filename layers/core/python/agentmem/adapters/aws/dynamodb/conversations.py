@@ -447,6 +447,12 @@ class DynamoConversationStore(ConversationStore):
             state = fresh
         raise ConflictError("the journal is being sealed too fast to read it; try again")
 
+    def messages_at(self, ref: ConversationRef, seqs: Sequence[int]) -> dict[int, Message]:
+        states = self._states([ref])
+        if not states:
+            return {}
+        return self._messages_at(states[0], sorted(s for s in set(seqs) if 0 < s <= states[0].last_seq))
+
     def _messages_at(self, state: ConversationState, seqs: Sequence[int]) -> dict[int, Message]:
         """The messages at ``seqs`` (sorted, within the conversation): their rows, else their segments."""
         found = self.tail_rows.at(state.pk, seqs)
