@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .domain.clock import Clock, iso, utcnow
 from .domain.recall import Calibration
@@ -33,6 +33,7 @@ from .services.usage import UsageMeter
 from .settings import Settings, load_settings
 
 if TYPE_CHECKING:  # built on first use: the authorizer's cold start needs none of them
+    from .adapters.embedded.database import Database
     from .services.conversations import ConversationService
     from .services.erasure import ErasureService
     from .services.summary_pass import SummaryPass
@@ -235,8 +236,9 @@ def build_calibration(settings: Settings) -> Calibration:
     )
 
 
-def build_adapters(settings: Settings, *, create_resources: bool = False, db: Any = None) -> Adapters:
-    """Blob stores, jobs and the search index of the configured backend (imported only when used)."""
+def build_adapters(settings: Settings, *, create_resources: bool = False, db: Database | None = None) -> Adapters:
+    """Blob stores, jobs and the search index of the configured backend (imported only when used); ``db`` is the
+    embedded backend's database, where its vectors live."""
     embedder = build_embedder(settings)
     if settings.backend == "aws":
         import boto3
