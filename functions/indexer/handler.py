@@ -38,38 +38,33 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any, Literal
 
 from agentmem.adapters.aws.dynamodb import layout
+from agentmem.adapters.aws.entry_documents import (
+    CHECKPOINT_PREFIX,
+    entry_fields,
+    entry_key,
+    entry_text,
+    is_checkpoint,
+    is_expired,
+    plain,
+)
 from agentmem.adapters.aws.journal_index import MessageLocation, message_doc_id, message_fields, searchable_text
 from agentmem.bootstrap import get_container
-from agentmem.domain.clock import Clock, iso, parse_iso, utcnow
+from agentmem.domain.clock import Clock, iso, utcnow
 from agentmem.observability import logger, tracer
 from agentmem.ports.embedder import Embedder
-from agentmem.ports.search_index import ENTRY_KIND, SearchIndex, check_document, entry_doc_id
+from agentmem.ports.search_index import SearchIndex, check_document
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import (
     DynamoDBRecord,
     DynamoDBRecordEventName,
 )
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-CHECKPOINT_PREFIX = "context."
 TTL_PRINCIPAL = "dynamodb.amazonaws.com"
 Action = Literal["upsert", "delete", "skip"]
 TtlHook = Callable[[dict[str, Any]], object]
-
-
-@dataclass(frozen=True)
-class EntryKey:
-    account: str
-    memory: str
-    user_id: str | None  # None: the account layer
-    name: str
-
-    @property
-    def doc_id(self) -> str:
-        return entry_doc_id(self.account, self.memory, self.user_id, self.name)
 
 
 @dataclass(frozen=True)
@@ -101,64 +96,6 @@ class Plan:
 SKIP = Plan("skip")
 
 
-def entry_key(keys: Mapping[str, Any]) -> EntryKey | None:
-    """The entry a table key names, or None when the item is not an entry."""
-    pk, sk = keys.get("PK"), keys.get("SK")
-    if not isinstance(pk, str) or not isinstance(sk, str) or not sk.startswith(layout.ENTRY_PREFIX):
-        return None
-    try:
-        layer = layout.parse_layer_pk(pk)
-    except ValueError:
-        return None
-    if layout.layer_pk(layer) != pk:  # not a layer's partition after all
-        return None
-    return EntryKey(layer.account_id, layer.memory, layer.user_id, sk[len(layout.ENTRY_PREFIX) :])
-
-
-def _plain(value: Any) -> Any:
-    """DynamoDB numbers come back as Decimal."""
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
-    return value
-
-
-def entry_fields(key: EntryKey, item: Mapping[str, Any], embedder: str | None = None) -> dict[str, Any]:
-    """The index document of an entry item (``DOCUMENT_FIELDS`` of the search index port); ``embedder``:
-    the name of the embedder that makes its vector."""
-    fields: dict[str, Any] = {
-        "kind": ENTRY_KIND,
-        "account": key.account,
-        "memory": key.memory,
-        "user": key.user_id if key.user_id is not None else "",
-        "name": key.name,
-        "description": str(item.get("description") or ""),
-        "content": str(item.get("content") or ""),
-        "category": str(item.get("category") or "note"),
-        "importance": float(_plain(item.get("importance", 0.5))),
-        "version": int(_plain(item.get("version", 0))),
-    }
-    for moment in ("updated_at", "expires_at"):
-        if item.get(moment):
-            fields[moment] = str(item[moment])
-    if embedder:
-        fields["embedder"] = embedder
-    return fields
-
-
-def entry_text(fields: Mapping[str, Any]) -> str:
-    """What the vector stands for: the name, the one-line description and the content."""
-    return "\n".join(str(fields.get(name) or "") for name in ("name", "description", "content"))
-
-
-def _is_checkpoint(key: EntryKey, item: Mapping[str, Any]) -> bool:
-    return key.name.startswith(CHECKPOINT_PREFIX) or bool(item.get("conversation"))
-
-
-def _expired(item: Mapping[str, Any], now: str) -> bool:
-    expires = item.get("expires_at")
-    return bool(expires) and iso(parse_iso(str(expires))) <= now
-
-
 def _removed_by_ttl(record: DynamoDBRecord) -> bool:
     identity = record.user_identity
     return identity.get("type") == "Service" and identity.get("principalId") == TTL_PRINCIPAL
@@ -183,7 +120,7 @@ def plan_journal_record(record: DynamoDBRecord, where: MessageLocation, sk: str,
     assert stream is not None
     removed = record.event_name == DynamoDBRecordEventName.REMOVE
     if sk == layout.META_SK and removed:
-        last = int(_plain(stream.old_image.get("last_seq") or 0))
+        last = int(plain(stream.old_image.get("last_seq") or 0))
         gone = [Delete(message_doc_id(where.account_id, where.agent, where.user_id, where.key, seq))
                 for seq in range(1, last + 1)]
         return Plan("delete", gone) if gone else SKIP
@@ -217,9 +154,9 @@ def plan_record(record: DynamoDBRecord, now: str, embedder: str) -> Plan:
             return Plan("skip", (), ttl_image)
         return Plan("delete", [Delete(key.doc_id)], ttl_image)
     item = stream.new_image
-    if _is_checkpoint(key, item):
+    if is_checkpoint(key, item):
         return SKIP
-    if _expired(item, now):
+    if is_expired(item, now):
         return Plan("delete", [Delete(key.doc_id)])
     fields = entry_fields(key, item, embedder)
     return Plan("upsert", [Upsert(key.doc_id, fields, entry_text(fields))])
