@@ -29,8 +29,12 @@ Two levels:
 Each row is set up first (uncounted), then only the measured call is counted. Usage metering is held back
 during the measurements (its flush is measured on its own row), so no row picks up a flush by chance.
 
-The entries and these conversation calls only touch DynamoDB: S3, Step Functions and OpenSearch are not
-built by them (the container's adapters stay unbuilt, and the conversation store's journal bucket is made on
+Recall with its semantic side is measured against OpenSearch too: the fake of
+``tests/integration/fake_opensearch.py`` (which records every request it gets), filled from the table by the
+rebuild of ``agentmem reindex``, with the hashing embedder (no model call to count).
+
+Apart from those rows, the entries and these conversation calls only touch DynamoDB: S3, Step Functions and
+OpenSearch are not built by them (the container's adapters stay unbuilt, and the conversation store's journal bucket is made on
 first use, which none of them is; the run checks that no other service was called), so moto's server is not
 started. Sealing and reading sealed messages back are counted by tests/integration/test_dynamodb_journal.py.
 
@@ -65,6 +69,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # functions.authorizer
 sys.path.insert(0, str(ROOT / "tests" / "support"))  # dynamodb_local
 sys.path.insert(0, str(ROOT / "bench"))  # corpus
+sys.path.insert(0, str(ROOT / "tests" / "integration"))  # fake_opensearch
 
 # Locally there is no CloudWatch or X-Ray: metrics and traces off, as the local server does (before imports)
 os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
@@ -315,12 +320,12 @@ class Bench:
 
         return build_dynamodb_stores(self.settings, self.session, create_missing_table=create)
 
-    def _container(self, dynamo: Any) -> Any:
+    def _container(self, dynamo: Any, settings: Any = None) -> Any:
         stores = self._stores_type(
             accounts=dynamo.accounts, agents=dynamo.agents, memories=dynamo.memories, entries=dynamo.entries,
             usage=dynamo.usage, conversations=dynamo.conversations,
         )
-        container = self._build_container(self.settings, stores=stores)
+        container = self._build_container(settings or self.settings, stores=stores)
         container.usage.flush_every_s = 10**9  # the flush is measured on a row of its own
         return container
 
@@ -624,6 +629,8 @@ def run() -> dict[str, Any]:
               "2 Query pages (1 per layer, each < 1 MB)", lambda tag: (
                   lambda cached: bench.call("GET", "/v1/memories/notes/search", q + "&user=u9", cached=cached)[0]))
 
+    recall_rows(bench, query)
+
     print("around the API ...", flush=True)
     from functions.authorizer.handler import lambda_handler as authorizer
 
@@ -741,6 +748,69 @@ def run() -> dict[str, Any]:
         "capacity_calibration": calibration,
         "rows": [{**asdict(row), "total": row.total, "meets": row.meets} for row in bench.rows],
     }
+
+
+def recall_rows(bench: Bench, query: str) -> None:
+    """Recall with its semantic side on: OpenSearch (the fake of tests/integration/fake_opensearch.py, which
+    records every request), filled from the table by the rebuild of ``agentmem reindex``; the hashing embedder,
+    so no model call is counted (on AWS, Bedrock's one InvokeModel per query comes on top). The rows above are
+    the same searches with no index configured (``"fallback": "not_configured"``)."""
+    from agentmem.adapters.aws.reindex import TableRebuild
+    from agentmem.domain.clock import iso, utcnow
+    from fake_opensearch import serve
+
+    print("recall with the semantic side (a fake OpenSearch, filled by agentmem reindex) ...", flush=True)
+    with serve() as (fake, url):
+        settings = bench.settings.model_copy(update={"opensearch_endpoint": url, "embedder": "hashing"})
+        bench.setup_call("PUT", "/v1/agents/helper", body={"memories": [{"name": "notes"}]})
+        for i in range(30):  # a journal of 60 messages to search
+            bench.setup_call("POST", "/v1/agents/helper/conversations/chat-1/messages", body={"messages": [
+                {"role": "user", "content": f"Question {i}: can I book the {i}th flight above budget?"},
+                {"role": "assistant", "content": f"Answer {i}: ask Dana before booking flight {i}."},
+            ]})
+        with bench.meter.paused():
+            from agentmem.adapters.aws.dynamodb import build_dynamodb_stores
+
+            dynamo = build_dynamodb_stores(settings, bench.session)  # its journal searches the index too
+            container = bench._container(dynamo, settings)
+            index, embedder = container.search_index, container.embedder
+            index.setup()
+            for _ in TableRebuild(dynamo.client, TABLE, index, embedder, dynamo.conversations, iso(utcnow())).run():
+                pass
+
+        def counted(search: Callable[[bool], Any]) -> Callable[[bool], Any]:
+            def act(cached: bool) -> Any:
+                before = len(fake.requests)
+                outcome = search(cached)
+                for request in fake.requests[before:]:
+                    name = f"opensearch.{request.path.split('?')[0].rsplit('/', 1)[-1]}"
+                    bench.meter.tally.sends[name] += 1
+                    bench.meter.tally.calls[name] += 1  # opensearch-py retries none of these
+                return outcome
+            return act
+
+        def searching(path: str, extra: str = "") -> Callable[[str], Callable[[bool], Any]]:
+            q = "q=" + quote_plus(query) + extra
+            return lambda tag: counted(lambda cached: bench.call("GET", path, q, cached=cached)[0])
+
+        bench._set_container(container)
+        try:
+            why = ("GetItem: the memory's record; the keyword side reads the layer from the table "
+                   "(read-your-writes, SPEC §6.2): 1 Query page per MB of each layer")
+            bench.api("recall (hybrid), 500 entries", 2, "1 OpenSearch _search + 1 BatchGetItem",
+                      searching("/v1/memories/notes/search"), note=why)
+            bench.api("recall (hybrid) as a user (own layer empty + 500-entry account layer)", 2,
+                      "1 OpenSearch _search + 1 BatchGetItem", searching("/v1/memories/notes/search", "&user=u9"),
+                      note=why + "; a BatchGetItem of the user's copies of the account names found (shadowing)")
+            bench.api("recall (semantic), 500 entries", 2, "1 OpenSearch _search + 1 BatchGetItem",
+                      searching("/v1/memories/notes/search", "&mode=semantic"),
+                      note="GetItem: the memory's record, read before every entry call (as on the rows above)")
+            bench.api("journal search (hybrid), 60 messages", 2, "1 OpenSearch _search + 1 read of the hits",
+                      searching("/v1/agents/helper/messages/search"),
+                      note="GetItem: the agent's record; two _search (words and meaning, sent in parallel); "
+                           "BatchGetItem: the conversations' records, then the hits' rows")
+        finally:
+            bench._set_container(bench.container)
 
 
 def conversation_rows(bench: Bench, setup: Callable[[Callable[[], Any]], Any]) -> None:
