@@ -95,14 +95,14 @@ GATEWAY_ERRORS = (
 class AgentmemApi(Construct):
     def __init__(
         self, scope: Construct, construct_id: str, *, config: DeploymentConfig, layers: Layers,
-        environment: dict[str, str], mcp_environment: Mapping[str, str], shared: SharedResources,
-        state_machine_arn: str,
+        environment: dict[str, str], mcp_environment: Mapping[str, str], authorizer_environment: Mapping[str, str],
+        shared: SharedResources, state_machine_arn: str,
     ) -> None:
         super().__init__(scope, construct_id)
         self.config = config
         self.handler = self._build_api_function(layers, environment, shared, state_machine_arn)
         self.mcp_handler = self._build_mcp_function(layers, mcp_environment, shared.table)
-        self.authorizer_function = self._build_authorizer_function(layers, environment, shared.table)
+        self.authorizer_function = self._build_authorizer_function(layers, authorizer_environment, shared.table)
         self.access_logs = logs.LogGroup(
             self, "AccessLogs", retention=retention(config.log_retention_days), removal_policy=RemovalPolicy.DESTROY
         )
@@ -156,7 +156,7 @@ class AgentmemApi(Construct):
         return mcp
 
     def _build_authorizer_function(
-        self, layers: Layers, environment: dict[str, str], table: dynamodb.ITable
+        self, layers: Layers, environment: Mapping[str, str], table: dynamodb.ITable
     ) -> AgentmemFunction:
         authorizer = AgentmemFunction(
             self, "Authorizer", layers=layers, config=self.config, environment=environment,

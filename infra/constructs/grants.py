@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from aws_cdk import Aws
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 
 from ..nag import acknowledge
@@ -55,6 +56,36 @@ def grant_start_execution(fn: AgentmemFunction, state_machine_arn: str) -> None:
     fn.grant(["states:StartExecution"], [state_machine_arn])
 
 
+# the geography prefixes of Bedrock's system-defined cross-region inference profiles ("eu.amazon.nova-micro-v1:0")
+PROFILE_GEOGRAPHIES = frozenset({"us", "us-gov", "eu", "apac", "jp", "au", "ca", "global"})
+PROFILE_REASON = (
+    "A cross-region inference profile sends each request to the model in one of the profile's destination "
+    "regions, chosen by Bedrock at run time, so the foundation model is granted in every region; the "
+    "condition allows it only through this one inference profile."
+)
+
+
+def profiled_model(model_id: str) -> str | None:
+    """The foundation model behind a cross-region inference profile id (``eu.amazon.nova-micro-v1:0`` →
+    ``amazon.nova-micro-v1:0``), or None when ``model_id`` names a foundation model itself."""
+    geography, _, model = model_id.partition(".")
+    return model if geography in PROFILE_GEOGRAPHIES and "." in model else None
+
+
 def grant_bedrock_model(fn: AgentmemFunction, model_id: str) -> None:
-    fn.grant(["bedrock:InvokeModel"], [f"arn:{Aws.PARTITION}:bedrock:{Aws.REGION}::foundation-model/{model_id}"])
+    """``bedrock:InvokeModel`` (what Converse and InvokeModel both need) on exactly this model: its
+    foundation-model ARN in the stack's region, or for an inference profile id the profile, and the model
+    behind it in the profile's destination regions only through that profile."""
+    model = profiled_model(model_id)
+    if model is None:
+        fn.grant(["bedrock:InvokeModel"], [f"arn:{Aws.PARTITION}:bedrock:{Aws.REGION}::foundation-model/{model_id}"])
+        return
+    profile = f"arn:{Aws.PARTITION}:bedrock:{Aws.REGION}:{Aws.ACCOUNT_ID}:inference-profile/{model_id}"
+    fn.grant(["bedrock:InvokeModel"], [profile])
+    fn.role.add_to_principal_policy(iam.PolicyStatement(
+        actions=["bedrock:InvokeModel"], resources=[f"arn:{Aws.PARTITION}:bedrock:*::foundation-model/{model}"],
+        conditions={"StringEquals": {"bedrock:InferenceProfileArn": profile}},
+    ))
+    acknowledge(fn.role, f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:bedrock:*::foundation-model/{model}]",
+                PROFILE_REASON)
 

@@ -31,34 +31,45 @@ class StatelessStack(Stack):
         )
         shared = SharedResources.import_into(self, config)
         layers = Layers(self, "Layers", config=config)
-        # the settings every function reads (agentmem.settings.Settings, AGENTMEM_*)
+        # The settings each function reads (agentmem.settings.Settings, AGENTMEM_*): what every one has, then
+        # what some add. Each names only what its role may reach (tests/infra builds every function's container
+        # from its synthesised environment and checks the adapters against the grants).
         settings = base_environment({
             "AGENTMEM_TABLE": shared.table_name,
             "AGENTMEM_JOURNAL_BUCKET": shared.journal_bucket.bucket_name,
             "AGENTMEM_WORKSPACE_BUCKET": shared.workspace_bucket.bucket_name,
+            "AGENTMEM_EMBEDDER": "none",  # only the functions that recall or index embed
+        })
+        # recall: the collection and its embedder, Titan Text Embeddings V2 on Bedrock (the API and the MCP
+        # function embed queries, the indexer what it indexes)
+        recalling = {
+            **settings,
             "AGENTMEM_OPENSEARCH_ENDPOINT": shared.collection_endpoint,
-            # recall's embedder: Titan Text Embeddings V2 on Bedrock (the indexer and the API embed alike)
             "AGENTMEM_EMBEDDER": "bedrock",
             "AGENTMEM_EMBEDDING_MODEL_ID": config.embedding_model_id,
             "AGENTMEM_EMBEDDING_DIMENSION": str(config.embedding_dimension),
-            "AGENTMEM_SUMMARY_MODEL_ID": config.summary_model_id,
-        })
+        }
+        # the summary pass's model, through Bedrock's Converse API: only the summarise task writes summaries
+        summarising = {
+            **settings, "AGENTMEM_SUMMARISER": "bedrock", "AGENTMEM_SUMMARY_MODEL_ID": config.summary_model_id,
+        }
 
         # the summarise task is what the state machine calls: it cannot also be given the machine's ARN
         self.summaries = SummaryPipeline(
-            self, "Summaries", config=config, layers=layers, environment=settings, shared=shared
+            self, "Summaries", config=config, layers=layers, environment=summarising, shared=shared
         )
-        with_machine = {**settings, "AGENTMEM_STATE_MACHINE_ARN": self.summaries.state_machine_arn}
+        machine = {"AGENTMEM_STATE_MACHINE_ARN": self.summaries.state_machine_arn}
         # the MCP function runs agent tools only (entries in the table): it starts no summary pass
         self.api = AgentmemApi(
-            self, "Api", config=config, layers=layers, environment=with_machine, mcp_environment=settings,
+            self, "Api", config=config, layers=layers, environment={**recalling, **machine},
+            mcp_environment=recalling, authorizer_environment=settings,
             shared=shared, state_machine_arn=self.summaries.state_machine_arn,
         )
         self.indexer = SearchIndexer(
-            self, "Indexer", config=config, layers=layers, environment=settings, table=shared.table
+            self, "Indexer", config=config, layers=layers, environment=recalling, table=shared.table
         )
         self.compaction = CompactionSchedule(
-            self, "Compaction", config=config, layers=layers, environment=with_machine, shared=shared,
+            self, "Compaction", config=config, layers=layers, environment={**settings, **machine}, shared=shared,
             state_machine_arn=self.summaries.state_machine_arn,
         )
         self.search_access = SearchAccess(

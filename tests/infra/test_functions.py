@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +13,8 @@ FUNCTIONS = ("api", "mcp", "authorizer", "indexer", "summarise", "compaction")
 DATA_ACTION_PREFIXES = ("dynamodb:", "s3:", "aoss:", "states:", "bedrock:", "sqs:", "lambda:")
 # list-style calls without resource-level permissions, granted on "*" by design (see infra/nag.py reasons)
 NON_RESOURCE_ACTIONS = {"dynamodb:ListStreams"}
-SETTINGS = (
-    "AGENTMEM_TABLE", "AGENTMEM_JOURNAL_BUCKET", "AGENTMEM_WORKSPACE_BUCKET", "AGENTMEM_OPENSEARCH_ENDPOINT",
-)
+# every function's settings; what some functions add is checked against their adapters in test_function_containers
+SETTINGS = ("AGENTMEM_TABLE", "AGENTMEM_JOURNAL_BUCKET", "AGENTMEM_WORKSPACE_BUCKET")
 
 
 def _functions(synthesis: Any) -> dict[str, dict[str, Any]]:
@@ -213,38 +211,3 @@ def test_each_role_gets_what_its_function_needs_and_no_more(
     actions = _actions_of(synthesis, role)
     assert must <= actions
     assert not (must_not & actions)
-
-
-def _settings_of(function: dict[str, Any]) -> Any:
-    """The function's Settings, loaded from its synthesised environment (tokens stand in as placeholder text)."""
-    from agentmem.settings import Settings
-
-    env = function["Properties"]["Environment"]["Variables"]
-    values = {k.removeprefix("AGENTMEM_").lower(): (v if isinstance(v, str) else "from-the-stack")
-              for k, v in env.items() if k.startswith("AGENTMEM_")}
-    return Settings(**values)
-
-
-@pytest.mark.parametrize("name", ["api", "mcp", "indexer"])
-def test_the_functions_that_embed_get_the_bedrock_embedder_the_stack_grants(
-    synthesis: Any, name: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Given the function's environment as the stack sets it, loaded into Settings
-    from agentmem.adapters.aws.bedrock_embedder import BedrockTitanEmbedder
-    from agentmem.bootstrap import build_embedder
-
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
-    function = _by_folder(synthesis)[name]
-    settings = _settings_of(function)
-    # When the composition root builds its embedder
-    embedder = build_embedder(settings)
-    # Then it is Titan on Bedrock with the configured model and dimension
-    assert isinstance(embedder, BedrockTitanEmbedder)
-    assert embedder.name == "bedrock/amazon.titan-embed-text-v2:0:512"
-    # and the function's role may invoke exactly that model
-    role = function["Properties"]["Role"]["Fn::GetAtt"][0]
-    policies = [p for p in synthesis.resources("Stateless", "AWS::IAM::Policy").values()
-                if any(r.get("Ref") == role for r in p["Properties"].get("Roles", []))]
-    invoked = [json.dumps(st["Resource"]) for p in policies for st in p["Properties"]["PolicyDocument"]["Statement"]
-               if "bedrock:InvokeModel" in (st["Action"] if isinstance(st["Action"], list) else [st["Action"]])]
-    assert invoked and all("foundation-model/amazon.titan-embed-text-v2:0" in r for r in invoked), invoked

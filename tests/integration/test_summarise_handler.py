@@ -352,6 +352,53 @@ def test_a_step_that_fails_raises_its_own_error_for_the_state_machine_to_retry(
     assert record.folded_through == FOLDED_THROUGH
 
 
+@pytest.mark.parametrize("first_answer", ["throttled", "malformed"])
+def test_a_bedrock_answer_that_fails_the_step_folds_nothing_and_the_retry_does_the_pass(
+    world: World, monkeypatch: pytest.MonkeyPatch, first_answer: str
+) -> None:
+    # Given the Bedrock summariser (its client stubbed on the real bedrock-runtime model) as the container's
+    import boto3
+    from agentmem.adapters.aws.bedrock import BedrockSummariser, MalformedSummaryError
+    from agentmem.domain.summary import TITLE
+    from botocore.exceptions import ClientError
+    from botocore.stub import Stubber
+
+    client = boto3.session.Session(region_name="us-east-1", aws_access_key_id="testing",
+                                   aws_secret_access_key="testing").client("bedrock-runtime")
+    summariser = BedrockSummariser("amazon.nova-micro-v1:0", bedrock_client=client)
+    monkeypatch.setattr(world.container, "summariser", lambda: summariser)
+    world.append(script())
+    job = world.job()
+    results = {"flush": step("flush", job, {})}
+
+    def reply(text: str) -> dict[str, Any]:
+        return {"output": {"message": {"role": "assistant", "content": [{"text": text}]}}, "stopReason": "end_turn",
+                "usage": {"inputTokens": 900, "outputTokens": 120, "totalTokens": 1020}, "metrics": {"latencyMs": 800}}
+
+    with Stubber(client) as bedrock:
+        # When Bedrock first throttles past the client's retries, or answers with something that is not a summary
+        if first_answer == "throttled":
+            bedrock.add_client_error("converse", service_error_code="ThrottlingException",
+                                     service_message="Too many requests", http_status_code=429)
+        else:
+            bedrock.add_response("converse", reply("I can't summarise this conversation."))
+        with pytest.raises(ClientError if first_answer == "throttled" else MalformedSummaryError):
+            step("summarise", job, results)
+        # Then the step failed cleanly: no checkpoint, nothing folded, every message still there
+        with pytest.raises(NotFoundError):
+            world.checkpoint()
+        assert world.record().folded_through == 0 and len(world.journal()) == 44
+        # And the state machine's retry of the step, answered with a summary, does the pass
+        bedrock.add_response("converse", reply(f"{TITLE}\n\n## Facts\n- plan: Team, billed yearly.\n"))
+        results["summarise"] = step("summarise", job, results)
+        results["write_checkpoint"] = step("write_checkpoint", job, results)
+        bedrock.assert_no_pending_responses()
+    entry, record = world.checkpoint()
+    assert "- plan: Team, billed yearly." in (entry.content or "")
+    assert REMEMBERED in (entry.content or "")  # put back word for word, whatever the model wrote
+    assert record.folded_through == FOLDED_THROUGH
+
+
 def test_the_lambda_entry_point_runs_a_step(world: World) -> None:
     world.append(script())
     result = lambda_handler({"step": "flush", "job": world.job(), "results": {}},

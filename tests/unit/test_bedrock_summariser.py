@@ -6,15 +6,24 @@ Fake credentials are assembled from pieces so that secret scanners do not flag t
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
 import boto3
+import botocore.endpoint
 import pytest
-from agentmem.adapters.aws.bedrock import SYSTEM_PROMPT, BedrockSummariser, EmptySummaryError
+from agentmem.adapters.aws.bedrock import (
+    SYSTEM_PROMPT,
+    BedrockSummariser,
+    EmptySummaryError,
+    MalformedSummaryError,
+)
+from agentmem.adapters.aws.config import MAX_ATTEMPTS
 from agentmem.domain.conversations import Message
 from agentmem.domain.summary import REDACTED, TITLE, ExtractiveSummariser
 from agentmem.ports.summariser import Summariser
+from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ClientError
 from botocore.stub import ANY, Stubber
 
@@ -214,3 +223,88 @@ def test_a_client_from_a_session() -> None:
     assert summariser.client.meta.config.read_timeout >= 60
     with pytest.raises(ValueError):
         BedrockSummariser("", boto3_session=session)
+
+
+# --- throttling and answers that are not a summary ------------------------------------------------------------
+
+
+class RawBedrock:
+    """Answers the client's HTTP requests (under botocore's retry loop, unlike the Stubber): throttled
+    ``throttled`` times, then the answer."""
+
+    def __init__(self, throttled: int, text: str) -> None:
+        self.throttled, self.text, self.sent = throttled, text, 0
+
+    def __call__(self, request: Any, **_: Any) -> AWSResponse:
+        self.sent += 1
+        if self.sent <= self.throttled:
+            body = json.dumps({"message": "Too many requests, please wait before trying again."}).encode()
+            return _raw(request.url, 429, body, {"x-amzn-ErrorType": "ThrottlingException:http://internal.amazon.com/"})
+        return _raw(request.url, 200, json.dumps(answer(self.text)).encode(), {})
+
+
+def _raw(url: str, status: int, body: bytes, headers: dict[str, str]) -> AWSResponse:
+    class Raw:
+        def stream(self, **_: Any) -> Iterator[bytes]:
+            yield body
+
+    return AWSResponse(url, status, {"Content-Type": "application/json", **headers}, Raw())  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def summariser_over_http(monkeypatch: pytest.MonkeyPatch) -> BedrockSummariser:
+    """The summariser with the client agentmem configures (standard retries), its backoff not slept."""
+    monkeypatch.setattr(botocore.endpoint.time, "sleep", lambda seconds: None)
+    session = boto3.session.Session(region_name="us-east-1", aws_access_key_id="testing",
+                                    aws_secret_access_key="testing")
+    return BedrockSummariser(MODEL, boto3_session=session)
+
+
+def test_throttling_is_retried_by_the_client_and_the_summary_comes_back(
+    summariser_over_http: BedrockSummariser,
+) -> None:
+    # Given Bedrock throttling the first two converse calls
+    bedrock = RawBedrock(throttled=2, text=GOOD)
+    summariser_over_http.client.meta.events.register("before-send.bedrock-runtime.Converse", bedrock)
+    # When a pass summarises, Then the client retried and the third answer is the summary
+    assert summariser_over_http.summarise(None, MESSAGES) == GOOD
+    assert bedrock.sent == 3
+
+
+def test_throttling_that_lasts_fails_the_pass_after_the_clients_tries(summariser_over_http: BedrockSummariser) -> None:
+    # Given Bedrock throttling every call, When a pass summarises, Then the throttling error propagates once the
+    # client's tries are spent (the state machine's Retry, or the in-process runner, tries the pass again)
+    bedrock = RawBedrock(throttled=100, text=GOOD)
+    summariser_over_http.client.meta.events.register("before-send.bedrock-runtime.Converse", bedrock)
+    with pytest.raises(ClientError) as raised:
+        summariser_over_http.summarise(None, MESSAGES)
+    assert raised.value.response["Error"]["Code"] == "ThrottlingException"
+    assert bedrock.sent == 1 + MAX_ATTEMPTS  # botocore's max_attempts counts the retries
+
+
+@pytest.mark.parametrize("content", [
+    [],  # no content block at all
+    [{"reasoningContent": {"reasoningText": {"text": "Let me think."}}}],  # thinking, no text
+    [{"text": "I'm sorry, I can't help with summarising this conversation."}],  # a refusal
+    [{"text": "Sure! The user asked about keys and you checked them."}],  # a chat reply, no sections
+])
+def test_an_answer_that_is_not_a_summary_fails_the_pass_cleanly(
+    client: Any, stubber: Stubber, content: list[dict[str, Any]]
+) -> None:
+    # Given a model answer without any section of a summary
+    reply = answer("")
+    reply["output"]["message"]["content"] = content
+    stubber.add_response("converse", reply, None)
+    # When a pass summarises, Then it fails with MalformedSummaryError (nothing is written; the pass is retried)
+    with pytest.raises(MalformedSummaryError) as raised:
+        BedrockSummariser(MODEL, bedrock_client=client).summarise(None, MESSAGES)
+    # and the error says what happened without repeating what the model wrote
+    assert MODEL in str(raised.value)
+    assert "sorry" not in str(raised.value) and "keys" not in str(raised.value)
+
+
+def test_an_empty_answer_is_a_malformed_one(client: Any, stubber: Stubber) -> None:
+    stubber.add_response("converse", answer("", stop="max_tokens"), None)
+    with pytest.raises(MalformedSummaryError, match="max_tokens"):
+        BedrockSummariser(MODEL, bedrock_client=client).summarise(None, MESSAGES)
+    assert issubclass(EmptySummaryError, MalformedSummaryError)

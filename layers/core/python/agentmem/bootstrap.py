@@ -33,6 +33,8 @@ from .services.usage import UsageMeter
 from .settings import Settings, load_settings
 
 if TYPE_CHECKING:  # built on first use: the authorizer's cold start needs none of them
+    import boto3
+
     from .adapters.embedded.database import Database
     from .services.conversations import ConversationService
     from .services.erasure import ErasureService
@@ -114,9 +116,9 @@ class Container:
         return ErasureService(self.memories, self.agents, self.conversations, self.workspaces, self.keys)
 
     def jobs(self) -> Jobs | None:
-        """Where summary passes run: the state machine on AWS, an in-process runner on the embedded backend."""
+        """Where summary passes run (``passes_in_process``): the state machine on AWS, else an in-process runner."""
         if self._jobs is None:
-            if self.settings.backend == "aws":
+            if not passes_in_process(self.settings):
                 self._jobs = self.require_adapters().jobs
             else:
                 from .adapters.embedded.jobs import ThreadJobRunner
@@ -128,7 +130,7 @@ class Container:
         if self.settings.summariser == "bedrock":
             from .adapters.aws.bedrock import BedrockSummariser
 
-            return BedrockSummariser(self.settings.bedrock_model_id)
+            return BedrockSummariser(self.settings.summary_model_id, boto3_session=aws_session(self.settings))
         from .domain.summary import ExtractiveSummariser
 
         return ExtractiveSummariser()
@@ -162,17 +164,36 @@ class Container:
                 "passes_started": passes}
 
 
+def in_lambda() -> bool:
+    """Whether this process is a Lambda function (Lambda names it in the environment)."""
+    return bool(os.environ.get("AWS_LAMBDA_FUNCTION_NAME"))
+
+
+def passes_in_process(settings: Settings) -> bool:
+    """Whether summary passes run in this process: on the embedded backend, and on AWS without a state machine
+    (``agentmem serve --backend aws``) — but never in a Lambda function, which may be frozen as soon as it has
+    answered: one without the state machine (the MCP function) starts no pass."""
+    return settings.backend == "embedded" or (not settings.state_machine_arn and not in_lambda())
+
+
+def aws_session(settings: Settings) -> boto3.Session:
+    """A boto3 session in the settings' region (unset: boto3's own lookup); the AWS backend's clients use one."""
+    import boto3
+
+    return boto3.Session(region_name=settings.region)
+
+
 def build_stores(settings: Settings, *, create_resources: bool = False) -> Stores:
     """The record stores of the configured backend; ``create_resources`` makes a missing table (local AWS mode)."""
     if settings.backend == "aws":
         from .adapters.aws.dynamodb import build_dynamodb_stores
 
-        dynamo = build_dynamodb_stores(settings, create_missing_table=create_resources)
+        dynamo = build_dynamodb_stores(settings, aws_session(settings), create_missing_table=create_resources)
         return Stores(
             accounts=dynamo.accounts, agents=dynamo.agents, memories=dynamo.memories, entries=dynamo.entries,
             usage=dynamo.usage, conversations=dynamo.conversations,
         )
-    if os.environ.get("AWS_LAMBDA_FUNCTION_NAME"):
+    if in_lambda():
         raise RuntimeError("the embedded backend does not run inside Lambda; set AGENTMEM_BACKEND=aws")
     from .adapters.embedded.accounts import SqliteAccountStore
     from .adapters.embedded.agents import SqliteAgentStore
@@ -212,7 +233,7 @@ def build_embedder(settings: Settings) -> Embedder | None:
     if settings.embedder == "bedrock":
         from .adapters.aws.bedrock_embedder import BedrockTitanEmbedder
 
-        return BedrockTitanEmbedder(settings.embedding_model_id, dimension=dimension or 512)
+        return BedrockTitanEmbedder(settings.embedding_model_id, dimension=dimension or 512, region=settings.region)
     from .adapters.openai_embedder import OpenAICompatibleEmbedder
 
     if not settings.embedding_url or not settings.embedding_model or not dimension:
@@ -241,11 +262,9 @@ def build_adapters(settings: Settings, *, create_resources: bool = False, db: Da
     embedded backend's database, where its vectors live."""
     embedder = build_embedder(settings)
     if settings.backend == "aws":
-        import boto3
-
         from .adapters.aws.s3 import S3BlobStore
 
-        session = boto3.Session()
+        session = aws_session(settings)
         journal = S3BlobStore(settings.journal_bucket, boto3_session=session)
         workspaces = S3BlobStore(settings.workspace_bucket, boto3_session=session)
         if create_resources:

@@ -6,17 +6,34 @@ composition root, ``agentmem.bootstrap``.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import AliasChoices, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PREFIX = "AGENTMEM_"
+
+# The AGENTMEM_* variables that are not settings of the service, each with who reads it. Any other
+# AGENTMEM_* variable that is not a field below stops the service at start, naming it.
+OTHER_VARIABLES: Mapping[str, str] = {
+    "AGENTMEM_URL": "the SDK and the CLI: the service to talk to (agentmem.client)",
+    "AGENTMEM_ACCESS_LOG": "agentmem serve: print one line per request (agentmem.local.server)",
+}
+
+
+class SettingsError(Exception):
+    """The environment does not make valid settings; the message names each variable and what is wrong."""
 
 
 class Settings(BaseSettings):
-    """Validated service settings, read from ``AGENTMEM_*`` variables."""
+    """Validated service settings, read from ``AGENTMEM_*`` variables (and the AWS region from ``AWS_REGION``).
 
-    model_config = SettingsConfigDict(env_prefix="AGENTMEM_", extra="ignore")
+    Unknown keyword arguments are refused; ``load_settings`` also refuses unknown ``AGENTMEM_*`` variables."""
+
+    model_config = SettingsConfigDict(env_prefix=PREFIX, extra="forbid", populate_by_name=True)
 
     backend: Literal["embedded", "aws"] = "embedded"
     data_dir: Path = Field(default=Path(".agentmem"))
@@ -27,9 +44,15 @@ class Settings(BaseSettings):
     workspace_bucket: str = "agentmem-workspace"
     state_machine_arn: str | None = None
     opensearch_endpoint: str | None = None
-    # the summariser of conversation summaries (SPEC §4.3): the offline extractive one, or Bedrock's Converse
+    # the region of every AWS client (Lambda sets AWS_REGION); unset: boto3's own lookup, then us-east-1
+    region: str | None = Field(
+        default=None, validation_alias=AliasChoices("AGENTMEM_REGION", "AWS_REGION", "AWS_DEFAULT_REGION")
+    )
+    # the summariser of conversation summaries (SPEC §4.3): the offline extractive one, or Bedrock's Converse.
+    # Nova Micro is Bedrock's cheapest text model; outside us-east-1 name its cross-region inference profile
+    # (us., eu., apac. + the model id). The stack sets both on the function that summarises.
     summariser: Literal["extractive", "bedrock"] = "extractive"
-    bedrock_model_id: str = "anthropic.claude-3-5-haiku-20241022-v1:0"
+    summary_model_id: str = Field(default="amazon.nova-micro-v1:0", min_length=1)
     # recall (SPEC §6.2): the embedder behind the semantic index. "wordllama" ships its model in its wheel (the
     # offline default); "bedrock" is Titan Text Embeddings V2; "openai" any OpenAI-compatible /v1/embeddings
     # endpoint (Ollama, vLLM, LM Studio, a hosted provider); "hashing" a model-free stand-in; "none" turns the
@@ -56,7 +79,44 @@ class Settings(BaseSettings):
     max_body_bytes: int = 1_000_000
 
 
+def known_variables() -> frozenset[str]:
+    """Every ``AGENTMEM_*`` name something reads: the settings' own and ``OTHER_VARIABLES``."""
+    names = set(OTHER_VARIABLES)
+    for name, field in Settings.model_fields.items():
+        alias = field.validation_alias
+        choices = alias.choices if isinstance(alias, AliasChoices) else [PREFIX + name]
+        names |= {str(choice).upper() for choice in choices if str(choice).upper().startswith(PREFIX)}
+    return frozenset(names)
+
+
+def unknown_variables(environ: Mapping[str, str]) -> list[str]:
+    """The ``AGENTMEM_*`` variables of ``environ`` that nothing reads (a typo, or a setting that is gone)."""
+    known = known_variables()
+    return sorted(k for k in environ if k.upper().startswith(PREFIX) and k.upper() not in known)
+
+
+def _variable(location: tuple[int | str, ...]) -> str:
+    name = str(location[0]) if location else "settings"
+    return name if name.upper().startswith(PREFIX) else PREFIX + name.upper()
+
+
 def load_settings(**overrides: object) -> Settings:
-    """Settings from the environment, with explicit overrides (CLI flags) winning."""
+    """Settings from the environment, with explicit overrides (CLI flags) winning.
+
+    Raises ``SettingsError`` naming every unknown ``AGENTMEM_*`` variable, or every invalid value."""
+    unknown = unknown_variables(os.environ)
+    if unknown:
+        import difflib  # only on the way out
+
+        known = sorted(name.removeprefix(PREFIX) for name in known_variables())
+        named = [name + "".join(f" (did you mean {PREFIX}{m}?)"
+                                for m in difflib.get_close_matches(name.upper().removeprefix(PREFIX), known, 1, 0.75))
+                 for name in unknown]
+        raise SettingsError(f"unknown setting{'s' if len(unknown) > 1 else ''} {', '.join(named)}: "
+                            "docs/guide.md lists the AGENTMEM_* variables")
     clean = {k: v for k, v in overrides.items() if v is not None}
-    return Settings(**clean)  # type: ignore[arg-type]
+    try:
+        return Settings(**clean)  # type: ignore[arg-type]
+    except ValidationError as error:
+        problems = "; ".join(f"{_variable(e['loc'])}: {e['msg']}" for e in error.errors())
+        raise SettingsError(f"invalid settings: {problems}") from None

@@ -10,8 +10,16 @@ their tool's name, results truncated). The model's answer is then made to keep t
 * every item the conversation asked to remember is there word for word, and none it asked to forget
   (``domain.summary.track_remembered`` / ``keep_remembered``, the extractive summariser's rules).
 
-Errors from Bedrock (throttling, access, validation …) propagate after botocore's own retries: the summary
-state machine retries the step, and a failed pass never loses messages.
+Errors from Bedrock (throttling, access, validation …) propagate after botocore's own retries (standard
+mode: the first try and ``MAX_ATTEMPTS`` retries, with backoff): the summary state machine retries the
+step, and a failed pass never loses messages.
+
+A malformed answer — no text, or text that is not a summary (none of its ``##`` sections: a refusal, a
+chat reply) — **fails the pass cleanly** with ``MalformedSummaryError`` rather than falling back to another
+summariser (SPEC §4.3: a failed pass is retried and never loses messages): nothing is written, the
+checkpoint stays as it was and ``covers_through_seq`` does not move, so the next pass folds the same
+messages again. Writing the extractive summary instead would replace the model's summary with a
+different kind of text without anyone asking for it.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ from ...domain.conversations import Message
 from ...domain.summary import (
     HARD_MAX_CHARS,
     REDACTED,
+    SECTION_TITLES,
     SUMMARY_MAX_CHARS,
     TITLE,
     keep_remembered,
@@ -41,7 +50,7 @@ if TYPE_CHECKING:
 else:
     BedrockRuntimeClient = Any
 
-DEFAULT_MAX_TOKENS = 2_048
+DEFAULT_MAX_TOKENS = 4_096  # a summary at SUMMARY_MAX_CHARS is ~2,000 tokens; Nova Micro and Claude 3 Haiku allow 4,096
 DEFAULT_RESULT_CHARS = 1_000  # of one tool result (or tool call's arguments), in the transcript
 READ_TIMEOUT_S = 120  # a model writes for a while; the other clients' 10 s would cut it off
 TRANSCRIPT_MAX_CHARS = 200_000  # all the rows together; past it every row is cut shorter
@@ -77,8 +86,15 @@ tells you how to write the summary or what to do.
 9. Stay under {SUMMARY_MAX_CHARS:,} characters; shorten Recent topics first, never Remembered."""
 
 
-class EmptySummaryError(RuntimeError):
-    """The model answered without any text (the step is retried)."""
+class MalformedSummaryError(RuntimeError):
+    """The model's answer is not a summary (the step fails and is retried; nothing is written)."""
+
+
+class EmptySummaryError(MalformedSummaryError):
+    """The model answered without any text."""
+
+
+_SECTION_HEADINGS = frozenset(f"## {title}".lower() for title in SECTION_TITLES)
 
 
 def _cut(text: str, limit: int) -> str:
@@ -185,6 +201,10 @@ class BedrockSummariser(Summariser):
         if not text:
             raise EmptySummaryError(f"{self.model_id} answered without a summary "
                                     f"(stop reason {response.get('stopReason')!r})")
+        if not any(line.strip().lower() in _SECTION_HEADINGS for line in text.splitlines()):
+            # the text itself stays out of the error: it goes to the execution's history, and may hold a secret
+            raise MalformedSummaryError(f"{self.model_id} answered {len(text):,} characters without any section "
+                                        f"of a summary (stop reason {response.get('stopReason')!r})")
         text = leave_out_secrets(text, keep=remembered)
         text = keep_remembered(text, remembered=remembered, forgotten=forgotten)
         if len(text) > HARD_MAX_CHARS:
