@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import dynamodb_local  # tests/support, on sys.path through tests/conftest.py
 import pytest
 import requests
-from functional_support import Server, auth, running_server
+from functional_support import Server, auth, running_aws_server, running_server
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -30,6 +30,20 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     with running_server(data_dir) as (base_url, _proc, log):
         key = (data_dir / "dev-key").read_text().strip()
         yield Server(base_url=base_url, key=key, data_dir=data_dir, log=log)
+
+
+@pytest.fixture(scope="module", params=("embedded", "aws"))
+def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The server a module's requests go to when they run on both backends: the session's embedded one, or
+    one on the AWS backend (DynamoDB Local and moto's S3), for the module."""
+    if request.param == "embedded":
+        server: Server = request.getfixturevalue("server")
+        assert requests.get(server.url("/v1/health"), timeout=10).json()["backend"] == "embedded"
+        yield server
+        return
+    with running_aws_server(tmp_path_factory.mktemp("functional-aws") / "data") as server:
+        assert requests.get(server.url("/v1/health"), timeout=10).json()["backend"] == "aws"
+        yield server
 
 
 @pytest.fixture

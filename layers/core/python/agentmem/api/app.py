@@ -1,14 +1,12 @@
 """The API's resolver and the Lambda entry point (also what the local server calls).
 
-Order of checks for every request: body size (413), then the key (401), then
-routing and validation (404/400), then the service. Errors of every kind leave
+Order of checks for every request: body size (413), then the key (401), then the JSON of the body
+(400, ``json_body``), then routing and validation (404/400), then the service. Errors of every kind leave
 in the SPEC §10 shape ``{"error": {"code", "message", ...}}``.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import re
 import threading
@@ -26,12 +24,13 @@ from ..domain.errors import AgentmemError, InvalidError, MethodNotAllowedError, 
 from ..observability import count, count_request, logger, tracer
 from . import openapi
 from .context import pending_usage
+from .json_body import declared_content_type, field_name, forget_json_body, resolver_json_body, screen_json_body
 from .limits import is_file_write, oversized
 from .routes import agents, conversations, entries, keys, mcp, memories, system, tools, workspaces
 
 PUBLIC_PATHS = frozenset({"/v1/health", "/v1/openapi.json", "/v1/docs"})
 
-app = APIGatewayRestResolver(enable_validation=True)
+app = APIGatewayRestResolver(enable_validation=True, json_body_deserializer=resolver_json_body)
 for module in (system, keys, memories, entries, agents, conversations, workspaces, tools, mcp):
     app.include_router(module.router)
 
@@ -69,16 +68,6 @@ def handle_validation_error(error: RequestValidationError) -> Response[str]:
 @app.exception_handler(RequestUnsupportedContentType)
 def handle_unsupported_content_type(_: RequestUnsupportedContentType) -> Response[str]:
     return error_response(InvalidError("the body must be JSON (Content-Type: application/json)", field="body"))
-
-
-@app.exception_handler(RecursionError)
-def handle_too_deep(_: RecursionError) -> Response[str]:
-    return error_response(InvalidError("the body is nested too deeply to read", field="body"))
-
-
-@app.exception_handler(UnicodeDecodeError)
-def handle_undecodable_body(_: UnicodeDecodeError) -> Response[str]:
-    return error_response(InvalidError("the body is not UTF-8 text; send JSON encoded as UTF-8", field="body"))
 
 
 # characters no agent, memory or entry name, conversation key or user id may hold; a path segment with one
@@ -136,14 +125,6 @@ def validation_to_invalid(error: RequestValidationError) -> InvalidError:
     return InvalidError(f"{field}: {first.get('msg', 'is not valid')}", field=field)
 
 
-def field_name(location: list[Any]) -> str:
-    """``["messages", 0, "role"]`` → ``messages[0].role``, as the services name the fields they check."""
-    name = ""
-    for part in location:
-        name += f"[{part}]" if isinstance(part, int) else (f".{part}" if name else str(part))
-    return name or "body"
-
-
 def _body_size(event: dict[str, Any]) -> int:
     body = event.get("body") or ""
     if event.get("isBase64Encoded"):
@@ -160,15 +141,9 @@ def _proxy_error(error: AgentmemError) -> dict[str, Any]:
     }
 
 
-def _declared_content_type(event: dict[str, Any]) -> str:
-    """The request's Content-Type, lower-cased ("" when none was sent)."""
-    headers = event.get("headers") or {}
-    return next((str(v) for k, v in headers.items() if k.lower() == "content-type"), "").lower()
-
-
 def _default_to_json(event: dict[str, Any]) -> None:
     """The API's bodies are JSON: read them as JSON when the client did not say (curl -d says form)."""
-    if event.get("body") and _declared_content_type(event) in ("", "application/x-www-form-urlencoded"):
+    if event.get("body") and declared_content_type(event) in ("", "application/x-www-form-urlencoded"):
         _set_content_type(event, content_types.APPLICATION_JSON)
 
 
@@ -182,19 +157,6 @@ def _set_content_type(event: dict[str, Any], value: str) -> None:
         multi = {k: v for k, v in event["multiValueHeaders"].items() if k.lower() != "content-type"}
         multi["Content-Type"] = [value]
         event["multiValueHeaders"] = multi
-
-
-def _is_json_array(event: dict[str, Any]) -> bool:
-    """Powertools would take a one-item JSON array for its item; the API's JSON bodies are objects."""
-    body = event.get("body")
-    if not body or not _declared_content_type(event).startswith(content_types.APPLICATION_JSON):
-        return False
-    if event.get("isBase64Encoded"):  # API Gateway sends every body base64-encoded (binary media type */*)
-        try:
-            return base64.b64decode(body).lstrip().startswith(b"[")
-        except (binascii.Error, ValueError):
-            return False
-    return str(body).lstrip().startswith("[")
 
 
 def _principal_from_authorizer(event: dict[str, Any]) -> Any:
@@ -231,10 +193,15 @@ def _handle(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             return _proxy_error(error)
         app.append_context(principal=principal)
         logger.append_keys(account_id=principal.account_id)
-    if _is_json_array(event):
-        return _proxy_error(InvalidError("the body must be a JSON object, not an array", field="body"))
+    try:
+        screen_json_body(event)  # every JSON body, whatever the route: what no reader downstream can hold is a 400
+    except AgentmemError as error:
+        return _proxy_error(error)
     pending_usage.set(None)
-    result = app.resolve(event, context)
+    try:
+        result = app.resolve(event, context)
+    finally:
+        forget_json_body()
     usage = pending_usage.get()
     if usage is not None and int(result.get("statusCode", 500)) < 400:
         account_id, operation, billable = usage

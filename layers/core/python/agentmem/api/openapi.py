@@ -99,6 +99,21 @@ _FILE_PATH_PARAMETER = {
                    "bytes, no `..`, empty segments, control characters or backslashes",
 }
 
+# the MCP route reads its body itself (the MCP transport parses it), so the resolver cannot describe it
+_MCP_BODY = {
+    "required": True,
+    "description": "One JSON-RPC 2.0 message of the Model Context Protocol (a batch is refused)",
+    "content": {"application/json": {"schema": {
+        "type": "object", "required": ["jsonrpc"], "additionalProperties": True,
+        "properties": {
+            "jsonrpc": {"type": "string", "enum": ["2.0"]},
+            "id": {"description": "A request's id (a string or an integer); absent in a notification"},
+            "method": {"type": "string", "examples": ["initialize", "tools/list", "tools/call"]},
+            "params": {"type": "object"},
+        },
+    }}},
+}
+
 _CONDITIONAL_HEADERS = [
     {"name": "If-Match", "in": "header", "required": False, "schema": {"type": "string"},
      "description": 'Act only if the entry is at this version (`"3"`); else 412'},
@@ -142,6 +157,8 @@ def document(app: APIGatewayRestResolver) -> dict[str, Any]:
                 responses[code] = _error_response(_WHY[code])
             if method in ("put", "post"):
                 responses["413"] = _error_response(_WHY["413"])
+            if (method, path) == ("post", "/v1/mcp"):
+                operation["requestBody"] = _MCP_BODY
             if path == "/v1/memories/{memory}/entries/{name}" and method in ("put", "delete"):
                 operation.setdefault("parameters", []).extend(_CONDITIONAL_HEADERS)
     return spec
