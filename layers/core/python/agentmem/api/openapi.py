@@ -114,6 +114,26 @@ _MCP_BODY = {
     }}},
 }
 
+_APPEND = ("post", "/v1/agents/{agent}/conversations/{key}/messages")
+
+
+def _append_body(schemas: dict[str, Any]) -> dict[str, Any]:
+    """The append reads its body by its ``format=`` (api/routes/conversations.py): either of two bodies."""
+    from .schemas import AppendBody, ModelAppendBody
+
+    for model in (AppendBody, ModelAppendBody):
+        schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+        schemas.update(schema.pop("$defs", {}))
+        schemas[model.__name__] = schema
+    return {
+        "required": True,
+        "description": "Without `format=`: `AppendBody`, agentmem's rows. With `format=bedrock|anthropic|openai`: "
+                       "`ModelAppendBody`, the messages as that API takes or answers them",
+        "content": {"application/json": {"schema": {"oneOf": [{"$ref": "#/components/schemas/AppendBody"},
+                                                              {"$ref": "#/components/schemas/ModelAppendBody"}]}}},
+    }
+
+
 _CONDITIONAL_HEADERS = [
     {"name": "If-Match", "in": "header", "required": False, "schema": {"type": "string"},
      "description": 'Act only if the entry is at this version (`"3"`); else 412'},
@@ -159,6 +179,8 @@ def document(app: APIGatewayRestResolver) -> dict[str, Any]:
                 responses["413"] = _error_response(_WHY["413"])
             if (method, path) == ("post", "/v1/mcp"):
                 operation["requestBody"] = _MCP_BODY
+            if (method, path) == _APPEND:
+                operation["requestBody"] = _append_body(schemas)
             if path == "/v1/memories/{memory}/entries/{name}" and method in ("put", "delete"):
                 operation.setdefault("parameters", []).extend(_CONDITIONAL_HEADERS)
     return spec

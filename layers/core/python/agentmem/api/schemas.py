@@ -115,6 +115,22 @@ class AppendBody(StrictBody):
     )
 
 
+class ModelAppendBody(StrictBody):
+    """An append in a model API's own shape (``format=bedrock|anthropic|openai``): the messages as the loop sent
+    them to the API or got them back, each possibly with a ``client_id`` beside the API's own keys."""
+
+    messages: list[dict[str, Any]] = Field(
+        description="Messages in the API's shape; together at most 40 journal rows (a text, a tool call or a "
+                    "tool result is one row each)"
+    )
+    surface: Literal["agent", "mcp", "external", "test", "browser"] | None = Field(
+        default=None, description="Where the conversation happens (SPEC §7); default agent"
+    )
+    window_messages: int | None = Field(
+        default=None, description="This conversation's recent window, 1–20 (it can only lower the default)"
+    )
+
+
 class WorkspaceLinkBody(StrictBody):
     """A link to one workspace file that needs no key (SPEC §8)."""
 

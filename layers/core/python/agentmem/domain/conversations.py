@@ -140,9 +140,10 @@ def _json_size(value: Any, field: str) -> int:
     return len(text)
 
 
-def check_message(draft: MessageDraft, index: int) -> MessageDraft:
-    """The rules of one message (SPEC §4.1), with ``field`` naming it as ``messages[i].<field>``."""
-    where = f"messages[{index}]"
+def check_message(draft: MessageDraft, index: int, *, where: str | None = None) -> MessageDraft:
+    """The rules of one message (SPEC §4.1), with ``field`` naming it as ``messages[i].<field>`` (or as
+    ``<where>.<field>``: a message read from a transcript's line, or from a model API's content block)."""
+    where = where or f"messages[{index}]"
     if draft.role not in ROLES:
         raise InvalidError(f"{where}.role must be one of {', '.join(ROLES)}", field=f"{where}.role")
     if not isinstance(draft.content, str):

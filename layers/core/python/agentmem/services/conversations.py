@@ -12,6 +12,7 @@ from ..domain.agents import AgentRecord, agent_of_memory, check_window_messages
 from ..domain.clock import Clock, iso, utcnow
 from ..domain.context import row_text
 from ..domain.conversations import (
+    APPEND_BATCH_MAX,
     AppendResult,
     ConversationRecord,
     ConversationRef,
@@ -22,6 +23,8 @@ from ..domain.conversations import (
 )
 from ..domain.cursor import decode_cursor, encode_cursor
 from ..domain.errors import ForbiddenError, InvalidError, NotFoundError, NotImplementedYetError, UnavailableError
+from ..domain.model_formats import check_model_format, render
+from ..domain.model_messages import Skipped, parse_messages
 from ..domain.models import Entry, Layer, Principal
 from ..domain.recall import (
     KEYWORD_CANDIDATES,
@@ -143,6 +146,31 @@ class ConversationService:
         if result.record.due_since is not None and ctx.rules.checkpoint:
             self.start_pass(result.record, reason="threshold")
         return result
+
+    def append_model_messages(
+        self, principal: Principal, agent: str, key: str, messages: Sequence[Any], format: str | None, *,
+        user: str | None = None, surface: str | None = None, window_messages: int | None = None,
+    ) -> tuple[AppendResult, list[Skipped]]:
+        """An append of messages in a model API's own shape (``domain/model_messages.py``): their journal
+        rows, and what the journal does not keep of them (system messages, images...), with the reasons."""
+        fmt = check_model_format(format)
+        if fmt is None:
+            raise InvalidError("format names the shape of these messages: bedrock, anthropic or openai",
+                               field="format")
+        if not messages:
+            raise InvalidError("messages must hold at least one message", field="messages")
+        parsed = parse_messages(messages, fmt)
+        if not parsed.rows:
+            reasons = "; ".join(skipped.reason for skipped in parsed.skipped)
+            raise InvalidError(f"nothing in these messages is kept by the journal ({reasons})", field="messages")
+        if len(parsed.rows) > APPEND_BATCH_MAX:
+            raise InvalidError(
+                f"these {len(messages)} messages make {len(parsed.rows)} journal rows; at most {APPEND_BATCH_MAX} "
+                "go in one append: send fewer at a time", field="messages",
+            )
+        result = self.append(principal, agent, key, parsed.rows, user=user, surface=surface,
+                             window_messages=window_messages)
+        return result, parsed.skipped
 
     def start_pass(self, record: ConversationRecord, *, reason: str, again: str = "") -> str | None:
         """Start the conversation's summary pass (or find the one already running); never raises: a
@@ -436,9 +464,11 @@ class ConversationService:
     # --- the context for a turn (SPEC §5) ------------------------------------------------------
 
     def context(
-        self, principal: Principal, agent: str, key: str, *, user: str | None = None, surface: str | None = None
+        self, principal: Principal, agent: str, key: str, *, user: str | None = None, surface: str | None = None,
+        format: str | None = None,
     ) -> dict[str, Any]:
-        """What the model sees next turn: pinned block, memory index, summary, recent window. Reads only."""
+        """What the model sees next turn: pinned block, memory index, summary, recent window. Reads only.
+        With ``format`` (bedrock, anthropic, openai) its ``messages`` (and ``system``) are in that API's shape."""
         from ..domain.context import (
             IndexSection,
             SummaryPart,
@@ -449,6 +479,7 @@ class ConversationService:
         )
         from ..domain.window import effective_cap, recent_window
 
+        fmt = check_model_format(format)
         ctx = self.call_context(principal, agent, key, user=user, surface=surface)
         ref = self.ref(ctx, key)
         record = self.store.get(ref)
@@ -469,6 +500,8 @@ class ConversationService:
         if checkpoint is not None and checkpoint.content:
             summary = SummaryPart(checkpoint.content, record.folded_through if record else 0)
         built = assemble(pinned, memory_index(sections, now=moment), summary, window, self.count_tokens, cap=cap)
+        if fmt is not None:
+            built.update(format=fmt, **render(built["messages"], fmt))
         return {"conversation": key, "agent": ctx.agent.name, "user_id": ctx.user, "surface": ctx.surface, **built}
 
     def _layer(self, layer: Layer, now: str) -> list[Entry]:

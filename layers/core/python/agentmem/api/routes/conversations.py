@@ -3,16 +3,18 @@ summaries on demand, deleting and purging."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+from pydantic import BaseModel, ValidationError
 
 from ...domain.conversations import MessageDraft
 from ..context import call, json_response
 from ..presenters import conversation_json, entry_json, message_json, page, search_page
-from ..schemas import AppendBody, EmptyBody
+from ..schemas import AppendBody, EmptyBody, ModelAppendBody
 
 router = Router()
 User = Annotated[str | None, Query(description="The user of the conversation (a user key implies it)")]
@@ -20,20 +22,46 @@ Surface = Annotated[str | None, Query(description="Where the conversation happen
 BASE = "/v1/agents/<agent>/conversations"
 
 
+Format = Annotated[str | None, Query(
+    description="bedrock, anthropic or openai: that model API's own shape (default: agentmem's own)")]
+ModelBody = Annotated[dict[str, Any], Body(
+    description="`AppendBody` (agentmem's rows), or with `format=` a `ModelAppendBody` (the API's messages)")]
+B = TypeVar("B", bound=BaseModel)
+
+
+def _parse_body(model: type[B], body: dict[str, Any]) -> B:
+    """The body as ``model``; a complaint is a 400 naming the field, as the resolver's own validation says it."""
+    try:
+        return model.model_validate(body)
+    except ValidationError as error:
+        problems = [{**problem, "loc": ("body", *problem["loc"])} for problem in error.errors(include_url=False)]
+        raise RequestValidationError(problems) from None
+
+
 @router.post(f"{BASE}/<key>/messages", summary="Append messages to the journal (durable when it answers)",
              tags=["conversations"])
-def append_messages(agent: str, key: str, body: Annotated[AppendBody, Body()], user: User = None) -> Response[Any]:
+def append_messages(agent: str, key: str, body: ModelBody, user: User = None, format: Format = None) -> Response[Any]:
     container, principal = call(router, "conversations.append")
-    drafts = [
-        MessageDraft(role=m.role, content=m.content, tool_name=m.tool_name, tool_call_id=m.tool_call_id,
-                     arguments=m.arguments, result=m.result, client_id=m.client_id)
-        for m in body.messages
-    ]
-    result = container.conversations.append(
-        principal, agent, key, drafts, user=user, surface=body.surface, window_messages=body.window_messages
-    )
+    extra: dict[str, Any] = {}
+    if format is None:
+        plain = _parse_body(AppendBody, body)
+        drafts = [
+            MessageDraft(role=m.role, content=m.content, tool_name=m.tool_name, tool_call_id=m.tool_call_id,
+                         arguments=m.arguments, result=m.result, client_id=m.client_id)
+            for m in plain.messages
+        ]
+        result = container.conversations.append(
+            principal, agent, key, drafts, user=user, surface=plain.surface, window_messages=plain.window_messages
+        )
+    else:
+        shaped = _parse_body(ModelAppendBody, body)
+        result, skipped = container.conversations.append_model_messages(
+            principal, agent, key, shaped.messages, format, user=user, surface=shaped.surface,
+            window_messages=shaped.window_messages,
+        )
+        extra = {"format": format, "skipped": [item.to_dict() for item in skipped]}
     answer = {"items": [message_json(m) for m in result.messages], "added": result.added,
-              "conversation": conversation_json(result.record)}
+              "conversation": conversation_json(result.record), **extra}
     return json_response(201 if result.added else 200, answer)
 
 
@@ -50,9 +78,11 @@ def read_messages(
 
 @router.get(f"{BASE}/<key>/context", summary="What the model sees next turn: pinned, index, summary, window",
             tags=["conversations"])
-def read_context(agent: str, key: str, user: User = None, surface: Surface = None) -> dict[str, Any]:
+def read_context(
+    agent: str, key: str, user: User = None, surface: Surface = None, format: Format = None
+) -> dict[str, Any]:
     container, principal = call(router, "conversations.context")
-    return container.conversations.context(principal, agent, key, user=user, surface=surface)
+    return container.conversations.context(principal, agent, key, user=user, surface=surface, format=format)
 
 
 @router.get(f"{BASE}/<key>/tool-calls/<tool_call_id>", summary="The full arguments and result of a tool call",
