@@ -349,3 +349,60 @@ def test_the_groups_are_registered(run: Shell) -> None:
     for command in ("ls", "show", "append", "messages", "context", "search", "tool-call", "checkpoint", "compact",
                     "rm"):
         assert f"  {command} " in listed, command
+
+
+# --- importing a transcript ----------------------------------------------------------------------
+
+
+def test_import_a_transcript_with_a_progress_bar_then_again_adding_nothing(run: Shell, tmp_path: Path) -> None:
+    # Given a JSONL transcript of 120 messages, a turn with a tool among them
+    rows = [*turns(58), *A_TURN_WITH_A_TOOL]
+    transcript = tmp_path / "transcript.jsonl"
+    transcript.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    # When it is imported
+    first = run("conversations", "import", "support", "ticket-7", str(transcript), "--user", "user_42")
+    # Then it says what it added, with a progress bar on stderr, and the journal holds it all in order
+    assert first.exit_code == 0, first.output
+    assert first.stdout == ("imported 120 messages into support/ticket-7 (120 rows, seq 1–120): 120 added, "
+                            "0 already there, 0 skipped\n")
+    assert "importing" in first.stderr
+    journal = run.chat().messages()
+    assert [m.content for m in journal[:2]] == ["Is invoice 1 paid?", "Invoice 1 is paid."]
+    assert journal[117].arguments == {"customer": "user_42"} and journal[118].result == {"plan": "Team",
+                                                                                       "billing": "yearly"}
+    # When it is imported again
+    again = run.json("conversations", "import", "support", "ticket-7", str(transcript), "--user", "user_42")
+    # Then nothing is added
+    assert (again["added"], again["already_there"], again["rows"]) == (0, 120, 120)
+    assert len(run.chat().messages()) == 120
+
+
+def test_import_an_anthropic_request_body_from_stdin_says_what_it_skipped(run: Shell) -> None:
+    body = {"system": "Be brief.", "messages": [
+        {"role": "user", "content": [{"type": "text", "text": "Read this"},
+                                     {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}]},
+        {"role": "assistant", "content": "It is a receipt."}]}
+    result = run("conversations", "import", "support", "scan-1", "-", "--format", "anthropic", stdin=json.dumps(body))
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0] == "imported 2 messages into support/scan-1 (2 rows, seq 1–2): 2 added, 0 already there, 2 skipped"
+    assert lines[1].startswith("  skipped system: the request's system prompt is not kept")
+    assert lines[2] == ("  skipped messages[0].content[1]: 'image' blocks are not kept (the journal holds text "
+                        "and tool calls)")
+
+
+def test_import_a_malformed_file_names_the_line_and_stores_nothing(run: Shell, tmp_path: Path) -> None:
+    transcript = tmp_path / "bad.jsonl"
+    transcript.write_text('{"role": "user", "content": "Hi"}\n{"role": "user", "content": "Hi again"\n')
+    result = run("conversations", "import", "support", "ticket-7", str(transcript), "--user", "user_42")
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: invalid: line 2 is not JSON")
+    assert run("conversations", "ls", "support", "--user", "user_42").stdout == "no conversations\n"
+
+
+def test_context_in_a_model_apis_shape(run: Shell) -> None:
+    run.chat().append(A_TURN_WITH_A_TOOL)
+    shaped = run.json("conversations", "context", "support", "ticket-7", "--user", "user_42", "--format", "bedrock")
+    assert shaped["format"] == "bedrock" and shaped["system"] == []
+    printed = run("conversations", "context", "support", "ticket-7", "--user", "user_42", "--format", "openai")
+    assert [m["role"] for m in json.loads(printed.stdout)["messages"]] == ["user", "assistant", "tool", "assistant"]

@@ -9,9 +9,10 @@ from typing import IO, Any
 import click
 
 from agentmem.client import Context, Conversation, ConversationInfo, Message, Page
+from agentmem.client.transcripts import TRANSCRIPT_FORMATS, read_transcript
 
 from .connection import agent
-from .output import json_option, print_fields, print_json, print_table, wants_json
+from .output import json_option, print_fields, print_json, print_table, progress, wants_json
 
 _USER_HELP = "The user the conversation is with (default: the account itself)."
 ROLES = click.Choice(["user", "assistant", "tool_call", "tool_result"])
@@ -183,6 +184,41 @@ def conversations_append(
     click.echo(f"appended {_count(result.added, 'message', 'messages')} to {agent_name}/{key}: seq {where}{again}")
 
 
+@conversations.command("import")
+@click.argument("agent_name", metavar="AGENT")
+@click.argument("key")
+@click.argument("file", type=click.File("r", encoding="utf-8"))
+@click.option("--format", "fmt", type=click.Choice(TRANSCRIPT_FORMATS), default="jsonl", show_default=True,
+              help="jsonl: agentmem's rows, one per line; openai, anthropic, bedrock: that API's messages "
+                   "(JSON Lines, a list, or a request body holding messages).")
+@click.option("--surface", type=SURFACES, default=None, help="Where the conversation happens [default agent].")
+@click.option("--user", default=None, help=_USER_HELP)
+@json_option
+@click.pass_context
+def conversations_import(
+    ctx: click.Context, agent_name: str, key: str, file: IO[str], fmt: str, surface: str | None, user: str | None,
+    as_json: bool,
+) -> None:
+    """Import a transcript FILE (- reads stdin) into a conversation's journal, 40 rows at a time.
+
+    Every row is stored once: importing the same file again adds nothing, and a file that grew adds only
+    what is new. A bad line stops the import before anything is sent, naming the line."""
+    transcript = read_transcript(file, fmt)
+    chat = _conversation(ctx, agent_name, key, user)
+    json_out = wants_json(ctx, as_json)
+    with progress(len(transcript.rows), "importing", show=not json_out and bool(transcript.rows)) as update:
+        report = chat.import_transcript(transcript, surface=surface, on_progress=update)
+    if json_out:
+        print_json(report)
+        return
+    where = _seqs(report.first_seq, report.last_seq)
+    click.echo(f"imported {_count(report.messages, 'message', 'messages')} into {agent_name}/{key} "
+               f"({_count(report.rows, 'row', 'rows')}, seq {where}): {report.added} added, "
+               f"{report.already_there} already there, {len(report.skipped)} skipped")
+    for reason in report.skipped:
+        click.echo(f"  skipped {reason}")
+
+
 @conversations.command("messages")
 @click.argument("agent_name", metavar="AGENT")
 @click.argument("key")
@@ -217,14 +253,21 @@ def conversations_messages(
 @click.argument("agent_name", metavar="AGENT")
 @click.argument("key")
 @click.option("--surface", type=SURFACES, default=None, help="The surface the turn is on [default agent].")
+@click.option("--format", "fmt", type=click.Choice(["bedrock", "anthropic", "openai"]), default=None,
+              help="Print the system and messages that model API takes, as JSON.")
 @click.option("--user", default=None, help=_USER_HELP)
 @json_option
 @click.pass_context
 def conversations_context(
-    ctx: click.Context, agent_name: str, key: str, surface: str | None, user: str | None, as_json: bool
+    ctx: click.Context, agent_name: str, key: str, surface: str | None, fmt: str | None, user: str | None,
+    as_json: bool,
 ) -> None:
     """Print what the model sees next turn: pinned block, memory index, summary, recent window."""
-    context = _conversation(ctx, agent_name, key, user).context(surface=surface)
+    context = _conversation(ctx, agent_name, key, user).context(surface=surface, format=fmt)
+    if fmt is not None and not wants_json(ctx, as_json):
+        print_json({"messages": context.messages} if context.system is None
+                   else {"system": context.system, "messages": context.messages})
+        return
     if wants_json(ctx, as_json):
         print_json(context)
         return

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .errors import NotFound, RateLimited, ServerError, Unreachable
@@ -27,11 +27,14 @@ from .models import (
     Context,
     ConversationInfo,
     ConversationReceipt,
+    ImportReport,
     Message,
     MessageHit,
     Page,
+    Skipped,
     ToolCall,
 )
+from .transcripts import Source, Transcript, from_model_messages, read_transcript
 from .transport import segment
 
 if TYPE_CHECKING:
@@ -107,11 +110,16 @@ class Conversation:
 
     def append(
         self, *messages: MessageLike | Sequence[MessageLike], surface: str | None = None,
-        window_messages: int | None = None,
+        window_messages: int | None = None, format: str | None = None,
     ) -> AppendResult:
         """Append messages, in order: ``append(m1, m2)`` or ``append([m1, m2])``; each a ``Message``
         or a dict with the API's fields (``role``, ``content``, ``tool_name``, ``tool_call_id``,
         ``arguments``, ``result``, ``client_id``).
+
+        With ``format="openai"`` (or ``"anthropic"``, ``"bedrock"``) the dicts are messages in that
+        model API's own shape, as a loop sent them or got them back: each becomes its journal rows
+        here (``Message.from_openai`` and the like), and what the journal does not keep (a system
+        message, an image) is left out, listed in the result's ``skipped``.
 
         Stored durably when it returns, each with its ``seq``. A message whose ``client_id`` is
         already stored is not stored again: the result gives back the stored one (``added`` counts
@@ -119,7 +127,13 @@ class Conversation:
         go 40 at a time, in order. ``surface`` says where the conversation happens (default
         ``agent``); ``window_messages`` lowers this conversation's recent window (1–20).
         """
-        bodies = [message_body(message) for message in _flatten(messages)]
+        flat = _flatten(messages)
+        skipped: list[Skipped] = []
+        if format is not None:
+            rows, reasons = from_model_messages(list(flat), format)
+            skipped = [Skipped(index, reason) for index, reason in reasons]
+            flat = list(rows)
+        bodies = [message_body(message) for message in flat]
         extra: dict[str, Any] = {}
         if surface is not None:
             extra["surface"] = surface
@@ -134,7 +148,40 @@ class Conversation:
             stored += last.messages
             added += last.added
         assert last is not None
-        return AppendResult(stored, added, last.conversation)
+        return AppendResult(stored, added, last.conversation, skipped)
+
+    def import_messages(
+        self, source: Source, *, format: str = "jsonl", surface: str | None = None,
+        on_progress: Callable[[int], None] | None = None,
+    ) -> ImportReport:
+        """Bring a whole transcript into the journal: a path, an open text file, or a list of messages.
+
+        ``format`` is ``jsonl`` (agentmem's rows, one per line) or ``openai``, ``anthropic``, ``bedrock``
+        (that API's messages: JSON Lines, a list, or a request body holding ``messages``). The transcript is
+        read and checked whole before anything is sent (``Invalid`` names the bad line), then sent 40 rows
+        at a time, each row with its ``client_id`` (its own, or one derived from its place and content):
+        importing it again adds nothing, and a transcript that grew adds only what is new. ``on_progress``
+        is called with the number of rows each append sent.
+        """
+        return self.import_transcript(read_transcript(source, format), surface=surface, on_progress=on_progress)
+
+    def import_transcript(
+        self, transcript: Transcript, *, surface: str | None = None, on_progress: Callable[[int], None] | None = None,
+    ) -> ImportReport:
+        """Send a transcript already read (``agentmem.client.transcripts.read_transcript``)."""
+        extra: dict[str, Any] = {"surface": surface} if surface is not None else {}
+        added = 0
+        seqs: list[int] = []
+        rows = transcript.rows
+        for start in range(0, len(rows), APPEND_BATCH_MAX):
+            batch = rows[start : start + APPEND_BATCH_MAX]
+            result = self._append_once({"messages": [message_body(row) for row in batch], **extra})
+            added += result.added
+            seqs += result.seqs
+            if on_progress is not None:
+                on_progress(len(batch))
+        return ImportReport(transcript.messages, len(rows), added, len(rows) - added, list(transcript.skipped),
+                            min(seqs, default=None), max(seqs, default=None))
 
     def _append_once(self, body: dict[str, Any]) -> AppendResult:
         """One append request, sent again (same body, same client ids) while it gets no answer."""
@@ -183,10 +230,13 @@ class Conversation:
 
     # --- what the model sees --------------------------------------------------------------
 
-    def context(self, surface: str | None = None) -> Context:
+    def context(self, surface: str | None = None, *, format: str | None = None) -> Context:
         """The context for the next turn: pinned block, memory index, summary and recent window, and
-        ``messages``, all of it in order. Building it reads; it never writes."""
-        params: dict[str, ParamValue] = {**self._scope(), "surface": surface}
+        ``messages``, all of it in order. Building it reads; it never writes.
+
+        ``format="bedrock"`` (or ``"anthropic"``, ``"openai"``) gives ``messages`` (and ``system``) in that
+        model API's own shape, to send as they are: ``converse(system=context.system, messages=context.messages)``."""
+        params: dict[str, ParamValue] = {**self._scope(), "surface": surface, "format": format}
         return Context.from_dict(self.client.request_json("GET", self._path("context"), params=params))
 
     def tool_call(self, tool_call_id: str, *, surface: str | None = None) -> ToolCall:

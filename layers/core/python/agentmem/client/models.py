@@ -304,6 +304,22 @@ class Message:
         return cls("tool_result", content, tool_name=name, tool_call_id=id, result=result, client_id=client_id)
 
     @classmethod
+    def from_openai(cls, message: Mapping[str, Any]) -> list[Message]:
+        """The rows of one OpenAI Chat Completions message (as sent, or a response's message as a dict): its
+        text, each of its ``tool_calls``, or a ``tool`` message's result. A system message gives none."""
+        return _from_model(message, "openai")
+
+    @classmethod
+    def from_anthropic(cls, message: Mapping[str, Any]) -> list[Message]:
+        """The rows of one Anthropic Messages API message: each text block, ``tool_use`` and ``tool_result``."""
+        return _from_model(message, "anthropic")
+
+    @classmethod
+    def from_bedrock(cls, message: Mapping[str, Any]) -> list[Message]:
+        """The rows of one Bedrock Converse message: each ``text``, ``toolUse`` and ``toolResult`` block."""
+        return _from_model(message, "bedrock")
+
+    @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Message:
         values = _known(cls, data)
         if isinstance(values.get("arguments"), Mapping):
@@ -317,6 +333,35 @@ class Message:
                     "result": self.result, "client_id": self.client_id}
         body.update({key: value for key, value in optional.items() if value is not None})
         return body
+
+
+def _from_model(message: Mapping[str, Any], fmt: Any) -> list[Message]:
+    from .transcripts import from_model
+
+    return from_model(message, fmt)
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """What an append in a model API's shape did not keep of the message at ``index``, and why."""
+
+    index: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    """What an import did: ``messages`` read from the transcript, the journal ``rows`` they make, how many
+    were ``added`` and how many were ``already_there`` (the same ``client_id``), what was ``skipped`` (each
+    reason names its line), and the seqs the transcript's rows hold in the journal."""
+
+    messages: int = 0
+    rows: int = 0
+    added: int = 0
+    already_there: int = 0
+    skipped: list[str] = field(default_factory=list, hash=False)
+    first_seq: int | None = None
+    last_seq: int | None = None
 
 
 @dataclass(frozen=True)
@@ -359,6 +404,7 @@ class AppendResult:
     messages: list[Message] = field(default_factory=list, hash=False)
     added: int = 0
     conversation: ConversationInfo | None = None
+    skipped: list[Skipped] = field(default_factory=list, hash=False)  # an append in a model API's shape
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> AppendResult:
@@ -367,6 +413,8 @@ class AppendResult:
             [Message.from_dict(item) for item in data.get("items") or [] if isinstance(item, Mapping)],
             int(data.get("added") or 0),
             ConversationInfo.from_dict(record) if isinstance(record, Mapping) else None,
+            [Skipped(int(item.get("index") or 0), str(item.get("reason") or ""))
+             for item in data.get("skipped") or [] if isinstance(item, Mapping)],
         )
 
     @property
@@ -422,7 +470,10 @@ class ContextWindow:
 class Context:
     """What the model sees next turn (SPEC §5), part by part, and ``messages``: the whole of it
     assembled in order (system messages for the pinned block, the index and the summary, then the
-    window's rows), ready to turn into a model API's messages. ``tokens`` adds up the parts."""
+    window's rows). ``tokens`` adds up the parts.
+
+    Asked with ``format=`` (``bedrock``, ``anthropic``, ``openai``), ``messages`` is in that API's own
+    shape, ready to send as it is, and for Bedrock and Anthropic ``system`` holds the system blocks."""
 
     conversation: str
     agent: str | None = None
@@ -434,6 +485,8 @@ class Context:
     window: ContextWindow = field(default_factory=ContextWindow)
     messages: list[dict[str, Any]] = field(default_factory=list, hash=False)
     tokens: int = 0
+    format: str | None = None
+    system: list[dict[str, Any]] | None = field(default=None, hash=False)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Context:
@@ -459,6 +512,9 @@ class Context:
             ),
             messages=[dict(item) for item in data.get("messages") or [] if isinstance(item, Mapping)],
             tokens=int(data.get("tokens") or 0),
+            format=data.get("format"),
+            system=[dict(item) for item in data["system"] if isinstance(item, Mapping)]
+            if isinstance(data.get("system"), list) else None,
         )
 
 
