@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # built on first use: the authorizer's cold start needs none 
     import boto3
 
     from .adapters.embedded.database import Database
+    from .local.rate_limit import RateLimiter
     from .services.conversations import ConversationService
     from .services.erasure import ErasureService
     from .services.summary_pass import SummaryPass
@@ -77,6 +78,8 @@ class Container:
     usage: UsageMeter
     adapters: Adapters | None = None  # built on first use: the API's cold start needs none of them
     _jobs: Jobs | None = None
+    # the local server's rate limits (agentmem serve sets them); on AWS, API Gateway's usage plan limits instead
+    rate_limiter: RateLimiter | None = None
 
     # Conversations, summaries, tools and erasure are built on first use: the authorizer (which only
     # checks keys) never pays for their imports.

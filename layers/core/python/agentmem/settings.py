@@ -77,6 +77,24 @@ class Settings(BaseSettings):
     public_url: str | None = None
     # limits that are settings rather than contract
     max_body_bytes: int = 1_000_000
+    # `agentmem serve` facing a network (local/http_guard.py): how long a kept-alive connection may wait for its
+    # next request, a request's line and headers may take, and its body may take (this long, plus a second per
+    # serve_body_min_rate bytes declared); beyond serve_max_connections open at once, a new one is answered 503
+    serve_idle_timeout_s: float = Field(default=60.0, gt=0)
+    serve_header_timeout_s: float = Field(default=20.0, gt=0)
+    serve_body_timeout_s: float = Field(default=30.0, gt=0)
+    serve_body_min_rate: int = Field(default=50_000, gt=0)  # bytes a second
+    serve_max_connections: int = Field(default=256, gt=0)
+    # `agentmem serve`'s rate limits (local/rate_limit.py, per process): token buckets per API key, per account,
+    # and per source address for keys that fail to authenticate. The defaults are above what one process
+    # serves; lower them for a shared server. The deployed stack limits per account in API Gateway instead.
+    rate_limits: bool = True
+    rate_limit_key_per_s: float = Field(default=2_000.0, gt=0)
+    rate_limit_key_burst: float = Field(default=4_000.0, ge=1)
+    rate_limit_account_per_s: float = Field(default=4_000.0, gt=0)
+    rate_limit_account_burst: float = Field(default=8_000.0, ge=1)
+    rate_limit_auth_failures_per_s: float = Field(default=10.0, gt=0)
+    rate_limit_auth_failures_burst: float = Field(default=1_000.0, ge=1)
 
 
 def known_variables() -> frozenset[str]:

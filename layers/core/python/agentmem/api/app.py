@@ -1,8 +1,8 @@
 """The API's resolver and the Lambda entry point (also what the local server calls).
 
-Order of checks for every request: body size (413), then the key (401), then the JSON of the body
-(400, ``json_body``), then routing and validation (404/400), then the service. Errors of every kind leave
-in the SPEC §10 shape ``{"error": {"code", "message", ...}}``.
+Order of checks for every request: body size (413), then the key (401; on the local server its rate
+limits too, 429), then the JSON of the body (400, ``json_body``), then routing and validation (404/400),
+then the service. Errors of every kind leave in the SPEC §10 shape ``{"error": {"code", "message", ...}}``.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
 )
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from ..bootstrap import get_container
-from ..domain.errors import AgentmemError, InvalidError, MethodNotAllowedError, NotFoundError
+from ..bootstrap import Container, get_container
+from ..domain.errors import AgentmemError, InvalidError, MethodNotAllowedError, NotFoundError, UnauthorizedError
+from ..domain.models import Principal
 from ..observability import count, count_request, logger, tracer
 from . import openapi
 from .context import pending_usage
@@ -133,9 +134,12 @@ def _body_size(event: dict[str, Any]) -> int:
 
 
 def _proxy_error(error: AgentmemError) -> dict[str, Any]:
+    headers = {"Content-Type": content_types.APPLICATION_JSON}
+    if "retry_after" in error.details:  # a 429 (or a 503) says when to come back
+        headers["Retry-After"] = str(error.details["retry_after"])
     return {
         "statusCode": error.status,
-        "headers": {"Content-Type": content_types.APPLICATION_JSON},
+        "headers": headers,
         "body": error_body(error),
         "isBase64Encoded": False,
     }
@@ -172,6 +176,26 @@ def _principal_from_authorizer(event: dict[str, Any]) -> Any:
     )
 
 
+def _authenticate(container: Container, event: dict[str, Any]) -> Principal:
+    """The caller, from its key, within the local server's rate limits when it has them: a source whose
+    invalid keys used up its budget is refused first (429), a presented key that is not valid counts against
+    its source, and a valid one takes its key's and its account's token (429 when either has none)."""
+    headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
+    limiter = container.rate_limiter
+    if limiter is None:
+        return container.keys.authenticate(headers.get("authorization"))
+    source = str(((event.get("requestContext") or {}).get("identity") or {}).get("sourceIp") or "")
+    limiter.check_source(source)
+    try:
+        principal = container.keys.authenticate(headers.get("authorization"))
+    except UnauthorizedError:
+        if headers.get("authorization"):  # a guess; no key at all guesses nothing
+            limiter.failed(source)
+        raise
+    limiter.admit(principal)
+    return principal
+
+
 def _handle(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     container = get_container()
     app.context.clear()
@@ -187,8 +211,7 @@ def _handle(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         try:
             principal = _principal_from_authorizer(event)
             if principal is None:
-                headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
-                principal = container.keys.authenticate(headers.get("authorization"))
+                principal = _authenticate(container, event)
         except AgentmemError as error:
             return _proxy_error(error)
         app.append_context(principal=principal)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import errno
+import socket
+import sqlite3
 from pathlib import Path
 
 import click
@@ -13,7 +15,7 @@ BACKENDS = click.Choice(["embedded", "aws"])
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to listen on; links to workspace files use it unless AGENTMEM_PUBLIC_URL is set.")
-@click.option("--port", default=8787, show_default=True, type=int)
+@click.option("--port", default=8787, show_default=True, type=int, help="0 picks a free port.")
 @click.option(
     "--data-dir",
     type=click.Path(file_okay=False, path_type=Path),
@@ -31,15 +33,33 @@ def serve(host: str, port: int, data_dir: Path | None, backend: str | None, crea
     from agentmem.local.server import serve as run_server
     from agentmem.settings import load_settings
 
+    if not 0 <= port <= 65535:
+        raise click.ClickException(f"--port is a TCP port, 0 to 65535 (0 picks a free one), not {port}")
     settings = load_settings(data_dir=data_dir, backend=backend)
     if create_resources and settings.backend != "aws":
         raise click.UsageError("--create-resources goes with --backend aws")
     try:
         run_server(settings, host=host, port=port, create_resources=create_resources)
     except OSError as error:
-        if error.errno not in (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES):
-            raise
-        raise click.ClickException(
-            f"cannot listen on {host}:{port}: {error.strerror}. Is another agentmem serve running? "
-            "Choose another port with --port."
-        ) from None
+        raise click.ClickException(start_failure(error, host, port, settings.data_dir)) from None
+    except sqlite3.Error as error:
+        raise click.ClickException(f"cannot open the database in {settings.data_dir}: {error}") from None
+
+
+def start_failure(error: OSError, host: str, port: int, data_dir: Path) -> str:
+    """One line saying why the server could not start: the address to listen on, or the data dir."""
+    reason = error.strerror or str(error)
+    if error.filename is not None:  # a file or directory: the data dir, or something in it
+        where = "" if Path(error.filename) == Path(data_dir) else f" ({error.filename})"
+        return f"cannot use the data dir {data_dir}: {reason}{where}. Choose another with --data-dir."
+    if isinstance(error, socket.gaierror):
+        return f"cannot listen on {host}:{port}: {host!r} is not an address of this machine ({reason})"
+    if error.errno == errno.EADDRINUSE:
+        return (f"cannot listen on {host}:{port}: {reason}. Is another agentmem serve running? "
+                "Choose another port with --port.")
+    if error.errno == errno.EADDRNOTAVAIL:
+        return f"cannot listen on {host}:{port}: {reason} ({host} is not an address of this machine)"
+    if error.errno == errno.EACCES:
+        return (f"cannot listen on {host}:{port}: {reason} (ports below 1024 need privileges). "
+                "Choose another with --port.")
+    return f"cannot start on {host}:{port}: {reason}"

@@ -119,11 +119,9 @@ def _answer(
         return _error(error)
 
 
-def serve_link(handler: BaseHTTPRequestHandler, store: FileBlobStore | None) -> None:
-    """Answer one link request on the server's connection (GET, HEAD or PUT)."""
-    raw = handler.headers.get("Content-Length")
-    chunked = handler.headers.get("Transfer-Encoding", "").lower() == "chunked"
-    length = int(raw) if raw and raw.isdigit() and not chunked else None
+def serve_link(handler: BaseHTTPRequestHandler, store: FileBlobStore | None, length: int | None) -> None:
+    """Answer one link request on the server's connection (GET, HEAD or PUT); ``length`` is the body's, from
+    its ``Content-Length`` (the server has refused any other framing)."""
     answer = _answer(store, handler.command, handler.path, handler.headers.get("Range"), length, handler.rfile)
     if handler.command == "PUT" and answer.status >= 400:
         handler.close_connection = True  # the body was not read (or not whole)

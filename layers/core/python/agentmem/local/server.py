@@ -3,13 +3,14 @@ proxy event and calls the same ``lambda_handler`` that runs on AWS."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
 import threading
 import uuid
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
@@ -18,7 +19,18 @@ from ..api.limits import oversized
 from ..bootstrap import Container, build_adapters, build_container, ensure_default_account, set_container
 from ..settings import Settings
 from .events import build_rest_event, decode_lambda_response
+from .http_guard import (
+    GuardedHTTPServer,
+    PacedReader,
+    Refusal,
+    Timeouts,
+    declared_length,
+    is_method_name,
+    linger,
+    protocol_error,
+)
 from .links import is_link, serve_link
+from .rate_limit import RateLimiter
 
 if TYPE_CHECKING:
     from ..adapters.embedded.blobs import FileBlobStore
@@ -26,6 +38,7 @@ if TYPE_CHECKING:
 # Requests larger than this are refused before their body is read; the handler refuses smaller
 # ones past its own limit, so both answers are the same 413.
 READ_LIMIT = 8 * 1024 * 1024
+SERVED_METHODS = ("DELETE", "GET", "HEAD", "POST", "PUT")  # by some path of the API
 SWEEP_EVERY_S = 60.0
 
 
@@ -54,6 +67,8 @@ def _quiet_powertools() -> None:
 
 class ApiRequestHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # answers always start with a status line, even to a request line refused before its version was read
+    default_request_version = "HTTP/1.0"
     server_version = "agentmem"
     # Without TCP_NODELAY a kept-alive connection waits ~40 ms per response (Nagle's algorithm
     # against the client's delayed ACK).
@@ -63,12 +78,74 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
     handler: Any = None  # set by make_server: the Lambda handler to call (it serves one event at a time)
     container: Container | None = None  # set by make_server: whose workspace links this server serves
     max_body_bytes = 1_000_000  # set by make_server from the settings, for the message of a 413
+    timeouts = Timeouts()  # set by make_server from the settings
+    _reader: PacedReader
+    _answered = False  # the current request has had its answer
+    _unread: int | None = 0  # bytes of its body left unread: None for a length not known
+
+    # -- the connection: timeouts, errors of the HTTP layer, a lingering close (local/http_guard.py) ---------
+    def setup(self) -> None:
+        super().setup()
+        self.rfile.close()
+        self._reader = PacedReader(self.connection, self.timeouts)
+        self.rfile = io.BufferedReader(self._reader)
+
+    def handle(self) -> None:
+        self.close_connection = True
+        while True:
+            self.handle_one_request()
+            if self.close_connection:
+                return
+
+    def handle_one_request(self) -> None:
+        self._reader.await_request()
+        self._answered, self._unread = False, 0
+        super().handle_one_request()  # a read past its deadline ends here, the connection to be closed
+        timed_out = self._reader.timed_out
+        if timed_out not in (None, "idle") and not self._answered:
+            self._unread = 0
+            self._error(408, "request_timeout", f"{timed_out}; the connection is closed")
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        refusal = protocol_error(int(code), message)
+        self._unread = None  # what the client still sends (the rest of a huge header) is read and dropped
+        self._error(refusal.status, refusal.code, refusal.message, **refusal.details)
+
+    def handle_expect_100(self) -> bool:
+        # a body that will be refused unread is not asked for: the client gets the final answer instead
+        try:
+            length = declared_length(self.headers)
+        except Refusal:
+            return True
+        if length is not None and length > READ_LIMIT:
+            return True
+        self.send_response_only(100)
+        self.end_headers()
+        self.wfile.flush()
+        return True
+
+    def finish(self) -> None:
+        try:
+            if self.close_connection and self._unread != 0:
+                self.wfile.flush()
+                linger(self.connection, self._reader, self._unread)
+        except OSError:
+            pass
+        super().finish()
+
+    if not TYPE_CHECKING:  # (type checkers would take every attribute of the class for this)
+        def __getattr__(self, name: str) -> Any:
+            # every method reaches the API, which answers 405 with Allow for those a path does not serve
+            if name.startswith("do_"):
+                return self._handle
+            raise AttributeError(name)
 
     def log_message(self, format: str, *args: Any) -> None:
         if os.environ.get("AGENTMEM_ACCESS_LOG"):
             super().log_message(format, *args)
 
     def _reply(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
+        self._answered = True
         self.send_response(status)
         for key, value in headers:
             if key.lower() not in ("content-length", "connection"):
@@ -83,24 +160,25 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
     def _error(self, status: int, code: str, message: str, **details: Any) -> None:
         body = json.dumps({"error": {"code": code, "message": message, **details}}).encode()
         self.close_connection = True
-        self._reply(status, [("Content-Type", "application/json")], body)
+        headers = [("Content-Type", "application/json")]
+        if status == 405:
+            headers.append(("Allow", ", ".join(details.get("allowed", SERVED_METHODS))))
+        self._reply(status, headers, body)
 
     def _handle(self) -> None:
+        try:
+            declared = self._framing()
+        except Refusal as refusal:
+            self._error(refusal.status, refusal.code, refusal.message, **refusal.details)
+            return
         url = urlsplit(self.path)
         if is_link(url.path) and self.command in ("GET", "HEAD", "PUT"):
             container = type(self).container
-            serve_link(self, None if container is None else link_store(container))
+            if declared:
+                self._reader.await_body(declared)
+            serve_link(self, None if container is None else link_store(container), declared)
             return
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            self._error(411, "length_required", "send a Content-Length; chunked bodies are not accepted")
-            return
-        try:
-            length = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            length = -1
-        if length < 0:
-            self._error(400, "invalid", "Content-Length is not a number of bytes")
-            return
+        length = declared or 0
         if length > READ_LIMIT:
             refused = oversized(self.command, unquote(url.path), length, type(self).max_body_bytes)
             if refused is None:
@@ -108,7 +186,9 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
             else:  # the same 413 the handler gives a smaller body over its limit, details and all
                 self._error(413, "too_large", refused.message, **refused.details)
             return
+        self._reader.await_body(length)
         body = self.rfile.read(length) if length else None
+        self._unread = 0
         # HEAD is a GET whose body is left out (as API Gateway answers it)
         method = "GET" if self.command == "HEAD" else self.command
         event = build_rest_event(
@@ -121,21 +201,35 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
 
     do_GET = do_PUT = do_POST = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _handle
 
+    def _framing(self) -> int | None:
+        """The request's method, target and body length, or the ``Refusal`` of what cannot be served."""
+        self._unread = None  # until the length is known, what follows the headers is not
+        if not is_method_name(self.command):
+            raise Refusal(400, "invalid", f"{self.command!r} is not an HTTP method name")
+        if not self.path.startswith("/") and "://" not in self.path:  # CONNECT host:port, OPTIONS *
+            raise Refusal(405, "method_not_allowed", f"{self.command} {self.path} is not served: this server is "
+                          "not a proxy; send requests for /v1/... paths", allowed=list(SERVED_METHODS))
+        declared = declared_length(self.headers)
+        self._unread = declared or 0
+        return declared
 
-def make_server(container: Container, host: str = "127.0.0.1", port: int = 8787) -> ThreadingHTTPServer:
-    """A server bound to host:port (port 0 picks a free one) serving this container."""
+
+def make_server(container: Container, host: str = "127.0.0.1", port: int = 8787) -> GuardedHTTPServer:
+    """A server bound to host:port (port 0 picks a free one) serving this container, with the settings'
+    timeouts, connection cap and rate limits."""
     _quiet_powertools()
+    settings = container.settings
+    container.rate_limiter = RateLimiter.from_settings(settings)
     set_container(container)
     from ..api.app import lambda_handler
 
     handler_class = type(
         "BoundApiRequestHandler",
         (ApiRequestHandler,),
-        {"handler": staticmethod(lambda_handler), "max_body_bytes": container.settings.max_body_bytes,
-         "container": container},
+        {"handler": staticmethod(lambda_handler), "max_body_bytes": settings.max_body_bytes,
+         "container": container, "timeouts": Timeouts.from_settings(settings)},
     )
-    server = ThreadingHTTPServer((host, port), handler_class)
-    server.daemon_threads = True
+    server = GuardedHTTPServer((host, port), handler_class, settings.serve_max_connections)
     if not container.settings.public_url:
         bound = str(server.server_address[0])
         shown = "127.0.0.1" if bound in ("0.0.0.0", "::", "") else bound

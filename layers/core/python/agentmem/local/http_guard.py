@@ -1,0 +1,266 @@
+"""What keeps ``agentmem serve`` standing in front of slow, broken or hostile clients.
+
+- **Timeouts** (``PacedReader``), each a deadline for the whole phase, not for one read, so a client
+  trickling a byte at a time gains nothing: a kept-alive connection waits ``serve_idle_timeout_s`` for its
+  next request; once the request has begun, its line and headers have ``serve_header_timeout_s``; its body
+  has ``serve_body_timeout_s`` plus a second per ``serve_body_min_rate`` bytes it declared (Apache's
+  mod_reqtimeout rule). A request that runs out of time is answered 408 and its connection closed.
+- **Framing** (``declared_length``): a body is framed by one ``Content-Length``; a transfer-encoded body
+  is 411, conflicting or malformed lengths are 400 (RFC 9112 §6.3: they cannot be told apart from a
+  request smuggled behind another).
+- **Errors of the HTTP layer itself** (``protocol_error``): a bad request line, an over-long one (414),
+  huge headers (431), an HTTP version other than 1.x, in the §10 error shape like every other answer.
+- **Answers before the body is read** (a 413, a 411) close the connection after a lingering read
+  (``linger``): the body still on its way is read and dropped, up to ``DRAIN_LIMIT`` bytes, so a client
+  that sends all of it before reading sees the answer instead of a broken pipe.
+- **A cap on connections** (``GuardedHTTPServer``): past ``serve_max_connections`` open at once, a new
+  connection is answered 503 ``unavailable`` with ``Retry-After`` and closed, instead of taking a thread.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from email.message import Message
+from http.server import ThreadingHTTPServer
+from typing import Any
+
+from ..settings import Settings
+
+# read and dropped at most, after an answer given before the body was read (a workspace file through a link
+# is at most 100 MB: any upload a client means to make gets its answer)
+DRAIN_LIMIT = 128 * 1024 * 1024
+# a body of unknown length (transfer-encoded) is drained this long at most
+DRAIN_UNKNOWN_S = 2.0
+# a connection over the cap: how long its request and the drain after the 503 may take, and how many such
+# answers are given at once (beyond, the connection is closed unanswered)
+BUSY_ANSWER_S = 1.0
+BUSY_ANSWERS_AT_ONCE = 8
+LINE_LIMIT = 65_536  # the request line and each header line (http.server's and http.client's limit)
+HEADER_LIMIT = 100  # header lines (http.client's)
+
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 §5.6.2: what a method name is made of
+_DIGITS = re.compile(r"[0-9]{1,18}")
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    idle_s: float = 60.0
+    header_s: float = 20.0
+    body_s: float = 30.0
+    body_min_rate: int = 50_000  # bytes a second
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Timeouts:
+        return cls(settings.serve_idle_timeout_s, settings.serve_header_timeout_s, settings.serve_body_timeout_s,
+                   settings.serve_body_min_rate)
+
+    def body_allowance_s(self, length: int) -> float:
+        return self.body_s + length / self.body_min_rate
+
+
+class Refusal(Exception):
+    """A request the HTTP layer refuses before the API sees it: a status and the §10 error."""
+
+    def __init__(self, status: int, code: str, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message, self.details = status, code, message, details
+
+    def body(self) -> bytes:
+        return json.dumps({"error": {"code": self.code, "message": self.message, **self.details}}).encode()
+
+
+class PacedReader(io.RawIOBase):
+    """The connection's reads, each bounded by what is left of the current phase's deadline."""
+
+    def __init__(self, sock: socket.socket, timeouts: Timeouts, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__()
+        self._sock = sock
+        self._timeouts = timeouts
+        self._clock = clock
+        self._deadline = 0.0
+        self._waiting = False  # for a request to begin: its first byte starts the header deadline
+        self._phase = ""
+        self.began = False  # a byte of the current request has arrived
+        self.timed_out: str | None = None  # what ran out of time, once something has
+
+    def readable(self) -> bool:
+        return True
+
+    def await_request(self) -> None:
+        self._waiting, self.began, self.timed_out = True, False, None
+        self._deadline = self._clock() + self._timeouts.idle_s
+
+    def await_body(self, length: int) -> None:
+        self._waiting = False
+        self._phase = f"the body did not arrive within {self._timeouts.body_allowance_s(length):.3g} s"
+        self._deadline = self._clock() + self._timeouts.body_allowance_s(length)
+
+    def linger(self, length: int | None) -> None:
+        """The deadline of a drain: as for a body of ``length`` bytes, or ``DRAIN_UNKNOWN_S`` if unknown."""
+        if length is not None:
+            self.await_body(length)
+            return
+        self._waiting = False
+        self._deadline = self._clock() + DRAIN_UNKNOWN_S
+
+    def readinto(self, buffer: Any) -> int:
+        remaining = self._deadline - self._clock()
+        if remaining <= 0:
+            raise self._timeout()
+        self._sock.settimeout(remaining)
+        try:
+            received = self._sock.recv_into(buffer)
+        except TimeoutError:
+            raise self._timeout() from None
+        finally:
+            self._sock.settimeout(self._timeouts.idle_s)  # a write waits at most this long for the client to read
+        if received and self._waiting:
+            self._waiting, self.began = False, True
+            self._phase = f"the request line and headers did not arrive within {self._timeouts.header_s:g} s"
+            self._deadline = self._clock() + self._timeouts.header_s
+        return received
+
+    def _timeout(self) -> TimeoutError:
+        self.timed_out = "idle" if self._waiting else self._phase
+        return TimeoutError(self.timed_out)
+
+
+def is_method_name(command: str) -> bool:
+    return _TOKEN.fullmatch(command) is not None
+
+
+def declared_length(headers: Message) -> int | None:
+    """The body's length from its one ``Content-Length`` (None without one), or the ``Refusal`` of framing
+    the server does not accept."""
+    if headers.get_all("Transfer-Encoding"):
+        raise Refusal(411, "length_required",
+                      "send a Content-Length; chunked (or otherwise transfer-encoded) bodies are not accepted")
+    values = headers.get_all("Content-Length") or []
+    if not values:
+        return None
+    given = {part.strip() for value in values for part in str(value).split(",")}
+    if len(given) > 1:
+        raise Refusal(400, "invalid", "the request has conflicting Content-Length headers "
+                      f"({', '.join(sorted(given))})", field="Content-Length")
+    value = given.pop()
+    if _DIGITS.fullmatch(value) is None:
+        raise Refusal(400, "invalid", "Content-Length is not a number of bytes", field="Content-Length")
+    return int(value)
+
+
+def protocol_error(status: int, reason: str | None) -> Refusal:
+    """The answer to what ``http.server`` refuses while reading a request (it calls ``send_error``)."""
+    said = f" ({reason})" if reason else ""
+    if status == 414:
+        return Refusal(414, "too_large", f"the request line is longer than {LINE_LIMIT:,} bytes", limit=LINE_LIMIT)
+    if status == 431:
+        return Refusal(431, "too_large", f"the request's headers are too large: at most {HEADER_LIMIT} lines of at "
+                       f"most {LINE_LIMIT:,} bytes each{said}", limit=LINE_LIMIT)
+    if status == 505:  # HTTP/2 and later spoken over a plain connection: the client's mistake, not ours
+        return Refusal(400, "invalid", f"this server speaks HTTP/1.0 and HTTP/1.1{said}")
+    if status == 501:
+        return Refusal(405, "method_not_allowed", f"the method is not served{said}")
+    return Refusal(status if 400 <= status < 500 else 400, "invalid", f"the request is not valid HTTP{said}")
+
+
+def linger(sock: socket.socket, reader: PacedReader, length: int | None) -> None:
+    """After an answer given before the body was read: stop sending, read and drop what the client still
+    sends (until it closes, or ``length`` bytes at most ``DRAIN_LIMIT``, or the body's deadline), then let the
+    connection close. Without it the client's write would meet a reset before it read the answer."""
+    try:
+        sock.shutdown(socket.SHUT_WR)
+    except OSError:
+        return
+    limit = DRAIN_LIMIT if length is None else min(length, DRAIN_LIMIT)
+    reader.linger(None if length is None else limit)
+    buffer = bytearray(256 * 1024)
+    drained = 0
+    try:
+        while drained < limit:
+            received = reader.readinto(buffer)
+            if not received:
+                return
+            drained += received
+    except OSError:  # TimeoutError included: the client had its time
+        return
+
+
+_BUSY = Refusal(503, "unavailable", "the server has as many connections open as it takes; retry shortly")
+BUSY_RESPONSE = (
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\n"
+    + f"Content-Length: {len(_BUSY.body())}\r\n\r\n".encode() + _BUSY.body()
+)
+
+
+def answer_busy(sock: socket.socket) -> None:
+    """Answer a connection over the cap with 503: read its request's head (briefly), answer, drain, close."""
+    try:
+        sock.settimeout(BUSY_ANSWER_S)
+        received = b""
+        started = time.monotonic()
+        while b"\r\n\r\n" not in received and len(received) < LINE_LIMIT and time.monotonic() - started < BUSY_ANSWER_S:
+            chunk = sock.recv(65_536)
+            if not chunk:
+                break
+            received += chunk
+        sock.sendall(BUSY_RESPONSE)
+        sock.shutdown(socket.SHUT_WR)
+        while time.monotonic() - started < 2 * BUSY_ANSWER_S and sock.recv(65_536):
+            pass
+    except OSError:
+        pass
+    finally:
+        sock.close()
+
+
+class GuardedHTTPServer(ThreadingHTTPServer):
+    """A thread per connection, at most ``max_connections`` of them; quiet about clients that go away."""
+
+    daemon_threads = True
+    request_queue_size = 128  # connections the kernel holds before they are accepted
+
+    def __init__(self, address: tuple[str, int], handler: Any, max_connections: int) -> None:
+        self.max_connections = max_connections
+        self._slots = threading.BoundedSemaphore(max_connections)
+        self._busy_answers = threading.BoundedSemaphore(BUSY_ANSWERS_AT_ONCE)
+        super().__init__(address, handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if self._slots.acquire(blocking=False):
+            try:
+                super().process_request(request, client_address)
+            except BaseException:  # no thread was started: the slot is free again
+                self._slots.release()
+                raise
+            return
+        if self._busy_answers.acquire(blocking=False):
+            threading.Thread(target=self._answer_busy, args=(request,), daemon=True).start()
+        else:
+            self.shutdown_request(request)
+
+    def _answer_busy(self, request: socket.socket) -> None:
+        try:
+            answer_busy(request)
+        finally:
+            self._busy_answers.release()
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        error = sys.exc_info()[1]
+        if isinstance(error, OSError):  # the client went away or stopped reading: nothing to report
+            return
+        super().handle_error(request, client_address)

@@ -1,0 +1,369 @@
+"""``agentmem serve`` in front of slow, broken and hostile clients (local/http_guard.py), over raw sockets:
+methods it does not know, huge headers, conflicting lengths, slow bodies and headers, idle connections,
+a 50 MB body sent without asking, more connections than it takes; and ``agentmem serve`` refusing to
+start in one line.
+
+The module's server runs with short timeouts and a small connection cap (settings), so each case takes
+about a second.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from functional_support import AGENTMEM, Server, auth, clean_env, running_server
+
+HEADER_TIMEOUT_S = 1.0
+BODY_TIMEOUT_S = 1.0
+IDLE_TIMEOUT_S = 2.0
+MAX_CONNECTIONS = 6
+SETTINGS = {
+    "AGENTMEM_SERVE_HEADER_TIMEOUT_S": str(HEADER_TIMEOUT_S),
+    "AGENTMEM_SERVE_BODY_TIMEOUT_S": str(BODY_TIMEOUT_S),
+    "AGENTMEM_SERVE_IDLE_TIMEOUT_S": str(IDLE_TIMEOUT_S),
+    "AGENTMEM_SERVE_MAX_CONNECTIONS": str(MAX_CONNECTIONS),
+    "AGENTMEM_EMBEDDER": "hashing",
+}
+SLACK_S = 2.0  # a loaded machine answers late; never early
+
+
+@pytest.fixture(scope="module")
+def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    data_dir = tmp_path_factory.mktemp("guarded") / "data"
+    with running_server(data_dir, **SETTINGS) as (base_url, _proc, log):
+        yield Server(base_url=base_url, key=(data_dir / "dev-key").read_text().strip(), data_dir=data_dir, log=log)
+
+
+@pytest.fixture
+def memory(guarded: Server) -> str:
+    name = f"mem-{uuid.uuid4().hex[:10]}"
+    assert requests.put(guarded.url(f"/v1/memories/{name}"), headers=auth(guarded.key), timeout=10).status_code == 201
+    return name
+
+
+def _connect(server: Server, timeout: float = 10.0) -> socket.socket:
+    host, port = server.base_url.removeprefix("http://").split(":")
+    return socket.create_connection((host, int(port)), timeout=timeout)
+
+
+def _read_answer(sock: socket.socket) -> tuple[int, dict[str, str], Any]:
+    """One response: status, headers (lower-cased names) and the JSON body."""
+    received = b""
+    while b"\r\n\r\n" not in received:
+        chunk = sock.recv(65536)
+        assert chunk, f"the connection closed without an answer: {received!r}"
+        received += chunk
+    head, _, body = received.partition(b"\r\n\r\n")
+    status_line, *lines = head.decode("latin-1").split("\r\n")
+    headers = {name.strip().lower(): value.strip() for name, value in (line.split(":", 1) for line in lines)}
+    while len(body) < int(headers.get("content-length", "0")):
+        chunk = sock.recv(65536)
+        assert chunk, "the connection closed mid-answer"
+        body += chunk
+    return int(status_line.split(" ")[1]), headers, json.loads(body) if body else None
+
+
+def _exchange(server: Server, request: bytes) -> tuple[int, dict[str, str], Any]:
+    with _connect(server) as sock:
+        sock.sendall(request)
+        return _read_answer(sock)
+
+
+def _closed(sock: socket.socket) -> bool:
+    """Whether the server has closed the connection (what it sends before that is read and dropped)."""
+    try:
+        while chunk := sock.recv(65536):
+            del chunk
+    except ConnectionResetError:
+        pass
+    return True
+
+
+def _assert_error_shape(body: Any, code: str) -> None:
+    assert set(body) == {"error"}, body
+    assert body["error"]["code"] == code, body
+    assert isinstance(body["error"]["message"], str) and len(body["error"]["message"]) >= 10, body
+
+
+def _head(method: str, path: str, *lines: str) -> bytes:
+    return "\r\n".join([f"{method} {path} HTTP/1.1", "Host: localhost", *lines, "", ""]).encode()
+
+
+# -- methods ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", ["TRACE", "PROPFIND", "MKCOL", "BREW", "PATCH"])
+def test_a_method_the_api_does_not_serve_is_a_json_405_with_allow(guarded: Server, method: str) -> None:
+    # Given a path that serves GET (and HEAD) only
+    # When it is asked with a method nobody serves, with a key
+    status, headers, body = _exchange(guarded, _head(method, "/v1/memories", f"Authorization: Bearer {guarded.key}"))
+    # Then it is the API's 405, as for PATCH: JSON, with Allow and the same list in the body
+    assert status == 405
+    assert headers["content-type"] == "application/json"
+    assert headers["allow"] == "GET, HEAD"
+    _assert_error_shape(body, "method_not_allowed")
+    assert body["error"]["allowed"] == ["GET", "HEAD"]
+
+
+@pytest.mark.parametrize("method", ["TRACE", "PROPFIND", "BREW"])
+def test_an_unknown_method_without_a_key_is_asked_for_one(guarded: Server, method: str) -> None:
+    # When a method nobody serves comes without a key
+    status, headers, body = _exchange(guarded, _head(method, "/v1/memories"))
+    # Then the key is asked for first, as for every other method
+    assert status == 401 and headers["content-type"] == "application/json"
+    _assert_error_shape(body, "unauthorized")
+
+
+def test_connect_is_a_json_405_this_is_not_a_proxy(guarded: Server) -> None:
+    # When a client takes the server for a proxy
+    status, headers, body = _exchange(guarded, _head("CONNECT", "example.com:443"))
+    # Then 405 in the error shape, listing what the API serves
+    assert status == 405 and headers["content-type"] == "application/json"
+    assert headers["allow"] == "DELETE, GET, HEAD, POST, PUT"
+    _assert_error_shape(body, "method_not_allowed")
+
+
+def test_a_method_name_that_is_not_a_token_is_a_json_400(guarded: Server) -> None:
+    status, headers, body = _exchange(guarded, _head("GE<T", "/v1/health"))
+    assert status == 400 and headers["content-type"] == "application/json"
+    _assert_error_shape(body, "invalid")
+
+
+# -- the HTTP layer's own refusals, in the error shape ------------------------------------------------
+
+
+@pytest.mark.parametrize(("request_bytes", "status", "code"), [
+    (_head("GET", "/v1/health", "X-Huge: " + "a" * 70_000), 431, "too_large"),
+    (_head("GET", "/v1/health", *(f"X-Many-{i}: 1" for i in range(150))), 431, "too_large"),
+    (_head("GET", "/v1/" + "a" * 70_000), 414, "too_large"),
+    (b"GET /v1/health HTTP/2.0\r\nHost: localhost\r\n\r\n", 400, "invalid"),
+    (b"GET /v1/health HTTP/x\r\n\r\n", 400, "invalid"),
+    (b"nonsense\r\n\r\n", 400, "invalid"),
+], ids=["header-line-70kb", "150-headers", "request-line-70kb", "http-2", "bad-version", "no-request-line"])
+def test_what_http_itself_refuses_is_answered_in_the_error_shape(
+    guarded: Server, request_bytes: bytes, status: int, code: str
+) -> None:
+    # When the request cannot be read as HTTP/1.1
+    got, headers, body = _exchange(guarded, request_bytes)
+    # Then a 4xx in JSON, never HTML and never a 5xx
+    assert got == status
+    assert headers["content-type"] == "application/json"
+    _assert_error_shape(body, code)
+
+
+# -- framing --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("lengths", [("2", "40"), ("2, 40",), ("+2",), ("2_0",)],
+                         ids=["two-headers", "a-list", "a-sign", "an-underscore"])
+def test_conflicting_or_malformed_content_lengths_are_400_and_store_nothing(
+    guarded: Server, memory: str, lengths: tuple[str, ...]
+) -> None:
+    # Given the store as it is
+    before = guarded.snapshot()
+    body = b'{"content": "x", "description": "d"}'
+    # When a save declares its body's length twice, differently (or in a form that is not digits)
+    request = _head("PUT", f"/v1/memories/{memory}/entries/smuggled", f"Authorization: Bearer {guarded.key}",
+                    "Content-Type: application/json", *(f"Content-Length: {n}" for n in lengths)) + body
+    status, headers, answer = _exchange(guarded, request)
+    # Then it is refused (RFC 9112 §6.3) and nothing is stored
+    assert status == 400 and headers["content-type"] == "application/json"
+    _assert_error_shape(answer, "invalid")
+    assert answer["error"]["field"] == "Content-Length"
+    assert guarded.snapshot() == before
+
+
+def test_the_same_length_twice_is_one_length(guarded: Server, memory: str) -> None:
+    # When a save repeats the same Content-Length (RFC 9112 allows it)
+    body = b'{"content": "x", "description": "d"}'
+    request = _head("PUT", f"/v1/memories/{memory}/entries/twice", f"Authorization: Bearer {guarded.key}",
+                    "Content-Type: application/json", f"Content-Length: {len(body)}",
+                    f"Content-Length: {len(body)}") + body
+    status, _, answer = _exchange(guarded, request)
+    # Then it is served
+    assert status == 201, answer
+
+
+@pytest.mark.parametrize("encoding", ["chunked", "gzip, chunked", "identity"])
+def test_a_transfer_encoded_body_is_411_even_beside_a_length(guarded: Server, memory: str, encoding: str) -> None:
+    before = guarded.snapshot()
+    request = _head("PUT", f"/v1/memories/{memory}/entries/te", f"Authorization: Bearer {guarded.key}",
+                    f"Transfer-Encoding: {encoding}", "Content-Length: 4") + b"0\r\n\r\n"
+    status, _, answer = _exchange(guarded, request)
+    assert status == 411
+    _assert_error_shape(answer, "length_required")
+    assert guarded.snapshot() == before
+
+
+# -- timeouts -------------------------------------------------------------------------------------
+
+
+def test_a_body_shorter_than_its_length_is_answered_408_and_closed_after_the_timeout(
+    guarded: Server, memory: str
+) -> None:
+    # Given the store as it is
+    before = guarded.snapshot()
+    with _connect(guarded) as sock:
+        # When a save declares 100 bytes of body and sends 2
+        started = time.monotonic()
+        sock.sendall(_head("PUT", f"/v1/memories/{memory}/entries/slow", f"Authorization: Bearer {guarded.key}",
+                           "Content-Type: application/json", "Content-Length: 100") + b"{}")
+        status, headers, body = _read_answer(sock)
+        took = time.monotonic() - started
+        # Then after the body timeout it is answered 408 and the connection closed
+        assert status == 408 and headers["connection"] == "close"
+        _assert_error_shape(body, "request_timeout")
+        assert BODY_TIMEOUT_S <= took < BODY_TIMEOUT_S + SLACK_S
+        assert _closed(sock)
+    # And nothing is stored
+    assert guarded.snapshot() == before
+
+
+def test_a_bare_request_line_is_answered_408_after_the_header_timeout(guarded: Server) -> None:
+    with _connect(guarded) as sock:
+        # When a request line comes and no headers follow
+        started = time.monotonic()
+        sock.sendall(b"GET /v1/health HTTP/1.1\r\n")
+        status, _, body = _read_answer(sock)
+        # Then the header timeout answers it, and the connection is closed
+        assert status == 408
+        _assert_error_shape(body, "request_timeout")
+        assert HEADER_TIMEOUT_S <= time.monotonic() - started < HEADER_TIMEOUT_S + SLACK_S
+        assert _closed(sock)
+
+
+def test_headers_trickled_a_byte_at_a_time_do_not_extend_the_deadline(guarded: Server) -> None:
+    with _connect(guarded) as sock:
+        # When a client sends its headers one byte every 0.2 s (each read on its own would be in time)
+        started = time.monotonic()
+        sock.sendall(b"GET /v1/health HTTP/1.1\r\n")
+        answered = b""
+        sock.settimeout(0.2)
+        for byte in b"X-Slow: " + b"a" * 100:
+            try:
+                sock.sendall(bytes([byte]))
+                answered += sock.recv(65536)
+            except TimeoutError:
+                continue
+            except (BrokenPipeError, ConnectionResetError):
+                break
+            if answered:
+                break
+        took = time.monotonic() - started
+    # Then the whole head had the header timeout, not one byte's worth each
+    assert answered.startswith(b"HTTP/1.1 408"), answered[:80]
+    assert took < HEADER_TIMEOUT_S + SLACK_S
+
+
+def test_an_idle_connection_is_closed_after_the_idle_timeout_without_an_answer(guarded: Server) -> None:
+    with _connect(guarded) as sock:
+        # Given a kept-alive connection that has been answered once
+        sock.sendall(_head("GET", "/v1/health"))
+        assert _read_answer(sock)[0] == 200
+        started = time.monotonic()
+        # When it sends nothing more
+        received = sock.recv(65536)
+        # Then the server closes it after the idle timeout, saying nothing
+        assert received == b""
+        assert IDLE_TIMEOUT_S - 0.1 <= time.monotonic() - started < IDLE_TIMEOUT_S + SLACK_S
+
+
+# -- a body too large, sent without asking ----------------------------------------------------------
+
+
+def test_a_50_mb_body_sent_whole_gets_a_readable_413(guarded: Server, memory: str) -> None:
+    # Given the store as it is
+    before = guarded.snapshot()
+    # When a client sends a 50 MB body at once (no Expect: 100-continue) and only then reads
+    response = requests.put(guarded.url(f"/v1/memories/{memory}/entries/huge"), data=b"x" * 50_000_000,
+                            headers={**auth(guarded.key), "Content-Type": "application/json"}, timeout=60)
+    # Then it reads the 413 (not a broken pipe) and nothing is stored
+    assert response.status_code == 413
+    _assert_error_shape(response.json(), "too_large")
+    assert guarded.snapshot() == before
+
+
+def test_a_large_body_announced_with_expect_is_refused_before_it_is_sent(guarded: Server, memory: str) -> None:
+    with _connect(guarded) as sock:
+        # When a client asks whether it may send 50 MB
+        sock.sendall(_head("PUT", f"/v1/memories/{memory}/entries/huge", f"Authorization: Bearer {guarded.key}",
+                           "Expect: 100-continue", "Content-Length: 50000000"))
+        # Then the final answer comes at once, instead of 100 Continue
+        status, _, body = _read_answer(sock)
+        assert status == 413
+        _assert_error_shape(body, "too_large")
+
+
+def test_a_small_body_announced_with_expect_is_asked_for(guarded: Server, memory: str) -> None:
+    body = b'{"content": "x", "description": "d"}'
+    with _connect(guarded) as sock:
+        sock.sendall(_head("PUT", f"/v1/memories/{memory}/entries/asked", f"Authorization: Bearer {guarded.key}",
+                           "Expect: 100-continue", f"Content-Length: {len(body)}"))
+        assert sock.recv(65536).startswith(b"HTTP/1.1 100 Continue\r\n\r\n")
+        sock.sendall(body)
+        assert _read_answer(sock)[0] == 201
+
+
+# -- the connection cap ---------------------------------------------------------------------------
+
+
+def test_a_connection_over_the_cap_is_answered_503_and_the_server_recovers(guarded: Server) -> None:
+    # Given as many open connections as the server takes
+    held = [_connect(guarded) for _ in range(MAX_CONNECTIONS)]
+    try:
+        time.sleep(0.3)  # each has been accepted and holds its thread
+        # When one more asks for something
+        status, headers, body = _exchange(guarded, _head("GET", "/v1/health"))
+        # Then it is told to come back, in the error shape, without a thread of its own
+        assert status == 503
+        assert headers["retry-after"] == "1" and headers["connection"] == "close"
+        _assert_error_shape(body, "unavailable")
+    finally:
+        for sock in held:
+            sock.close()
+    # And once they are gone it is served again
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        if _exchange(guarded, _head("GET", "/v1/health", "Connection: close"))[0] == 200:
+            return
+        time.sleep(0.1)
+    raise AssertionError("the server did not take connections again")
+
+
+def test_the_server_still_answers_normally(guarded: Server) -> None:
+    # After every case above, a plain keep-alive client is served as before
+    with requests.Session() as session:
+        for _ in range(3):
+            assert session.get(guarded.url("/v1/memories"), headers=auth(guarded.key), timeout=10).status_code == 200
+
+
+# -- agentmem serve refusing to start ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["--port", "99999"], "--port is a TCP port, 0 to 65535"),
+    (["--port", "-1"], "--port is a TCP port, 0 to 65535"),
+    (["--host", "999.1.1.1"], "cannot listen on 999.1.1.1:8787: '999.1.1.1' is not an address of this machine"),
+    (["--host", "192.0.2.1"], "cannot listen on 192.0.2.1:8787"),
+    (["--data-dir", "/proc/nope"], "cannot use the data dir /proc/nope"),
+], ids=["port-too-high", "port-negative", "host-not-an-address", "host-not-this-machine", "data-dir-impossible"])
+def test_serve_that_cannot_start_says_why_in_one_line(tmp_path: Path, args: list[str], said: str) -> None:
+    data_dir = ["--data-dir", str(tmp_path / "data")] if "--data-dir" not in args else []
+    # When agentmem serve is started with what cannot work
+    done = subprocess.run([str(AGENTMEM), "serve", *data_dir, *args], capture_output=True, text=True,
+                          env=clean_env(AGENTMEM_EMBEDDER="hashing"), timeout=60, check=False)
+    # Then it exits 1 with one line saying why, and no traceback
+    assert done.returncode == 1, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, done.stderr
+    assert said in lines[0] and lines[0].startswith("Error: ")
+    assert "Traceback" not in done.stderr + done.stdout

@@ -1,0 +1,112 @@
+"""The local server's token buckets (local/rate_limit.py), on a clock the test moves."""
+
+from __future__ import annotations
+
+import pytest
+from agentmem.domain.errors import RateLimitedError
+from agentmem.domain.models import Principal
+from agentmem.local.rate_limit import Rate, RateLimiter, TokenBuckets, retry_after_s
+from agentmem.settings import Settings
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+ANA = Principal(account_id="acct_a", key_id="key_ana", kind="account")
+BEN = Principal(account_id="acct_a", key_id="key_ben", kind="user", user_id="ben")
+OTHER = Principal(account_id="acct_b", key_id="key_other", kind="account")
+
+
+def limiter(clock: Clock, key: Rate = Rate(2, 3), account: Rate = Rate(3, 5),
+            failures: Rate = Rate(1, 2)) -> RateLimiter:
+    return RateLimiter(key=key, account=account, failures=failures, clock=clock)
+
+
+def test_a_bucket_serves_its_burst_then_one_per_refill() -> None:
+    # Given a bucket of 3 that refills 2 a second
+    buckets = TokenBuckets(Rate(2, 3))
+    for _ in range(3):
+        assert buckets.wait_s("k", 0.0) == 0
+        buckets.take("k", 0.0)
+    # Then the 4th waits half a second, and is served then
+    assert buckets.wait_s("k", 0.0) == pytest.approx(0.5)
+    assert buckets.wait_s("k", 0.5) == 0
+    # And idle time never fills it past its burst
+    assert buckets.wait_s("k", 100.0) == 0
+    for _ in range(3):
+        buckets.take("k", 100.0)
+    assert buckets.wait_s("k", 100.0) > 0
+
+
+def test_buckets_past_the_bound_forget_the_least_recent() -> None:
+    buckets = TokenBuckets(Rate(1, 1), max_buckets=2)
+    buckets.take("a", 0.0)
+    buckets.take("b", 0.0)
+    buckets.take("c", 0.0)  # "a" is forgotten: it starts full again
+    assert buckets.wait_s("a", 0.0) == 0
+    assert buckets.wait_s("c", 0.0) > 0
+
+
+def test_retry_after_is_whole_seconds_at_least_one() -> None:
+    assert retry_after_s(0.01) == 1
+    assert retry_after_s(1.0) == 1
+    assert retry_after_s(1.2) == 2
+
+
+def test_a_key_is_refused_once_its_bucket_is_empty_and_served_after_retry_after() -> None:
+    clock = Clock()
+    limits = limiter(clock)
+    for _ in range(3):
+        limits.admit(ANA)
+    with pytest.raises(RateLimitedError) as refused:
+        limits.admit(ANA)
+    assert refused.value.status == 429 and refused.value.code == "rate_limited"
+    assert refused.value.details == {"scope": "key", "retry_after": 1}
+    clock.now += 1
+    limits.admit(ANA)
+
+
+def test_the_account_bucket_holds_across_its_keys_and_a_refusal_takes_nothing() -> None:
+    clock = Clock()
+    limits = limiter(clock)  # 3 per key, 5 per account
+    for _ in range(3):
+        limits.admit(ANA)
+    with pytest.raises(RateLimitedError):
+        limits.admit(ANA)  # refused by its key: the account's bucket keeps its 2
+    limits.admit(BEN)
+    limits.admit(BEN)
+    with pytest.raises(RateLimitedError) as refused:
+        limits.admit(BEN)
+    assert refused.value.details["scope"] == "account"
+    # Another account is untouched
+    for _ in range(3):
+        limits.admit(OTHER)
+
+
+def test_failed_keys_use_up_their_sources_budget_only() -> None:
+    clock = Clock()
+    limits = limiter(clock)  # 2 failures, 1 a second back
+    limits.check_source("10.0.0.1")
+    limits.failed("10.0.0.1")
+    limits.failed("10.0.0.1")
+    with pytest.raises(RateLimitedError) as refused:
+        limits.check_source("10.0.0.1")
+    assert refused.value.details == {"scope": "source", "retry_after": 1}
+    limits.check_source("10.0.0.2")
+    clock.now += 1
+    limits.check_source("10.0.0.1")
+
+
+def test_the_settings_turn_the_limits_off_or_size_them() -> None:
+    assert RateLimiter.from_settings(Settings(rate_limits=False)) is None
+    sized = RateLimiter.from_settings(Settings(rate_limit_key_burst=1, rate_limit_key_per_s=0.5))
+    assert sized is not None
+    sized.admit(ANA)
+    with pytest.raises(RateLimitedError) as refused:
+        sized.admit(ANA)
+    assert refused.value.details["retry_after"] == 2
