@@ -1190,6 +1190,35 @@ for case_id, (raw, named) in RAW_APPENDS.items():
     add(f"conversations.append-{case_id}", _with(APPEND, body=raw, field=named))
     add(f"conversations.append-new-{case_id}", _with(APPEND_NEW, body=raw, field=named))
 
+# the context and appends in a model API's own shape (format=): the format, and messages not of its shape
+for endpoint in ("conversations.context", "conversations.append"):
+    case = _valid(endpoint)
+    for case_id, fmt in {"unknown": "gemini", "capitalised": "Bedrock", "tools-format": "mcp", "empty": ""}.items():
+        add(f"{endpoint}-format-{case_id}", _with(case, params={**case.params, "format": fmt}, field="format"))
+OPENAI_CALLS = [{"id": f"c{n}", "type": "function", "function": {"name": "f", "arguments": "{}"}} for n in range(41)]
+MODEL_APPENDS: dict[str, tuple[str, Any, str]] = {  # case → (format, body, the field the error names)
+    "openai-41-rows": ("openai", {"messages": [{"role": "assistant", "tool_calls": OPENAI_CALLS}]}, "messages"),
+    "openai-only-system": ("openai", {"messages": [{"role": "system", "content": "Be brief."}]}, "messages"),
+    "openai-role-tool_call": ("openai", {"messages": [{"role": "tool_call", "content": "x"}]}, "messages[0].role"),
+    "openai-arguments-not-json": ("openai", {"messages": [{"role": "assistant", "tool_calls": [
+        {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{x"}}]}]},
+        "messages[0].tool_calls[0].function.arguments"),
+    "openai-tool-without-id": ("openai", {"messages": [{"role": "tool", "content": "x"}]}, "messages[0].tool_call_id"),
+    "anthropic-no-messages": ("anthropic", {"messages": []}, "messages"),
+    "anthropic-message-a-string": ("anthropic", {"messages": ["hi"]}, "messages[0]"),
+    "anthropic-tool_use-from-user": ("anthropic", {"messages": [{"role": "user", "content": [
+        {"type": "tool_use", "id": "a", "name": "f", "input": {}}]}]}, "messages[0].content[0]"),
+    "anthropic-unknown-body-field": ("anthropic", {"messages": [{"role": "user", "content": "hi"}], "model": "x"},
+                                     "model"),
+    "bedrock-content-a-string": ("bedrock", {"messages": [{"role": "user", "content": "hi"}]}, "messages[0].content"),
+    "bedrock-text-over-50000": ("bedrock", {"messages": [{"role": "user", "content": [{"text": "x" * 50_001}]}]},
+                                "messages[0].content"),
+    "bedrock-messages-an-object": ("bedrock", {"messages": {"role": "user"}}, "messages"),
+}
+for case_id, (fmt, body, named) in MODEL_APPENDS.items():
+    for endpoint, case in APPENDS.items():
+        add(f"{endpoint}-{case_id}", _with(case, params={**case.params, "format": fmt}, body=body, field=named))
+
 # reading the journal: after and limit (the journal pages by seq and reads no cursor)
 JOURNAL_READ = _valid("conversations.messages")
 for after in ("-1", "x", "1.5", "", "true", "1e3"):
