@@ -348,3 +348,16 @@ def test_derived_client_ids_are_stable_and_differ_by_place_and_content() -> None
     # a blank line does not move a message's place
     spaced = "\n".join(json.dumps(r) + "\n" for r in rows)
     assert [r.client_id for r in read_transcript_from_text(spaced, "jsonl").rows] == first
+
+
+def test_the_openapi_document_lists_format_and_both_append_bodies(service: Service) -> None:
+    spec = service.client.request_json("GET", "/openapi.json")
+    conversation = "/v1/agents/{agent}/conversations/{key}"
+    paths = spec["paths"]
+    for operation in (paths[f"{conversation}/context"]["get"], paths[f"{conversation}/messages"]["post"]):
+        [parameter] = [p for p in operation["parameters"] if p["name"] == "format"]
+        assert parameter["in"] == "query" and "bedrock, anthropic or openai" in parameter["description"]
+    body = spec["paths"][f"{conversation}/messages"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert body == {"oneOf": [{"$ref": "#/components/schemas/AppendBody"},
+                              {"$ref": "#/components/schemas/ModelAppendBody"}]}
+    assert {"AppendBody", "ModelAppendBody", "MessageBody"} <= set(spec["components"]["schemas"])
