@@ -7,7 +7,8 @@ can both be objects, as in S3.
 Every write goes to a temporary file in ``<root>/tmp`` (same filesystem), is flushed to disk, then put
 in place in one step: ``os.replace`` to overwrite, ``os.link`` for a create-only write — ``link`` fails
 when the name exists, so of two racing creates exactly one lands, and a reader never sees half a file.
-Several processes may share the directory.
+Several processes may share the directory. Every directory is 0700 and every file 0600, whatever the umask
+(``private_files``): the files are the data dir owner's alone.
 """
 
 from __future__ import annotations
@@ -19,13 +20,14 @@ import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Protocol
+from typing import BinaryIO, Protocol
 from urllib.parse import quote, unquote
 
 from ...domain.clock import iso
 from ...domain.errors import InvalidError
 from ...ports.blobs import BlobExistsError, BlobInfo, BlobNotFoundError, BlobStore, check_key
 from .links import LinkSigner
+from .private_files import DIR_MODE, make_private_dirs, open_private_file, tighten
 
 
 class Readable(Protocol):
@@ -39,6 +41,11 @@ _PLACE_ATTEMPTS = 5
 _CHUNK = 1024 * 1024
 
 
+def _private_file(path: Path) -> BinaryIO:
+    """A new file to write, 0600 (it keeps its mode when it is put in place)."""
+    return os.fdopen(open_private_file(path, os.O_WRONLY | os.O_EXCL), "wb")
+
+
 def _encode(segment: str) -> str:
     return quote(segment, safe="").replace("~", "%7E")
 
@@ -49,15 +56,16 @@ class FileBlobStore(BlobStore):
         self.links = links  # signs expiring links (workspaces); None for a store that gives none
         self._objects = root / "objects"
         self._tmp = root / "tmp"
-        self._objects.mkdir(parents=True, exist_ok=True)
-        self._tmp.mkdir(parents=True, exist_ok=True)
+        for directory in (root, self._objects, self._tmp):
+            make_private_dirs(directory)
+            tighten(directory, DIR_MODE)
         self._clear_stale_tmp()
 
     # -- the port -----------------------------------------------------------------------------------
     def put(self, key: str, data: bytes, *, if_none_match: bool = False) -> None:
         path = self._path(key)
         tmp = self._tmp / uuid.uuid4().hex
-        with open(tmp, "wb") as out:
+        with _private_file(tmp) as out:
             out.write(data)
             out.flush()
             os.fsync(out.fileno())
@@ -69,7 +77,7 @@ class FileBlobStore(BlobStore):
         path = self._path(key)
         tmp = self._tmp / uuid.uuid4().hex
         try:
-            with open(tmp, "wb") as out:
+            with _private_file(tmp) as out:
                 left = size
                 while left:
                     chunk = source.read(min(_CHUNK, left))
@@ -166,8 +174,8 @@ class FileBlobStore(BlobStore):
 
     def _place(self, tmp: Path, path: Path, *, create_only: bool, key: str) -> None:
         for _ in range(_PLACE_ATTEMPTS):
-            path.parent.mkdir(parents=True, exist_ok=True)
             try:
+                make_private_dirs(path.parent)
                 if create_only:
                     os.link(tmp, path)
                 else:

@@ -1,6 +1,7 @@
 """One SQLite database file shared by threads and processes.
 
-Each thread gets its own connection (WAL lets readers run beside the writer).
+Each thread gets its own connection (WAL lets readers run beside the writer). The file, its ``-wal`` and
+``-shm`` and the directory holding them are the owner's alone (0600, 0700: ``private_files``).
 Writes run in ``BEGIN IMMEDIATE`` transactions, which take the database's write
 lock up front: a version check and the write it guards happen under one lock,
 so two processes sharing a data directory cannot lose an update.
@@ -8,6 +9,8 @@ so two processes sharing a data directory cannot lose an update.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -16,6 +19,7 @@ from pathlib import Path
 
 from ...domain.text import index_text
 from .migrations import MIGRATIONS
+from .private_files import DIR_MODE, FILE_MODE, make_private_dirs, open_private_file, tighten
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -26,11 +30,12 @@ class Database:
         self._local = threading.local()
         self._setup_lock = threading.Lock()
         self._migrated = False
+        self._private = False
 
     def connection(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._make_private()
             conn = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
             conn.row_factory = sqlite3.Row
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -42,6 +47,21 @@ class Database:
             self._local.conn = conn
             self._migrate(conn)
         return conn
+
+    def _make_private(self) -> None:
+        """The directory 0700 and the database 0600 before SQLite opens it (SQLite gives its -wal and -shm
+        files the database's mode); what an earlier version left open is closed."""
+        with self._setup_lock:
+            if self._private:
+                return
+            make_private_dirs(self.path.parent)
+            tighten(self.path.parent, DIR_MODE)
+            with contextlib.suppress(FileExistsError):
+                os.close(open_private_file(self.path, os.O_RDWR | os.O_EXCL))
+            tighten(self.path, FILE_MODE)
+            for companion in ("-wal", "-shm", "-journal"):
+                tighten(self.path.with_name(self.path.name + companion), FILE_MODE)
+            self._private = True
 
     def setup(self) -> None:
         """Open the database and run the migrations it has not seen yet (idempotent, process-safe)."""

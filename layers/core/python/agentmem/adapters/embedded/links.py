@@ -19,6 +19,7 @@ from pathlib import Path
 from urllib.parse import quote, urlencode
 
 from ...domain.errors import ForbiddenError
+from .private_files import FILE_MODE, make_private_dirs, open_private_file, tighten
 
 LINK_ROOT = "/v1/links/"
 SECRET_FILE = "link-secret"
@@ -38,14 +39,15 @@ class SignedLink:
 
 
 def load_secret(data_dir: Path) -> bytes:
-    """The data dir's link secret, made on first use (create-only, so racing processes agree on one)."""
+    """The data dir's link secret, made on first use (create-only, so racing processes agree on one), 0600."""
     path = data_dir / SECRET_FILE
     if not path.exists():
-        data_dir.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(data_dir)
         with contextlib.suppress(FileExistsError):
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            fd = open_private_file(path, os.O_WRONLY | os.O_EXCL)
             with os.fdopen(fd, "w") as out:
                 out.write(secrets.token_hex(32) + "\n")
+    tighten(path, FILE_MODE)
     for _ in range(50):  # another process may be between creating the file and writing it
         text = path.read_text().strip()
         if text:
