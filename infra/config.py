@@ -46,6 +46,9 @@ class DeploymentConfig:
     stage_name: str = "prod"
     throttle_rate: int = 100  # requests per second, steady, across the API stage
     throttle_burst: int = 200
+    # per account (the usage plan, by the key the authorizer names): one tenant cannot spend the stage's budget
+    account_throttle_rate: int = 50
+    account_throttle_burst: int = 100
     authorizer_cache_seconds: int = 300  # 0 turns the authorizer cache off (max 3600)
     log_retention_days: int = 30
     search_standby_replicas: Literal["ENABLED", "DISABLED"] = "ENABLED"
@@ -84,6 +87,9 @@ class DeploymentConfig:
             raise InfraConfigError("agentmem:searchStandbyReplicas is ENABLED or DISABLED")
         if self.embedding_dimension not in (256, 512, 1024):
             raise InfraConfigError("agentmem:embeddingDimension is 256, 512 or 1024 (Titan Text Embeddings V2)")
+        for name in ("throttle_rate", "throttle_burst", "account_throttle_rate", "account_throttle_burst"):
+            if getattr(self, name) < 1:
+                raise InfraConfigError(f"agentmem:{_camel(name)} is a number of requests, at least 1")
         if not 0 <= self.authorizer_cache_seconds <= 3600:
             raise InfraConfigError("agentmem:authorizerCacheSeconds is between 0 and 3600")
 

@@ -2,7 +2,9 @@
 
 A valid key gets a policy allowing every method of the API's stage (API Gateway caches the answer
 per key for the authorizer's TTL, and the same answer must serve every route), with the principal
-in ``context`` for the API function (``agentmem.api.app`` reads ``requestContext.authorizer``).
+in ``context`` for the API function (``agentmem.api.app`` reads ``requestContext.authorizer``), and the
+account's key in the stack's usage plan as ``usageIdentifierKey`` (per-account throttling,
+``agentmem.adapters.aws.usage_plan``).
 A missing or unknown key raises ``Exception("Unauthorized")``, which API Gateway turns into a 401.
 Any other failure (the table unreachable) is left to raise: API Gateway answers 500 and nothing
 wrong is cached.
@@ -20,16 +22,21 @@ UNAUTHORIZED = "Unauthorized"  # the exact message API Gateway maps to 401
 
 
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    container = get_container()
     try:
-        principal = get_container().keys.authenticate(_authorization(event))
+        principal = container.keys.authenticate(_authorization(event))
     except UnauthorizedError:
         raise Exception(UNAUTHORIZED) from None  # API Gateway's convention for a 401
     allow = {"Action": "execute-api:Invoke", "Effect": "Allow", "Resource": stage_arn(event["methodArn"])}
-    return {
+    answer: dict[str, Any] = {
         "principalId": principal.key_id,
         "policyDocument": {"Version": "2012-10-17", "Statement": [allow]},
         "context": principal_context(principal),
     }
+    usage_plan = container.usage_plan_keys
+    if usage_plan is not None:  # API Gateway throttles the request by its account's key in the usage plan
+        answer["usageIdentifierKey"] = usage_plan.key_for(principal.account_id)
+    return answer
 
 
 def _authorization(event: dict[str, Any]) -> str | None:

@@ -7,6 +7,12 @@ them, so they stay out of its layer (under 60 MB) and off its cold start.
 ``/v1/health``, ``/v1/openapi.json`` and ``/v1/docs`` are routed without the authorizer; everything
 else, ``/v1/mcp`` included, passes it first, and the function trusts the principal it puts in the
 request context.
+
+Throttling: the stage's limit caps the whole API; the usage plan caps each account. Every method behind the
+authorizer requires an API Gateway API key, which the authorizer names (``apiKeySource: AUTHORIZER``,
+``usageIdentifierKey``): its account's key in the plan, made on the account's first call
+(``agentmem.adapters.aws.usage_plan``). Over either limit API Gateway answers 429 ``rate_limited`` with
+``Retry-After``, before any function runs.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Aws, Duration, RemovalPolicy
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_logs as logs
@@ -82,7 +88,8 @@ GATEWAY_ERRORS = (
     GatewayError(apigw.ResponseType.UNAUTHORIZED, "401", "unauthorized",
                  "missing or invalid API key: send 'Authorization: Bearer <key>'"),
     GatewayError(apigw.ResponseType.ACCESS_DENIED, "403", "forbidden"),
-    GatewayError(apigw.ResponseType.THROTTLED, "429", "rate_limited", "too many requests; retry with backoff"),
+    GatewayError(apigw.ResponseType.THROTTLED, "429", "rate_limited",
+                 "too many requests for this account (or for the whole API); retry after Retry-After seconds"),
     GatewayError(apigw.ResponseType.QUOTA_EXCEEDED, "429", "rate_limited"),
     GatewayError(apigw.ResponseType.REQUEST_TOO_LARGE, "413", "too_large"),
     GatewayError(apigw.ResponseType.MISSING_AUTHENTICATION_TOKEN, "404", "not_found"),
@@ -102,13 +109,17 @@ class AgentmemApi(Construct):
         self.config = config
         self.handler = self._build_api_function(layers, environment, shared, state_machine_arn)
         self.mcp_handler = self._build_mcp_function(layers, mcp_environment, shared.table)
-        self.authorizer_function = self._build_authorizer_function(layers, authorizer_environment, shared.table)
+        self.usage_plan_name = f"{config.name}-per-account"
+        self.authorizer_function = self._build_authorizer_function(
+            layers, {**authorizer_environment, "AGENTMEM_USAGE_PLAN": self.usage_plan_name}, shared.table
+        )
         self.access_logs = logs.LogGroup(
             self, "AccessLogs", retention=retention(config.log_retention_days), removal_policy=RemovalPolicy.DESTROY
         )
         self.rest_api = self._build_rest_api()
         self.authorizer = self._build_authorizer()
         self._build_routes()
+        self.usage_plan = self._build_usage_plan()
         self._build_gateway_responses()
 
     @property
@@ -166,6 +177,17 @@ class AgentmemApi(Construct):
             ),
         )
         grant_table(authorizer, table, TABLE_KEY_LOOKUP, indexes=False)  # one GetItem on KEY#{sha256}
+        # an account's first call: its API key made and added to the usage plan (found by name: the plan's id
+        # cannot be named here, the plan depends on the stage, which depends on this function)
+        apigateway = f"arn:{Aws.PARTITION}:apigateway:{Aws.REGION}::"
+        authorizer.grant(["apigateway:POST"], [f"{apigateway}/apikeys", f"{apigateway}/usageplans/*/keys"])
+        authorizer.grant(["apigateway:GET"], [f"{apigateway}/apikeys", f"{apigateway}/usageplans"])
+        acknowledge(
+            authorizer.role,
+            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:apigateway:<AWS::Region>::/usageplans/*/keys]",
+            "Adding an account's API key to the usage plan: the plan's id cannot be named in this policy (the plan "
+            "depends on the stage, the stage on the authorizer); the keys of usage plans are all this reaches.",
+        )
         return authorizer
 
     # -- API Gateway -------------------------------------------------------------------------------------
@@ -176,6 +198,7 @@ class AgentmemApi(Construct):
             description="agentmem REST API (SPEC §10)",
             endpoint_types=[apigw.EndpointType.REGIONAL],
             binary_media_types=BINARY_MEDIA_TYPES,
+            api_key_source_type=apigw.ApiKeySourceType.AUTHORIZER,
             cloud_watch_role=True,  # API Gateway's account-level role, needed for access and execution logs
             cloud_watch_role_removal_policy=RemovalPolicy.RETAIN,
             deploy_options=apigw.StageOptions(
@@ -223,17 +246,22 @@ class AgentmemApi(Construct):
         )
         root = self.rest_api.root
         v1 = root.add_resource("v1")
+
+        def keyed(resource: apigw.IResource, target: apigw.LambdaIntegration = integration) -> apigw.Method:
+            """Behind the authorizer, and the API key it names (the account's, in the usage plan)."""
+            return resource.add_method("ANY", target, authorizer=self.authorizer, api_key_required=True)
+
         protected = [
-            root.add_method("ANY", integration, authorizer=self.authorizer),
-            root.add_resource("{proxy+}").add_method("ANY", integration, authorizer=self.authorizer),
-            v1.add_method("ANY", integration, authorizer=self.authorizer),
+            keyed(root),
+            keyed(root.add_resource("{proxy+}")),
+            keyed(v1),
             # a sibling of the public resources: API Gateway does not fall back from /v1/* to /{proxy+}
-            v1.add_resource("{proxy+}").add_method("ANY", integration, authorizer=self.authorizer),
+            keyed(v1.add_resource("{proxy+}")),
         ]
         # /v1/mcp: its own function; every method goes there (POST is served, the app answers 405 to the
         # rest, as it did before), and API Gateway may invoke that function for this path only
         mcp_integration = apigw.LambdaIntegration(self.mcp_handler.function, proxy=True)
-        protected.append(v1.add_resource(MCP_PATH).add_method("ANY", mcp_integration, authorizer=self.authorizer))
+        protected.append(keyed(v1.add_resource(MCP_PATH), mcp_integration))
         for method in protected:
             acknowledge(
                 method, "AwsSolutions-COG4",
@@ -254,11 +282,24 @@ class AgentmemApi(Construct):
                 f"/v1/{path} is public by contract and has no authorizer at all.",
             )
 
+    def _build_usage_plan(self) -> apigw.UsagePlan:
+        plan = self.rest_api.add_usage_plan(
+            "PerAccount", name=self.usage_plan_name,
+            description="agentmem: each account's requests (its API key, named by the authorizer)",
+            throttle=apigw.ThrottleSettings(
+                rate_limit=self.config.account_throttle_rate, burst_limit=self.config.account_throttle_burst
+            ),
+        )
+        plan.add_api_stage(stage=self.rest_api.deployment_stage)
+        return plan
+
     def _build_gateway_responses(self) -> None:
         for error in GATEWAY_ERRORS:
             headers = {"Content-Type": "'application/json'"}
             if error.status == "401":
                 headers["WWW-Authenticate"] = "'Bearer'"
+            if error.status == "429":  # a token comes back within the second at any limit the stack sets
+                headers["Retry-After"] = "'1'"
             self.rest_api.add_gateway_response(
                 f"{error.response.response_type}Response",
                 type=error.response, status_code=error.status, response_headers=headers,

@@ -144,3 +144,20 @@ def test_the_public_paths_are_not_limited(tmp_path: Path) -> None:
     with limited_server(tmp_path) as server, requests.Session() as session:
         for _ in range(KEY_BURST * 2):
             assert session.get(server.url("/v1/health"), timeout=10).status_code == 200
+
+
+def test_the_openapi_document_says_every_keyed_operation_may_answer_429(server: Server) -> None:
+    # Given the served OpenAPI document
+    document = requests.get(server.url("/v1/openapi.json"), timeout=10).json()
+    operations = [(path, method, operation) for path, methods in document["paths"].items()
+                  for method, operation in methods.items()]
+    # Then every operation that needs a key documents its 429, in the error shape, with Retry-After
+    keyed = [(path, method, operation) for path, method, operation in operations if path != "/v1/health"]
+    assert len(keyed) == len(operations) - 1
+    for path, method, operation in keyed:
+        limited = operation["responses"].get("429")
+        assert limited is not None, (method, path)
+        assert limited["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/Error"}
+        assert limited["headers"]["Retry-After"]["schema"] == {"type": "integer"}
+    # And the health check, which no limit touches, does not
+    assert "429" not in document["paths"]["/v1/health"]["get"]["responses"]

@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from agentmem.settings import Settings
 from aws_cdk.assertions import Match
 
+from infra.config import DeploymentConfig
 from infra.constructs.api import BINARY_MEDIA_TYPES, MCP_PATH, PUBLIC_PATHS
 
 MCP = f"/v1/{MCP_PATH}"
@@ -128,6 +130,65 @@ def test_gateway_errors_answer_in_the_api_error_shape(synthesis: Any) -> None:
     assert responses["THROTTLED"]["StatusCode"] == "429"
     assert '"code": "rate_limited"' in responses["THROTTLED"]["ResponseTemplates"]["application/json"]
     assert responses["DEFAULT_5XX"]["StatusCode"] == "500"
+
+
+def test_each_account_is_throttled_by_the_usage_plan_keyed_by_the_authorizer(synthesis: Any, stateless: Any) -> None:
+    # Given the stack, Then API keys come from the authorizer, never from a client's header
+    (api,) = synthesis.resources("Stateless", "AWS::ApiGateway::RestApi").values()
+    assert api["Properties"]["ApiKeySourceType"] == "AUTHORIZER"
+    # And every method behind the authorizer requires one (so the usage plan applies), the public ones none
+    for path, method in _methods(synthesis).items():
+        assert method.get("ApiKeyRequired", False) is (path not in {f"/v1/{p}" for p in PUBLIC_PATHS}), path
+    # And one usage plan throttles each key (each account's) on the API's stage, below the stage's own limit
+    config = DeploymentConfig()
+    (plan,) = synthesis.resources("Stateless", "AWS::ApiGateway::UsagePlan").values()
+    props = plan["Properties"]
+    assert props["Throttle"] == {"RateLimit": config.account_throttle_rate, "BurstLimit": config.account_throttle_burst}
+    assert config.account_throttle_rate < config.throttle_rate
+    (stage_id,) = synthesis.resources("Stateless", "AWS::ApiGateway::Stage")
+    (api_id,) = synthesis.resources("Stateless", "AWS::ApiGateway::RestApi")
+    (on_stage,) = props["ApiStages"]
+    assert (on_stage["ApiId"], on_stage["Stage"]) == ({"Ref": api_id}, {"Ref": stage_id})
+    assert not on_stage.get("Throttle")  # the plan's limit holds for every method alike
+    # And the authorizer finds it by the name in its settings (AGENTMEM_USAGE_PLAN), and may add keys to it
+    authorizer = next(f for f in synthesis.resources("Stateless", "AWS::Lambda::Function").values()
+                      if f["Properties"].get("Description", "").startswith("agentmem: API-key authorizer"))
+    assert authorizer["Properties"]["Environment"]["Variables"]["AGENTMEM_USAGE_PLAN"] == props["UsagePlanName"]
+    assert "usage_plan" in Settings.model_fields
+    assert _apigateway_grants(synthesis, "ApiAuthorizerRole") == {
+        ("apigateway:POST", "/apikeys"), ("apigateway:POST", "/usageplans/*/keys"),
+        ("apigateway:GET", "/apikeys"), ("apigateway:GET", "/usageplans"),
+    }
+    assert _apigateway_grants(synthesis, "ApiRole") == set()
+
+
+def _apigateway_grants(synthesis: Any, role_prefix: str) -> set[tuple[str, str]]:
+    """(action, path after the region's ARN) of the role's API Gateway permissions."""
+    found = set()
+    for policy in synthesis.resources("Stateless", "AWS::IAM::Policy").values():
+        if not any(role["Ref"].startswith(role_prefix) for role in policy["Properties"]["Roles"]):
+            continue
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+            resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+            for action in (a for a in actions if a.startswith("apigateway:")):
+                for resource in resources:  # {"Fn::Join": ["", ["arn:", partition, ":apigateway:", region, "::/x"]]}
+                    found.add((action, resource["Fn::Join"][1][-1].removeprefix("::")))
+    return found
+
+
+def test_a_throttled_request_is_a_429_in_the_error_shape_with_retry_after(synthesis: Any) -> None:
+    responses = {
+        r["Properties"]["ResponseType"]: r["Properties"]
+        for r in synthesis.resources("Stateless", "AWS::ApiGateway::GatewayResponse").values()
+    }
+    for kind in ("THROTTLED", "QUOTA_EXCEEDED"):
+        response = responses[kind]
+        assert response["StatusCode"] == "429"
+        assert response["ResponseParameters"]["gatewayresponse.header.Retry-After"] == "'1'"
+        body = json.loads(response["ResponseTemplates"]["application/json"].replace(
+            "$context.error.messageString", '"the message"'))
+        assert body["error"]["code"] == "rate_limited" and body["error"]["message"]
 
 
 def test_api_gateway_may_invoke_the_function_and_the_authorizer(synthesis: Any) -> None:

@@ -35,6 +35,7 @@ from .settings import Settings, load_settings
 if TYPE_CHECKING:  # built on first use: the authorizer's cold start needs none of them
     import boto3
 
+    from .adapters.aws.usage_plan import UsagePlanKeys
     from .adapters.embedded.database import Database
     from .local.rate_limit import RateLimiter
     from .services.conversations import ConversationService
@@ -117,6 +118,16 @@ class Container:
         from .services.erasure import ErasureService
 
         return ErasureService(self.memories, self.agents, self.conversations, self.workspaces, self.keys)
+
+    @cached_property
+    def usage_plan_keys(self) -> UsagePlanKeys | None:
+        """The deployed stack's per-account API keys in its usage plan, which the authorizer names to API Gateway
+        (None off AWS, or with no ``AGENTMEM_USAGE_PLAN``)."""
+        if self.settings.backend != "aws" or not self.settings.usage_plan:
+            return None
+        from .adapters.aws.usage_plan import UsagePlanKeys
+
+        return UsagePlanKeys(self.settings.usage_plan, boto3_session=aws_session(self.settings))
 
     def jobs(self) -> Jobs | None:
         """Where summary passes run (``passes_in_process``): the state machine on AWS, else an in-process runner."""

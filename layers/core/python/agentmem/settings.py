@@ -95,6 +95,8 @@ class Settings(BaseSettings):
     rate_limit_account_burst: float = Field(default=8_000.0, ge=1)
     rate_limit_auth_failures_per_s: float = Field(default=10.0, gt=0)
     rate_limit_auth_failures_burst: float = Field(default=1_000.0, ge=1)
+    # the deployed stack: the API Gateway usage plan the authorizer adds each account to (adapters/aws/usage_plan.py)
+    usage_plan: str | None = None
 
 
 def known_variables() -> frozenset[str]:

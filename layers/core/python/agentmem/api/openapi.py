@@ -50,7 +50,10 @@ _WHY = {
     "412": "`If-Match` / `If-None-Match` did not hold; carries `current_version`",
     "413": "Body over 1 MB (a workspace file: over 4 MiB; use an upload link)",
     "422": "Refused by screening: `rejected_injection` or `sensitive_without_user`",
+    "429": "Too many requests (`rate_limited`): for this key or its account, or invalid keys from this address; "
+           "retry after `Retry-After` seconds",
 }
+_RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before retrying", "schema": {"type": "integer"}}}
 
 # status codes beyond 200/400/401 that an operation answers, by (method, path)
 _WORKSPACE = "/v1/agents/{agent}/conversations/{key}/workspace"
@@ -175,6 +178,7 @@ def document(app: APIGatewayRestResolver) -> dict[str, Any]:
                 continue
             for code in ("400", "401", "403"):  # any call may be malformed, unauthenticated, or not its key's
                 responses[code] = _error_response(_WHY[code])
+            responses["429"] = {**_error_response(_WHY["429"]), "headers": _RETRY_AFTER}  # and over a rate limit
             if method in ("put", "post"):
                 responses["413"] = _error_response(_WHY["413"])
             if (method, path) == ("post", "/v1/mcp"):
