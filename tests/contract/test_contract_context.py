@@ -288,3 +288,44 @@ def test_window_messages_of_the_agent_and_of_the_conversation_only_lower_the_win
     make_agent(world, "roomy", window_messages=20)
     Chat(world, key="c4", agent="roomy").say(*three_row_turns(7))
     assert window(Chat(world, key="c4", agent="roomy")) == list(range(4, 22))
+
+
+# -- in each model API's own shape ----------------------------------------------------------------------------
+
+
+def test_the_context_in_each_model_apis_shape_and_appends_of_those_shapes(world: World, jobs: PassRunner) -> None:
+    from agentmem.domain.model_formats import render
+    from model_api_checks import anthropic_problems, bedrock_problems, openai_problems
+
+    # Given a pinned profile and a turn with a tool call
+    make_agent(world)
+    profile(world, "name", 0.9)
+    chat = Chat(world)
+    chat.say(user("Which plan am I on?"), tool_call("c1", "lookup", {"q": 1}), tool_result("c1", {"plan": "Team"}),
+             assistant("You're on Team."))
+    plain = chat.context()
+    service = world.container.conversations
+    for fmt in ("bedrock", "anthropic", "openai"):
+        # When the context is built in an API's shape
+        shaped = service.context(chat.caller, AGENT, KEY, user="ana", format=fmt)
+        # Then its messages are the assembled ones in that shape, taken by that API, and the rest is unchanged
+        assert {k: v for k, v in shaped.items() if k not in ("messages", "system", "format")} == {
+            k: v for k, v in plain.items() if k != "messages"}
+        assert {k: shaped[k] for k in ("messages", "system") if k in shaped} == render(plain["messages"], fmt)
+        problems = (openai_problems(shaped["messages"]) if fmt == "openai"
+                    else (bedrock_problems if fmt == "bedrock" else anthropic_problems)(shaped["system"],
+                                                                                        shaped["messages"]))
+        assert problems == [], fmt
+    # When an Anthropic exchange is appended as it came, twice
+    exchange = [{"role": "user", "content": "And seats?", "client_id": "q2"},
+                {"role": "assistant", "client_id": "a2", "content": [
+                    {"type": "text", "text": "Checking."},
+                    {"type": "tool_use", "id": "c2", "name": "seats", "input": {}}]},
+                {"role": "user", "client_id": "r2", "content": [{"type": "tool_result", "tool_use_id": "c2",
+                                                                 "content": "12"}]}]
+    first, skipped = service.append_model_messages(chat.caller, AGENT, KEY, exchange, "anthropic", user="ana")
+    again, _ = service.append_model_messages(chat.caller, AGENT, KEY, exchange, "anthropic", user="ana")
+    # Then its rows are stored once, named by their message's client_id, the result with its call's tool name
+    assert (first.added, again.added, skipped) == (4, 0, [])
+    assert [(m.role, m.client_id, m.tool_name) for m in chat.journal()[4:]] == [
+        ("user", "q2", None), ("assistant", "a2", None), ("tool_call", "a2.1", "seats"), ("tool_result", "r2", "seats")]
