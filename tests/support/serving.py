@@ -26,7 +26,7 @@ def wait_healthy(
         try:
             if requests.get(base_url + "/v1/health", timeout=1).status_code == 200:
                 return
-        except requests.ConnectionError:
+        except (requests.ConnectionError, requests.Timeout):  # bound but not serving yet (it sets up first)
             pass
         time.sleep(0.1)
     raise RuntimeError(f"agentmem serve did not become healthy in {timeout}s:\n{output()}")

@@ -7,7 +7,7 @@ and ``accounts create`` act on the backend directly. Output is an aligned table 
 short line) by default and JSON with ``--json``. API errors print one line to stderr
 and exit 1; usage errors exit 2.
 
-One module per command group: ``serve``, ``accounts``, ``keys``, ``memories``,
+One module per command group: ``serve``, ``emulated`` (``serve-emulated``), ``accounts``, ``keys``, ``memories``,
 ``entries``, ``agents``, ``conversations``, ``workspace``, ``users``, ``mcp``, ``reindex``; ``output`` prints,
 ``connection`` builds the SDK client.
 """
@@ -24,6 +24,7 @@ from agentmem.client import AgentmemError, ConfigurationError, Unreachable
 from .accounts import accounts
 from .agents import agents
 from .conversations import conversations
+from .emulated import serve_emulated
 from .entries import entries
 from .keys import keys
 from .mcp import mcp
@@ -38,7 +39,7 @@ __all__ = ["cli", "main", "render_table"]
 
 
 class _Cli(click.Group):
-    """Turns the SDK's errors into one line on stderr."""
+    """Turns the SDK's errors, invalid settings and AWS failures a person can fix into one line on stderr."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -56,6 +57,20 @@ class _Cli(click.Group):
             ctx.exit(2)
         except AgentmemError as exc:
             click.echo(f"error: {exc.code}: {exc.message}", err=True)
+            ctx.exit(1)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception as exc:  # invalid settings, the AWS failures a person can fix: one line, not a traceback
+            from agentmem.adapters.aws.failures import describe_failure
+            from agentmem.settings import SettingsError
+
+            if isinstance(exc, SettingsError):
+                click.echo(f"error: {exc}", err=True)
+                ctx.exit(2)
+            line = describe_failure(exc)
+            if line is None:
+                raise
+            click.echo(f"error: {line}", err=True)
             ctx.exit(1)
 
 
@@ -79,7 +94,8 @@ def cli(url: str | None, api_key: str | None, as_json: bool) -> None:
     """agentmem: memory for AI agents."""
 
 
-for _command in (serve, accounts, keys, memories, entries, agents, conversations, workspace, users, mcp, reindex):
+for _command in (serve, serve_emulated, accounts, keys, memories, entries, agents, conversations, workspace, users, mcp,
+                 reindex):
     cli.add_command(_command)
 
 

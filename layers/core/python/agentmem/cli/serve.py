@@ -6,8 +6,12 @@ import errno
 import socket
 import sqlite3
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from agentmem.settings import Settings
 
 BACKENDS = click.Choice(["embedded", "aws"])
 
@@ -38,6 +42,8 @@ def serve(host: str, port: int, data_dir: Path | None, backend: str | None, crea
     settings = load_settings(data_dir=data_dir, backend=backend)
     if create_resources and settings.backend != "aws":
         raise click.UsageError("--create-resources goes with --backend aws")
+    if settings.backend == "aws":
+        click.echo(summary_passes(settings))
     try:
         run_server(settings, host=host, port=port, create_resources=create_resources)
     except OSError as error:
@@ -63,3 +69,14 @@ def start_failure(error: OSError, host: str, port: int, data_dir: Path) -> str:
         return (f"cannot listen on {host}:{port}: {reason} (ports below 1024 need privileges). "
                 "Choose another with --port.")
     return f"cannot start on {host}:{port}: {reason}"
+
+
+def summary_passes(settings: Settings) -> str:
+    """Where this server's summary passes run, said at start on the AWS backend."""
+    from agentmem.bootstrap import passes_in_process
+
+    summariser = "extractive" if settings.summariser == "extractive" else f"Bedrock {settings.summary_model_id}"
+    if passes_in_process(settings):
+        return (f"Summary passes run in this process ({summariser} summariser): "
+                "AGENTMEM_STATE_MACHINE_ARN is not set.")
+    return f"Summary passes run on the state machine {settings.state_machine_arn}."
