@@ -13,6 +13,7 @@ from agentmem.domain.conversations import Message
 from agentmem.domain.screening import screen
 from agentmem.domain.summary import (
     HARD_MAX_CHARS,
+    HARD_MAX_TOKENS,
     REDACTED,
     SECTION_TITLES,
     SUMMARY_MAX_CHARS,
@@ -23,6 +24,7 @@ from agentmem.domain.summary import (
     has_secret,
     keep_remembered,
     leave_out_secrets,
+    summary_tokens,
     track_remembered,
     user_statements,
 )
@@ -460,8 +462,10 @@ def test_a_compound_sentence_is_read_clause_by_clause() -> None:
     assert kinds == [("profile", "name"), ("profile", "employer"), ("profile", "location")]
 
 
-def test_only_explicit_assistant_records_are_decisions() -> None:
-    assert [s.kind for s in assistant_statements("We decided to ship on Friday. Let's go with blue.")] == ["decision"]
+def test_an_assistant_records_decisions_but_its_other_sentences_are_not_kept() -> None:
+    said = assistant_statements("We decided to ship on Friday. Let's go with blue. Blue is a calm colour. "
+                                "Here is the report you asked for.")
+    assert [s.kind for s in said] == ["decision", "decision"]
 
 
 def test_a_deferring_answer_leaves_the_question_open_and_a_later_answer_closes_it() -> None:
@@ -489,10 +493,15 @@ def test_the_summary_is_bounded_and_recent_topics_go_first() -> None:
                              "after a long discussion with the facilities team about budgets and timelines."))
         rows.append(("user", f"How long does it take to repaint room {i} of the east wing in winter?"))
     summary = ExtractiveSummariser().summarise(None, conversation(rows))
-    assert len(summary) <= HARD_MAX_CHARS
+    assert len(summary) <= HARD_MAX_CHARS and summary_tokens(summary) <= HARD_MAX_TOKENS
     for i in range(120):  # remembered items are never cut to fit the budget
         assert f"the code for room {i} is R{i:03d}-X." in summary
-    assert section(summary, "Recent topics").strip() == "(none)"
+    # With a budget too small for all of it, recent topics go first, then open questions, then decisions
+    small = ExtractiveSummariser(max_tokens=400).summarise(None, conversation(rows))
+    assert section(small, "Recent topics").strip() == "(none)"
+    assert section(small, "Open questions").strip() == "(none)"
+    assert "room 119 in shade number 119" in section(small, "Decisions")  # the newest decisions stay
+    assert summary_tokens("\n".join(section(small, t) for t in SECTION_TITLES[1:])) <= 400 + 20
 
 
 def test_without_remembered_items_the_summary_stays_under_the_budget() -> None:
