@@ -84,6 +84,11 @@ class ConversationRecord:
     in the summary; ``unfolded_tokens`` / ``unfolded_messages`` count the ones after it (the threshold
     of SPEC §4.3). ``forgotten_through``: a deleted checkpoint took the messages up to here with it, and
     no pass summarises them again. ``surface`` is the one its latest append named.
+
+    What the passes wrote (SPEC §4.4): ``passes`` counts the summary passes that wrote the checkpoint,
+    ``checkpoint_version`` is the version the latest one wrote, and ``lines_by_hand`` marks the lines of it a
+    person wrote, which every pass carries (``domain.checkpoint_edits.ByHand.mark``: the line's id and when it
+    was written). All three start again when the checkpoint is deleted.
     """
 
     ref: ConversationRef
@@ -99,6 +104,18 @@ class ConversationRecord:
     surface: str = "agent"
     due_since: str | None = None  # over its summary threshold since then (None: under it)
     deleted_at: str | None = None
+    passes: int = 0
+    checkpoint_version: int = 0
+    lines_by_hand: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CheckpointWritten:
+    """What a summary pass wrote, for ``ConversationStore.mark_folded`` to keep on the record: the
+    checkpoint's new ``version`` and the marks of the lines in it a person wrote."""
+
+    version: int
+    lines_by_hand: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..domain.conversations import AppendResult, ConversationRecord, ConversationRef, Message, MessageDraft
+from ..domain.conversations import (
+    AppendResult,
+    CheckpointWritten,
+    ConversationRecord,
+    ConversationRef,
+    Message,
+    MessageDraft,
+)
 
 
 @dataclass(frozen=True)
@@ -81,17 +88,20 @@ class ConversationStore(ABC):
     @abstractmethod
     def mark_folded(
         self, ref: ConversationRef, *, expected_folded_through: int, folded_through: int, folded_tokens: int,
-        folded_messages: int, now: str, thresholds: tuple[int, int],
+        folded_messages: int, now: str, thresholds: tuple[int, int], written: CheckpointWritten | None = None,
     ) -> ConversationRecord:
         """A summary pass folded the messages up to ``folded_through``: move the mark and take what it
         folded off the unfolded counters, only if the mark is still at ``expected_folded_through``
         (VersionConflictError otherwise: another pass moved it). ``due_since`` is cleared when the
-        counters are back under ``thresholds``."""
+        counters are back under ``thresholds``. With ``written`` (what the pass wrote to the checkpoint),
+        in the same write: ``passes`` goes up by one, ``checkpoint_version`` and ``lines_by_hand`` become
+        its own."""
 
     @abstractmethod
     def forget_through(self, ref: ConversationRef, seq: int, *, now: str) -> ConversationRecord:
         """The checkpoint was deleted: no pass summarises messages up to ``seq`` again (the mark only
-        ever moves forward), and they leave the unfolded counters."""
+        ever moves forward), and they leave the unfolded counters; ``passes``, ``checkpoint_version`` and
+        ``lines_by_hand`` start again from nothing."""
 
     @abstractmethod
     def delete(self, ref: ConversationRef, *, now: str) -> ConversationRecord:

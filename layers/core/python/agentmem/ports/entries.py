@@ -74,9 +74,10 @@ class EntryStore(ABC):
         """One layer's live entries without content, newest ``updated_at`` first."""
 
     @abstractmethod
-    def history(self, layer: Layer, name: str, now: str) -> list[HistoryItem]:
+    def history(self, layer: Layer, name: str, now: str, *, limit: int | None = None) -> list[HistoryItem]:
         """The entry's kept history (``keep_until`` after ``now``), newest first, expired or not:
-        the service decides what an expiry hides."""
+        the service decides what an expiry hides. With ``limit``, only the newest ``limit`` (and no more read
+        than a page of them)."""
 
     @abstractmethod
     def existing_names(self, layer: Layer, names: Sequence[str], now: str) -> set[str]:

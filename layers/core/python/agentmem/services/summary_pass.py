@@ -8,7 +8,9 @@ steps in one go. A step that fails is retried; nothing is lost, because nothing 
 * Progressive: a pass reads the current checkpoint (an edit made through the API is the starting point)
   and only the messages that left the window since the last pass, at most ``MAX_FOLD`` of them.
 * An edit wins: the checkpoint is written only at the version the pass read; an edit meanwhile fails the
-  write, and the next pass starts from the edited text.
+  write, and the next pass starts from the edited text. Every line a person wrote into it is carried into
+  each new summary, whichever summariser wrote it, until the conversation contradicts it or the person
+  edits it away (``domain.checkpoint_edits``); the record keeps which lines those are.
 * A deleted checkpoint forgets: the messages it covered, and those before its deletion, are behind the
   conversation's ``forgotten_through`` mark, which no pass reads before.
 """
@@ -21,8 +23,9 @@ from datetime import timedelta
 from typing import Any
 
 from ..domain.agents import AgentRecord
+from ..domain.checkpoint_edits import ByHand
 from ..domain.clock import Clock, iso, utcnow
-from ..domain.conversations import ConversationRecord, ConversationRef, Message
+from ..domain.conversations import CheckpointWritten, ConversationRecord, ConversationRef, Message
 from ..domain.errors import AgentmemError, VersionConflictError
 from ..domain.models import EntryDraft, Layer, Principal
 from ..domain.rules import HISTORY_DAYS, LAYER_LIMIT
@@ -35,6 +38,7 @@ from .conversations import ConversationService, keeps_checkpoint
 from .entries import SaveRequest
 
 MAX_FOLD = 500  # messages one pass folds at most; the rest wait for the next pass
+EDIT_HISTORY_READ = 50  # versions of the checkpoint a pass reads back to find the lines a person wrote
 
 
 @dataclass(frozen=True)
@@ -160,7 +164,10 @@ class SummaryPass:
         return None
 
     def summarise(self, job: Mapping[str, Any], results: Mapping[str, Any]) -> dict[str, Any]:
-        """The new summary from the current checkpoint and the folded messages."""
+        """The new summary from the current checkpoint and the folded messages, with the lines a person
+        wrote into the checkpoint carried into it."""
+        from ..domain.checkpoint_edits import carry
+
         plan = self._as_flushed(self.plan(job), results.get("flush") or {})
         if plan is None:
             return {"skip": True}
@@ -168,11 +175,28 @@ class SummaryPass:
         previous = checkpoint.content if checkpoint is not None else None
         rows = self._folded(plan)
         text = self.summariser().summarise(previous, rows)
+        theirs = self._lines_by_hand(plan, checkpoint) if checkpoint is not None else []
+        carried = carry(previous or "", text, theirs, rows)
         return {
-            "skip": False, "summary": text, "base_version": checkpoint.version if checkpoint else 0,
+            "skip": False, "summary": carried.text, "lines_by_hand": list(carried.lines_by_hand),
+            "base_version": checkpoint.version if checkpoint else 0,
             "expected_folded_through": plan.record.folded_through, "start": plan.start, "end": plan.end,
             "tokens": sum(m.tokens for m in rows), "messages": len(rows),
         }
+
+    def _lines_by_hand(self, plan: Plan, checkpoint: Any) -> list[ByHand]:
+        """The checkpoint's lines a person wrote: those the record keeps, and those of each edit since the
+        last pass (its history says who wrote each version)."""
+        from ..domain.checkpoint_edits import Version, lines_by_hand
+
+        entries = self.conversations.agent_memory.entries
+        layer = Layer(plan.ref.account_id, plan.agent.own_memory, plan.ref.user_id)
+        history = entries.store.history(layer, plan.ref.checkpoint_name, iso(self.clock()), limit=EDIT_HISTORY_READ)
+        versions = [Version(h.version, h.updated_by, h.content, h.changed_at, h.operation == "delete")
+                    for h in history]
+        current = Version(checkpoint.version, checkpoint.updated_by, checkpoint.content or "", checkpoint.updated_at)
+        return lines_by_hand(current, versions, carried=plan.record.lines_by_hand,
+                             since=plan.record.checkpoint_version)
 
     def write_checkpoint(self, job: Mapping[str, Any], results: Mapping[str, Any]) -> dict[str, Any]:
         """Store the summary at the version it was made from, then move the folded mark."""
@@ -211,6 +235,7 @@ class SummaryPass:
                 ref, expected_folded_through=int(made["expected_folded_through"]), folded_through=int(made["end"]),
                 folded_tokens=int(made["tokens"]), folded_messages=int(made["messages"]), now=iso(now),
                 thresholds=(agent.summary.tokens, agent.summary.messages),
+                written=CheckpointWritten(entry.version, tuple(str(i) for i in made.get("lines_by_hand") or ())),
             )
         except VersionConflictError:
             return {"skip": True, "reason": "another pass folded these messages"}

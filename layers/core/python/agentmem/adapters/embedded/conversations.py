@@ -13,7 +13,14 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any, cast
 
-from ...domain.conversations import AppendResult, ConversationRecord, ConversationRef, Message, MessageDraft
+from ...domain.conversations import (
+    AppendResult,
+    CheckpointWritten,
+    ConversationRecord,
+    ConversationRef,
+    Message,
+    MessageDraft,
+)
 from ...domain.errors import NotFoundError, VersionConflictError
 from ...domain.models import ACCOUNT_LAYER
 from ...domain.search import PREFIX_WEIGHT
@@ -82,7 +89,8 @@ def _record(row: sqlite3.Row) -> ConversationRecord:
         last_turn=row["last_turn"], folded_through=row["folded_through"], forgotten_through=row["forgotten_through"],
         unfolded_tokens=row["unfolded_tokens"], unfolded_messages=row["unfolded_messages"],
         window_messages=row["window_messages"], surface=row["surface"], due_since=row["due_since"],
-        deleted_at=row["deleted_at"],
+        deleted_at=row["deleted_at"], passes=row["passes"], checkpoint_version=row["checkpoint_version"],
+        lines_by_hand=tuple(row["lines_by_hand"].split()),
     )
 
 
@@ -174,7 +182,7 @@ class SqliteConversationStore(ConversationStore):
 
     def mark_folded(
         self, ref: ConversationRef, *, expected_folded_through: int, folded_through: int, folded_tokens: int,
-        folded_messages: int, now: str, thresholds: tuple[int, int],
+        folded_messages: int, now: str, thresholds: tuple[int, int], written: CheckpointWritten | None = None,
     ) -> ConversationRecord:
         with self.db.write() as conn:
             row = self._existing(conn, ref)
@@ -193,6 +201,11 @@ class SqliteConversationStore(ConversationStore):
                 "updated_at=? WHERE id=?",
                 (folded_through, tokens, count, due, now, row["id"]),
             )
+            if written is not None:
+                conn.execute(
+                    "UPDATE conversations SET passes=passes+1, checkpoint_version=?, lines_by_hand=? WHERE id=?",
+                    (written.version, " ".join(written.lines_by_hand), row["id"]),
+                )
             return _record(self._existing(conn, ref))
 
     def forget_through(self, ref: ConversationRef, seq: int, *, now: str) -> ConversationRecord:
@@ -216,6 +229,9 @@ class SqliteConversationStore(ConversationStore):
                 conn.execute(
                     "UPDATE conversations SET forgotten_through=?, updated_at=? WHERE id=?", (through, now, row["id"])
                 )
+            conn.execute(
+                "UPDATE conversations SET passes=0, checkpoint_version=0, lines_by_hand='' WHERE id=?", (row["id"],)
+            )
             return _record(self._existing(conn, ref))
 
     def delete(self, ref: ConversationRef, *, now: str) -> ConversationRecord:

@@ -259,11 +259,11 @@ class SqliteEntryStore(EntryStore):
         next_cursor = _encode_cursor(items[-1].updated_at, items[-1].name) if len(rows) > limit else None
         return Page(items=items, next_cursor=next_cursor)
 
-    def history(self, layer: Layer, name: str, now: str) -> list[HistoryItem]:
+    def history(self, layer: Layer, name: str, now: str, *, limit: int | None = None) -> list[HistoryItem]:
         rows = self.db.connection().execute(
             "SELECT * FROM entry_history WHERE account_id=? AND memory=? AND layer_user=? AND name=? "
-            "AND keep_until > ? ORDER BY id DESC",
-            (layer.account_id, layer.memory, layer.user_key, name, now),
+            "AND keep_until > ? ORDER BY id DESC LIMIT ?",
+            (layer.account_id, layer.memory, layer.user_key, name, now, -1 if limit is None else limit),
         ).fetchall()
         return [
             HistoryItem(

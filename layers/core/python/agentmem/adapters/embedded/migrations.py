@@ -254,4 +254,11 @@ MIGRATIONS: list[Migration] = [
     """
     CREATE VIRTUAL TABLE messages_vocab USING fts5vocab(messages_fts, 'row');
     """,
+    # 9: what the summary passes wrote (ConversationRecord): how many, the checkpoint version of the latest,
+    # and the marks ("<line id>@<when>", space-separated) of the checkpoint's lines a person wrote, which passes carry
+    """
+    ALTER TABLE conversations ADD COLUMN passes INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE conversations ADD COLUMN checkpoint_version INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE conversations ADD COLUMN lines_by_hand TEXT NOT NULL DEFAULT '';
+    """,
 ]

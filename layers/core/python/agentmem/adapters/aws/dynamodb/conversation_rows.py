@@ -41,6 +41,9 @@ class ConversationState:
     due_since: str | None = None
     deleted_at: str | None = None
     purging: bool = False
+    passes: int = 0
+    checkpoint_version: int = 0
+    lines_by_hand: tuple[str, ...] = ()
 
     @property
     def pk(self) -> str:
@@ -52,7 +55,8 @@ class ConversationState:
             last_turn=self.last_turn, folded_through=self.folded_through, forgotten_through=self.forgotten_through,
             unfolded_tokens=self.unfolded_tokens, unfolded_messages=self.unfolded_messages,
             window_messages=self.window_messages, surface=self.surface, due_since=self.due_since,
-            deleted_at=self.deleted_at,
+            deleted_at=self.deleted_at, passes=self.passes, checkpoint_version=self.checkpoint_version,
+            lines_by_hand=self.lines_by_hand,
         )
 
 
@@ -73,6 +77,8 @@ def state_from_row(row: ConversationRow) -> ConversationState:
         unfolded_tokens=_int(row.unfolded_tokens), unfolded_messages=_int(row.unfolded_messages),
         window_messages=int(row.window_messages) if row.window_messages is not None else None,
         surface=row.surface, due_since=row.due_since, deleted_at=row.deleted_at, purging=bool(row.purging),
+        passes=_int(row.passes), checkpoint_version=_int(row.checkpoint_version),
+        lines_by_hand=tuple((row.lines_by_hand or "").split()),
     )
 
 
@@ -99,6 +105,9 @@ def meta_row(models: BoundModels, state: ConversationState) -> ConversationRow:
     row.due_since = state.due_since
     row.deleted_at = state.deleted_at
     row.purging = True if state.purging else None
+    row.passes = state.passes or None
+    row.checkpoint_version = state.checkpoint_version or None
+    row.lines_by_hand = " ".join(state.lines_by_hand) or None
     if state.due_since is not None:
         row.due_pk = layout.CONVERSATION_DUE
         row.due_sk = layout.conversation_due_sk(state.due_since, state.pk)

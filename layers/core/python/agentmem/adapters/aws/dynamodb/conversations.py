@@ -76,6 +76,7 @@ from functools import partial
 
 from ....domain.conversations import (
     AppendResult,
+    CheckpointWritten,
     ConversationRecord,
     ConversationRef,
     Message,
@@ -336,7 +337,7 @@ class DynamoConversationStore(ConversationStore):
 
     def mark_folded(
         self, ref: ConversationRef, *, expected_folded_through: int, folded_through: int, folded_tokens: int,
-        folded_messages: int, now: str, thresholds: tuple[int, int],
+        folded_messages: int, now: str, thresholds: tuple[int, int], written: CheckpointWritten | None = None,
     ) -> ConversationRecord:
         def change(state: ConversationState) -> ConversationState:
             if state.folded_through != expected_folded_through:
@@ -349,6 +350,9 @@ class DynamoConversationStore(ConversationStore):
                 unfolded_tokens=max(0, state.unfolded_tokens - folded_tokens),
                 unfolded_messages=max(0, state.unfolded_messages - folded_messages),
             )
+            if written is not None:
+                after = replace(after, passes=state.passes + 1, checkpoint_version=written.version,
+                                lines_by_hand=tuple(written.lines_by_hand))
             return replace(after, due_since=(after.due_since or now) if over(after, thresholds) else None)
 
         return self._change(ref, change).record()
@@ -358,13 +362,15 @@ class DynamoConversationStore(ConversationStore):
             # what was neither folded nor forgotten yet, up to seq (never past the newest message)
             mark = max(state.folded_through, state.forgotten_through)
             through = min(seq, state.last_seq)
-            if through <= state.forgotten_through:
+            written = state.passes or state.checkpoint_version or state.lines_by_hand
+            if through <= state.forgotten_through and not written:
                 return None
             gone = self._range(state, mark + 1, through) if through > mark else []
             return replace(
-                state, rev=state.rev + 1, updated_at=now, forgotten_through=through,
+                state, rev=state.rev + 1, updated_at=now, forgotten_through=max(through, state.forgotten_through),
                 unfolded_tokens=max(0, state.unfolded_tokens - sum(m.tokens for m in gone)),
                 unfolded_messages=max(0, state.unfolded_messages - len(gone)),
+                passes=0, checkpoint_version=0, lines_by_hand=(),
             )
 
         return self._change(ref, change, cached=False).record()

@@ -39,6 +39,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Sequence
+from itertools import islice
 from typing import cast
 
 from pynamodb.expressions.condition import Condition
@@ -300,13 +301,14 @@ class DynamoEntryStore(EntryStore):
         more = len(rows) > limit
         return Page(items=items, next_cursor=encode_cursor([items[-1].updated_at, items[-1].name]) if more else None)
 
-    def history(self, layer: Layer, name: str, now: str) -> list[HistoryItem]:
+    def history(self, layer: Layer, name: str, now: str, *, limit: int | None = None) -> list[HistoryItem]:
         # newest first: the key orders an entry's runs by creation, each run's versions in order
         rows = self.models.history.query(
             layout.layer_pk(layer), HistoryRow.sk.startswith(layout.history_prefix(name)),
             filter_condition=HistoryRow.keep_until > now, consistent_read=True, scan_index_forward=False,
+            page_size=limit,
         )
-        return [to_history_item(r) for r in rows]
+        return [to_history_item(r) for r in islice(rows, limit)]
 
     def existing_names(self, layer: Layer, names: Sequence[str], now: str) -> set[str]:
         pk = layout.layer_pk(layer)

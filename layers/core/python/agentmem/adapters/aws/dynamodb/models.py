@@ -234,6 +234,9 @@ class ConversationRow(TableRow):
     due_since = UnicodeAttribute(null=True)
     deleted_at = UnicodeAttribute(null=True)
     purging = BooleanAttribute(null=True)
+    passes = NumberAttribute(null=True)
+    checkpoint_version = NumberAttribute(null=True)
+    lines_by_hand = UnicodeAttribute(null=True)  # "<line id>@<when>", space-separated (absent: none)
     due_pk = UnicodeAttribute(null=True)
     due_sk = UnicodeAttribute(null=True)
 
