@@ -16,6 +16,7 @@ from contract_world import World
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_contract_conversations import (
+    AGENT,
     OWN,
     Chat,
     PassRunner,
@@ -180,6 +181,27 @@ def test_deleting_a_corrected_checkpoint_forgets_the_corrections_too(world: Worl
     # Then the new checkpoint holds neither the correction nor anything before the deletion
     assert CORRECTED not in (rebuilt.content or "")
     assert "harbour" not in (rebuilt.content or "")
+
+
+def test_the_checkpoint_lists_its_newest_passes_and_counts_them_all(world: World, jobs: PassRunner) -> None:
+    # Given a conversation summarised by many passes, one of its versions an edit
+    make_agent(world)
+    chat = Chat(world)
+    chat.say(*long_script())
+    entry, _ = chat.summarised(jobs)
+    edit(world, entry, (entry.content or "") + "\nCall her before noon.\n")
+    for n in range(23):
+        more(chat, jobs, 3, start=100 + 3 * n)
+    # Then its record lists the newest 20 passes, newest first, and counts all 24
+    _, record, passes = world.container.conversations.checkpoint(world.account, AGENT, chat.key, user="ana")
+    history = world.container.entries.history(world.account, OWN, entry.name, user="ana")
+    by_passes = [h.version for h in history if h.updated_by == "system"]
+    assert [p["version"] for p in passes.items] == by_passes[:20]
+    assert all(p["by"] == "system" for p in passes.items)
+    assert passes.total == record.passes == len(by_passes) == 24
+    # and what it covers is exact: every message before the window
+    window = chat.context()["window"]["messages"]
+    assert record.folded_through == window[0]["seq"] - 1
 
 
 # == the property: random edits anywhere, random passes ===================================================

@@ -411,6 +411,31 @@ def test_compact_folds_what_left_the_window_into_the_checkpoint(service: Service
     assert len(chat.messages()) == 26
 
 
+def test_the_checkpoint_says_which_passes_wrote_it_and_how_many_lines_a_person_wrote(
+    service: Service, support: Agent
+) -> None:
+    # Given a checkpoint written by a pass
+    chat = support.conversation("ticket-7", user="user_42")
+    chat.append(Message.user("Remember that my door code is 4512."), Message.assistant("Noted."))
+    chat.append(turns(10))
+    service.wait(chat.compact())
+    first = chat.checkpoint()
+    assert first is not None
+    assert [(p["version"], p["by"]) for p in first.passes] == [(first.version, "system")]
+    assert (first.passes_total, first.lines_by_hand) == (1, 0)
+    # When a person adds a line to it, and the next pass runs
+    support.memory.save(first.name, (first.content or "") + "\nCall her before noon.", user="user_42",
+                        version=first.version)
+    chat.append(turns(4, start=40))
+    service.wait(chat.compact())
+    # Then the checkpoint lists both passes, newest first, and keeps the person's line
+    later = chat.checkpoint()
+    assert later is not None
+    assert [p["version"] for p in later.passes] == [later.version, first.version]
+    assert (later.passes_total, later.lines_by_hand) == (2, 1)
+    assert "Call her before noon." in (later.content or "")
+
+
 def test_crossing_the_threshold_starts_a_pass_in_the_background(support: Agent) -> None:
     # Given a conversation of 40 messages: at the threshold, not over it
     chat = support.conversation("busy", user="user_42")

@@ -52,6 +52,17 @@ SEARCH_LIMIT_DEFAULT = 10
 SEARCH_LIMIT_MAX = 100
 SNIPPET_CHARS = 160
 PINNED_READ = 20  # candidates read whole for the pinned block (it keeps 10; a few may have expired)
+PASSES_SHOWN = 20  # the newest passes a checkpoint lists (with the count of all of them)
+PASSES_READ = 60  # versions of its history read for them (edits between passes are versions too)
+
+
+@dataclass(frozen=True)
+class PassLog:
+    """The passes that wrote a checkpoint: the newest ones (``version``, ``at``, ``by``), newest first, and
+    how many there have been since it was made (``total``)."""
+
+    items: list[dict[str, Any]]
+    total: int
 
 
 @dataclass(frozen=True)
@@ -365,9 +376,9 @@ class ConversationService:
 
     def checkpoint(
         self, principal: Principal, agent: str, key: str, *, user: str | None = None
-    ) -> tuple[Entry, ConversationRecord, list[dict[str, Any]]]:
-        """The conversation's checkpoint entry, the record saying what it covers, and when each pass
-        (kept in its history, 30 days) wrote it."""
+    ) -> tuple[Entry, ConversationRecord, PassLog]:
+        """The conversation's checkpoint entry, the record saying what it covers, and the passes that
+        wrote it: the newest ``PASSES_SHOWN`` its history keeps (30 days), and how many there were in all."""
         ctx = self.call_context(principal, agent, key, user=user)
         ref = self.ref(ctx, key)
         record = self._record(ref)
@@ -376,10 +387,16 @@ class ConversationService:
             raise NotFoundError(f"conversation {key!r} has no checkpoint (yet, or it was deleted)",
                                 reason="no_checkpoint")
         layer = Layer(ref.account_id, ctx.agent.own_memory, ref.user_id)
-        history = self.agent_memory.entries.store.history(layer, ref.checkpoint_name, iso(self.clock()))
-        passes = [{"version": h.version, "at": h.changed_at, "by": h.updated_by} for h in history
-                  if h.operation != "delete"]
-        return entry, record, passes
+        history = self.agent_memory.entries.store.history(layer, ref.checkpoint_name, iso(self.clock()),
+                                                          limit=PASSES_READ)
+        passes: list[dict[str, Any]] = []
+        for h in history:
+            if h.operation == "delete":
+                break  # an earlier checkpoint's, forgotten
+            if h.updated_by == "system":
+                passes.append({"version": h.version, "at": h.changed_at, "by": h.updated_by})
+        # the record counts every pass (a conversation from before it did shows what its history keeps)
+        return entry, record, PassLog(passes[:PASSES_SHOWN], max(record.passes, len(passes)))
 
     def checkpoint_entry(self, ctx: CallContext, ref: ConversationRef) -> Entry | None:
         layer = Layer(ref.account_id, ctx.agent.own_memory, ref.user_id)

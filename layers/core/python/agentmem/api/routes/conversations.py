@@ -131,7 +131,8 @@ def read_conversation(agent: str, key: str, user: User = None) -> dict[str, Any]
 def read_checkpoint(agent: str, key: str, user: User = None) -> dict[str, Any]:
     container, principal = call(router, "conversations.checkpoint")
     entry, record, passes = container.conversations.checkpoint(principal, agent, key, user=user)
-    return entry_json(entry, content=True, covers_through_seq=record.folded_through, passes=passes)
+    return entry_json(entry, content=True, covers_through_seq=record.folded_through, passes=passes.items,
+                      passes_total=passes.total, lines_by_hand=len(record.lines_by_hand))
 
 
 @router.delete(f"{BASE}/<key>", summary="Delete a conversation (purge=true: its journal, checkpoint and files too)",
