@@ -367,3 +367,23 @@ def test_serve_that_cannot_start_says_why_in_one_line(tmp_path: Path, args: list
     assert len(lines) == 1, done.stderr
     assert said in lines[0] and lines[0].startswith("Error: ")
     assert "Traceback" not in done.stderr + done.stdout
+
+
+def test_an_upload_link_asks_for_a_large_body_announced_with_expect(guarded: Server) -> None:
+    # Given an upload link for a 9 MB file (over what the API reads, within what a link takes)
+    size = 9 * 1024 * 1024
+    agent = f"guard-{uuid.uuid4().hex[:8]}"
+    headers = auth(guarded.key)
+    assert requests.put(guarded.url(f"/v1/agents/{agent}"), headers=headers, json={}, timeout=10).status_code == 201
+    made = requests.post(guarded.url(f"/v1/agents/{agent}/conversations/c1/workspace/links"), headers=headers,
+                         json={"path": "big.bin", "method": "PUT", "size_bytes": size}, timeout=10)
+    assert made.status_code == 201, made.text
+    target = made.json()["url"].removeprefix(guarded.base_url)
+    with _connect(guarded) as sock:
+        # When a client announces the body and waits to be asked
+        sock.sendall(_head("PUT", target, "Expect: 100-continue", f"Content-Length: {size}"))
+        # Then it is asked for it, and the upload lands
+        assert sock.recv(65536).startswith(b"HTTP/1.1 100 Continue\r\n\r\n")
+        sock.sendall(b"\0" * size)
+        status, _, body = _read_answer(sock)
+        assert status == 200 and body == {"size_bytes": size}

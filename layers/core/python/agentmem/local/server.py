@@ -117,8 +117,8 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
             length = declared_length(self.headers)
         except Refusal:
             return True
-        if length is not None and length > READ_LIMIT:
-            return True
+        if length is not None and length > READ_LIMIT and not is_link(urlsplit(self.path).path):
+            return True  # (an upload link takes up to 100 MB, streamed to disk)
         self.send_response_only(100)
         self.end_headers()
         self.wfile.flush()
