@@ -175,10 +175,12 @@ def test_an_entry_deleted_and_created_again_keeps_the_old_runs_history(world: Wo
     # When its history is asked for
     history = world.history("policy")
 
-    # Then both runs are there, newest first, and the old run's version 2 still reads as it was
-    assert [(h.operation, h.version) for h in history] == [("create", 1), ("delete", 3), ("update", 2), ("create", 1)]
+    # Then both runs are there, newest first, the new one continuing the old one's versions, and each version
+    # reads as it was: the old run's 1 and 2, the new entry's 4
+    assert [(h.operation, h.version) for h in history] == [("create", 4), ("delete", 3), ("update", 2), ("create", 1)]
+    assert world.read("policy", version=1).content == "Refunds within 14 days."
     assert world.read("policy", version=2).content == "Refunds within 30 days."
-    assert world.read("policy", version=1).content == "No refunds."
+    assert world.read("policy", version=4).content == "No refunds."
 
 
 def test_a_failed_write_in_a_crowd_is_always_a_conflict_or_a_full_layer(world: World) -> None:

@@ -173,10 +173,15 @@ def test_the_name_of_an_expired_entry_can_be_created_again(world: World) -> None
     # When it is saved again as a new entry (version=0: must not exist)
     result = world.save("flash-sale", "Forty percent off.", "Next sale", version=0)
 
-    # Then it is created afresh at version 1, without an expiry
-    assert (result.created, result.entry.version, result.entry.expires_at) == (True, 1, None)
+    # Then it is created afresh without an expiry, at version 3: after the expired entry's last, never again 1
+    assert (result.created, result.entry.version, result.entry.expires_at) == (True, 3, None)
     again = world.read("flash-sale")
     assert (again.content, again.description) == ("Forty percent off.", "Next sale")
+    # and the expired entry's versions stay gone with it: the new entry's history is its own
+    assert [(h.version, h.operation) for h in world.history("flash-sale")] == [(3, "create")]
+    for version in (1, 2):
+        with pytest.raises(NotFoundError):
+            world.read("flash-sale", version=version)
 
 
 def test_an_old_version_reads_as_it_was_not_with_todays_fields(world: World) -> None:

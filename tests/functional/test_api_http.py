@@ -234,6 +234,28 @@ def test_if_match_and_body_version(server: Server, http: requests.Session, memor
     assert http.get(server.url(f"/v1/memories/{memory}/entries/doc")).status_code == 404
 
 
+def test_an_etag_kept_from_before_a_delete_never_matches_the_entry_created_again(
+    server: Server, http: requests.Session, memory: str
+) -> None:
+    # Given a client that read "doc" with ETag "1", then the entry was deleted and created again
+    url = server.url(f"/v1/memories/{memory}/entries/doc")
+    assert save(http, server, memory, "doc", {"content": "v1", "description": "d"}).status_code == 201
+    kept = http.get(url).headers["ETag"]
+    assert http.delete(url).status_code == 204
+    again = save(http, server, memory, "doc", {"content": "new", "description": "d"}, headers={"If-None-Match": "*"})
+    # Then the new entry continues after the delete (version 2): ETag "3"
+    assert (again.status_code, again.headers["ETag"]) == (201, '"3"')
+    # When the client saves and deletes with the ETag it kept
+    stale_save = save(http, server, memory, "doc", {"content": "lost"}, headers={"If-Match": kept})
+    stale_delete = http.delete(url, headers={"If-Match": kept})
+    # Then both are 412 with the new entry's version, which is untouched
+    assert [(r.status_code, error_of(r)["current_version"]) for r in (stale_save, stale_delete)] == [(412, 3)] * 2
+    assert http.get(url).json()["content"] == "new"
+    # And ?version= reaches the first entry's version 1 and the new entry's 3
+    assert http.get(url, params={"version": 1}).json()["content"] == "v1"
+    assert http.get(url, params={"version": 3}).json()["content"] == "new"
+
+
 def test_body_version_zero_means_must_not_exist(server: Server, http: requests.Session, memory: str) -> None:
     # Given no entry "fresh"
     # When saved with version 0 twice

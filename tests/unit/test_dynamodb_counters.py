@@ -1,7 +1,8 @@
-"""The DynamoDB layer counters when TTL removes entries behind their back (DynamoDB Local).
+"""The DynamoDB layer counters, and versions, when TTL removes entries behind their back (DynamoDB Local).
 
 TTL deletes an expired item some time after it expires, without the transaction that counts an entry
-out. The stream's hook counts it out; a full layer recounts itself if the hook has not run.
+out. The stream's hook counts it out; a full layer recounts itself if the hook has not run. The name's
+version is not lost with the item: an entry that may expire keeps it in the name's last version item.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import boto3
 import dynamodb_local
 import pytest
 from agentmem.adapters.aws.dynamodb import DynamoDBStores, build_dynamodb_stores, create_table, layout
+from agentmem.adapters.aws.dynamodb.entries import DynamoEntryStore
 from agentmem.adapters.aws.dynamodb.table import BY_DUE, BY_LAYER_UPDATED, BY_MEMORY_EXPIRY, BY_TOOL_CALL, TTL_ATTRIBUTE
 from agentmem.domain.errors import LayerFullError
 from agentmem.domain.models import EntryDraft, Layer, MemoryRecord
@@ -53,6 +55,22 @@ def remove_as_ttl_would(stores: DynamoDBStores, name: str) -> dict[str, object]:
     key = {"PK": {"S": layout.layer_pk(LAYER)}, "SK": {"S": layout.entry_sk(name)}}
     old = stores.client.delete_item(TableName=stores.models.table, Key=key, ReturnValues="ALL_OLD")
     return dict(old["Attributes"])
+
+
+def test_an_entry_removed_by_ttl_leaves_its_version_for_the_next(stores: DynamoDBStores) -> None:
+    # Given "flash" saved to expire, changed twice (version 3), and removed by TTL after it expired
+    for _ in range(3):
+        save(stores, "flash", expires_at=EXPIRES)
+    remove_as_ttl_would(stores, "flash")
+
+    # When another process (nothing of it in memory) creates the name again, and changes it
+    other = DynamoEntryStore(stores.models)
+    draft = EntryDraft(name="flash", content="flash again", description="flash")
+    again, created = other.save(LAYER, draft, expected_version=0, now=LATER, keep_history_until=KEEP, layer_limit=500)
+    changed, _ = other.save(LAYER, draft, expected_version=None, now=LATER, keep_history_until=KEEP, layer_limit=500)
+
+    # Then it continues at 4, then 5, never 1 again
+    assert (created, again.version, changed.version) == (True, 4, 5)
 
 
 def entry_count(stores: DynamoDBStores, now: str) -> int:

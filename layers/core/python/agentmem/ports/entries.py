@@ -12,6 +12,10 @@ class EntryStore(ABC):
     ``expected_version``: None = last writer wins; 0 = must not exist; N = must be at N.
     A mismatch raises ``VersionConflictError`` carrying the current version, and
     changes nothing. Every change appends a history row in the same transaction.
+
+    Versions of a name never repeat within a layer: a delete is a version of its own, and an entry created
+    after a delete, or after its predecessor expired (removed or not), continues after that one's last
+    version. Only ``purge_layer`` (or the purge of the memory) forgets a name's versions.
     """
 
     @abstractmethod
@@ -41,7 +45,8 @@ class EntryStore(ABC):
         layer's search rows (the embedded store's FTS rows). Left untouched: every other layer, the
         account layer of the same memory, other users' layers, and the same user's layers in other memories.
 
-        Afterwards the layer is as new: a save creates version 1, the layer limit counts from 0, and the
+        Afterwards the layer is as new: a save creates version 1 (the names' last versions are forgotten
+        too), the layer limit counts from 0, and the
         memory's ``entry_count`` no longer counts the removed entries. A memory in the trash is purged the
         same way (it is restored without the layer). A layer that is empty, or that never existed (an
         unknown user or memory), gives 0. Purging is idempotent, and needs no version: it is not one of the

@@ -18,6 +18,7 @@ from ..domain.access import (
 from ..domain.clock import Clock, iso, utcnow
 from ..domain.cursor import decode_cursor, encode_cursor
 from ..domain.errors import InvalidError, NotFoundError
+from ..domain.history import visible_history
 from ..domain.models import Entry, EntryDraft, HistoryItem, Layer, Page, Principal, SaveResult, UpdatedBy, Visibility
 from ..domain.recall import (
     KEYWORD_CANDIDATES,
@@ -250,13 +251,10 @@ class EntryService:
         return items
 
     def _visible_history(self, layer: Layer, name: str, now: str) -> list[HistoryItem]:
-        """An entry that expired takes its history with it; a live one keeps every kept version,
-        including versions that had an expiry of their own before it was lifted."""
-        items = self.store.history(layer, name, now)
-        latest = items[0] if items else None
-        if latest and latest.operation != "delete" and latest.expires_at and latest.expires_at <= now:
-            return []
-        return items
+        """An entry that expired takes its history with it, even once the name holds a new entry; a live or
+        deleted one keeps every kept version, including versions that had an expiry of their own before it
+        was lifted (domain/history.py)."""
+        return visible_history(self.store.history(layer, name, now), now)
 
     def search(
         self, principal: Principal, memory: str, query: str, *, user: str | None = None, limit: int | None = None,

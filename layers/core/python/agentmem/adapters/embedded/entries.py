@@ -1,4 +1,9 @@
-"""Entries on SQLite: versions are checked inside the write transaction."""
+"""Entries on SQLite: versions are checked inside the write transaction.
+
+Versions of a name never repeat: when an entry goes (deleted, or removed once expired) its last version is
+kept in ``entry_last_versions``, in the same transaction, and the name's next entry continues after it. A
+purge of the layer or the memory forgets it with everything else.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +21,7 @@ from ...ports.entries import EntryStore
 from .database import Database
 
 _LIVE = "(expires_at IS NULL OR expires_at > ?)"
+_NAME_KEY = "account_id=? AND memory=? AND layer_user=? AND name=?"
 _LIVE_E = "(e.expires_at IS NULL OR e.expires_at > ?)"
 _META_COLUMNS = (
     "name, description, category, importance, visibility, version, updated_by, created_at, updated_at, "
@@ -100,6 +106,7 @@ class SqliteEntryStore(EntryStore):
                 raise VersionConflictError(
                     _conflict_message(draft.name, current, expected_version), current_version=current
                 )
+            after = current if row is not None else self._last_version(conn, key)
             if row is None:
                 if draft.description is None:
                     raise InvalidError("description is required when the entry is new", field="description")
@@ -129,7 +136,7 @@ class SqliteEntryStore(EntryStore):
                 if draft.importance is not None
                 else (row["importance"] if row is not None else DEFAULT_IMPORTANCE),
                 "visibility": draft.visibility,
-                "version": current + 1,
+                "version": after + 1,
                 "updated_by": draft.updated_by,
                 "created_at": row["created_at"] if row is not None else now,
                 "updated_at": now,
@@ -146,6 +153,7 @@ class SqliteEntryStore(EntryStore):
             if row is None:
                 cursor = conn.execute(f"INSERT INTO entries ({columns}) VALUES ({marks})", values)
                 rowid = cast(int, cursor.lastrowid)
+                conn.execute(f"DELETE FROM entry_last_versions WHERE {_NAME_KEY}", key)  # the entry holds it now
             else:
                 rowid = row["rowid"]
                 assignments = ", ".join(f"{c}=:{c}" for c in values)
@@ -184,6 +192,7 @@ class SqliteEntryStore(EntryStore):
                 conn, {**dict(row), "version": row["version"] + 1, "updated_by": updated_by}, "delete", now,
                 keep_history_until,
             )
+            self._keep_last_version(conn, key, row["version"] + 1)  # the delete is a version of its own
         return _row_to_entry(row, with_content=False)
 
     def purge_layer(self, layer: Layer) -> int:
@@ -201,6 +210,7 @@ class SqliteEntryStore(EntryStore):
                 "DELETE FROM entries WHERE account_id=? AND memory=? AND layer_user=?", key
             ).rowcount
             conn.execute("DELETE FROM entry_history WHERE account_id=? AND memory=? AND layer_user=?", key)
+            conn.execute("DELETE FROM entry_last_versions WHERE account_id=? AND memory=? AND layer_user=?", key)
         return removed
 
     def _live_row(self, conn: sqlite3.Connection, key: tuple[str, str, str, str], now: str) -> sqlite3.Row | None:
@@ -209,9 +219,28 @@ class SqliteEntryStore(EntryStore):
             "SELECT rowid, * FROM entries WHERE account_id=? AND memory=? AND layer_user=? AND name=?", key
         ).fetchone()
         if row is not None and row["expires_at"] is not None and row["expires_at"] <= now:
-            self._remove_row(conn, row["rowid"])
+            self._remove_expired(conn, row)
             return None
         return row
+
+    def _remove_expired(self, conn: sqlite3.Connection, row: sqlite3.Row) -> None:
+        self._remove_row(conn, row["rowid"])
+        self._keep_last_version(conn, (row["account_id"], row["memory"], row["layer_user"], row["name"]),
+                                row["version"])
+
+    @staticmethod
+    def _last_version(conn: sqlite3.Connection, key: tuple[str, str, str, str]) -> int:
+        """The last version of the name's entries that are gone (0: it never had one, or was forgotten)."""
+        found = conn.execute(f"SELECT version FROM entry_last_versions WHERE {_NAME_KEY}", key).fetchone()
+        return int(found[0]) if found is not None else 0
+
+    @staticmethod
+    def _keep_last_version(conn: sqlite3.Connection, key: tuple[str, str, str, str], version: int) -> None:
+        conn.execute(
+            "INSERT INTO entry_last_versions (account_id, memory, layer_user, name, version) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT (account_id, memory, layer_user, name) DO UPDATE SET version = max(version, excluded.version)",
+            (*key, version),
+        )
 
     @staticmethod
     def _remove_row(conn: sqlite3.Connection, rowid: int) -> None:
@@ -335,13 +364,14 @@ class SqliteEntryStore(EntryStore):
     def purge_expired(self, now: str) -> int:
         """The embedded store's TTL: drop expired entries and history past its keep time."""
         with self.db.write() as conn:
-            rowids = [r[0] for r in conn.execute(
-                "SELECT rowid FROM entries WHERE expires_at IS NOT NULL AND expires_at <= ?", (now,)
-            )]
-            for rowid in rowids:
-                self._remove_row(conn, rowid)
+            expired = conn.execute(
+                "SELECT rowid, account_id, memory, layer_user, name, version FROM entries "
+                "WHERE expires_at IS NOT NULL AND expires_at <= ?", (now,)
+            ).fetchall()
+            for row in expired:
+                self._remove_expired(conn, row)
             conn.execute("DELETE FROM entry_history WHERE keep_until <= ?", (now,))
-        return len(rowids)
+        return len(expired)
 
 
 def _conflict_message(name: str, current: int, sent: int) -> str:

@@ -37,13 +37,14 @@ def _record(row: sqlite3.Row) -> MemoryRecord:
 
 def purge_memory_rows(conn: sqlite3.Connection, account_id: str, name: str) -> tuple[int, int]:
     """Delete one memory for good inside the caller's write transaction: its entries (and their search
-    rows), their history, the attachments of it, and the memory row. Returns (memories, entries) removed."""
+    rows), their history and last versions, the attachments of it, and the memory row. Returns (memories,
+    entries) removed."""
     conn.execute(
         "DELETE FROM entries_fts WHERE rowid IN (SELECT rowid FROM entries WHERE account_id=? AND memory=?)",
         (account_id, name),
     )
     removed = {}
-    for table in ("entries", "entry_history", "attachments", "memories"):
+    for table in ("entries", "entry_history", "entry_last_versions", "attachments", "memories"):
         column = "name" if table == "memories" else "memory"
         cursor = conn.execute(f"DELETE FROM {table} WHERE account_id=? AND {column}=?", (account_id, name))
         removed[table] = cursor.rowcount

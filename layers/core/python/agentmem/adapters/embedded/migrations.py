@@ -261,4 +261,16 @@ MIGRATIONS: list[Migration] = [
     ALTER TABLE conversations ADD COLUMN checkpoint_version INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE conversations ADD COLUMN lines_by_hand TEXT NOT NULL DEFAULT '';
     """,
+    # 10: the last version of each name whose entry is gone (deleted or expired), so that one created again
+    # continues after it (versions of a name never repeat); a purge or an erasure forgets it with the layer
+    """
+    CREATE TABLE entry_last_versions (
+        account_id TEXT NOT NULL,
+        memory TEXT NOT NULL,
+        layer_user TEXT NOT NULL,
+        name TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        PRIMARY KEY (account_id, memory, layer_user, name)
+    ) WITHOUT ROWID;
+    """,
 ]

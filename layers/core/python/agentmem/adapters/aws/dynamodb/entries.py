@@ -4,9 +4,14 @@ Round trips (requests to DynamoDB) of each operation of the store:
 
 - ``save``: ONE ``TransactWriteItems`` — the entry Put (conditioned on the stored item being exactly the
   one the save was decided from — version, ``updated_at``, content hash — or absent), its history row
-  Put, and on a create the layer counter (``entries < 500``) and the memory's total. A cancelled
-  transaction returns the stored item (``ALL_OLD``), so a conflict needs no second read.
+  Put, and on a create the layer counter (``entries < 500``) and the memory's total. Versions of a name
+  never repeat: a create also checks (or takes over) the name's last version item ``V#{name}``, which a
+  delete writes and an entry that may expire keeps up to date (TTL removes the entry item, not it), and
+  continues after it. A cancelled transaction returns the stored items (``ALL_OLD``), so a conflict needs
+  no second read.
   * a create (``version=0``, or no version and a new name): 1 request;
+  * a create of a name whose entry is gone (deleted, or expired and removed) by a process that did not
+    see it go: the create fails returning the name's last version, then lands after it: 2 transactions;
   * a save of an entry this process read or wrote lately (``SnapshotCache``; the entry service reads
     before most saves): 1 request, with or without a version;
   * ``version=N`` of an entry this process has not seen: ``GetItem`` + transaction, 2 requests;
@@ -17,11 +22,12 @@ Round trips (requests to DynamoDB) of each operation of the store:
     returned item (one more transaction per race lost);
   * a create into a full layer: + one query of the by_memory_expiry index, one transaction per 90
     expired entries removed, a ``GetItem`` and a COUNT query checking the counter, and the retry.
-- ``delete``: ONE transaction (entry Delete conditioned like a save, history row, counters) when the
-  entry is in the cache; else ``GetItem`` + transaction.
+- ``delete``: ONE transaction (entry Delete conditioned like a save, history row, the name's last version,
+  counters) when the entry is in the cache; else ``GetItem`` + transaction.
 - ``purge_layer``: a consistent ``GetItem`` of the layer's counter, one consistent keys-only ``Query`` of
-  the layer's partition (entries and history rows share it) per MB of it, one ``BatchWriteItem`` per 25
-  items found (pynamodb's ``batch_write``, which resends unprocessed items), ONE transaction deleting
+  the layer's partition (entries, history rows and last versions share it: a purge forgets them all) per
+  MB of it, one ``BatchWriteItem`` per 25 items found (pynamodb's ``batch_write``, which resends
+  unprocessed items), ONE transaction deleting
   the counter (conditioned on its ``rev`` as read) and taking what it held off the memory's
   ``entry_total``, then one more ``Query`` confirming the partition is empty. An empty or unknown layer:
   ``GetItem`` + ``Query``, 2 requests. A write racing the purge (the counter's condition fails, or the
@@ -49,9 +55,19 @@ from ....domain.errors import ConflictError, InvalidError, LayerFullError, NotFo
 from ....domain.models import Entry, EntryDraft, HistoryItem, Layer, Page
 from ....ports.entries import EntryStore
 from . import layout
-from .entry_rows import from_raw, history_row, is_counted, is_live, merged_row, to_entry, to_history_item
+from .entry_rows import (
+    from_raw,
+    history_row,
+    is_counted,
+    is_live,
+    last_version_row,
+    merged_row,
+    to_entry,
+    to_history_item,
+    version_of,
+)
 from .layer_space import LayerSpace, count_in_layer, count_in_memory
-from .models import BoundModels, EntryRow, HistoryRow
+from .models import BoundModels, EntryRow, HistoryRow, LastVersionRow
 from .snapshots import Snapshot, SnapshotCache
 from .transactions import Cancelled, WriteSet
 
@@ -112,6 +128,7 @@ class DynamoEntryStore(EntryStore):
         if snapshot is None:
             # a create needs nothing stored: try it as one, the condition tells if it is not
             snapshot = Snapshot(None, fresh=False) if expected_version in (None, 0) else self._read(key)
+        last_version = self.cache.last_version(key)  # the name's last version item, as believed (None: absent)
         freed = False
         for attempt in range(MAX_WRITE_ATTEMPTS):
             stored = snapshot.row
@@ -129,9 +146,12 @@ class DynamoEntryStore(EntryStore):
                     snapshot = self._read(key)
                     continue
                 raise InvalidError("description is required when the entry is new", field="description")
-            row = merged_row(self.models, layer, draft, live, now)
+            # versions never repeat: the entry item's (expired or not), or what the name last reached
+            after = int(stored.version) if stored is not None else last_version or 0
+            row = merged_row(self.models, layer, draft, live, now, after=after)
             writes = WriteSet(self.models.connection)
             writes.put("entry", row, _stored_exactly(stored), all_old=True)
+            self._keep_version(writes, layer, row, creating=stored is None, believed=last_version)
             writes.put("history", history_row(
                 self.models, layer, row, "create" if live is None else "update", int(row.version), row.updated_by,
                 now, keep_history_until,
@@ -150,12 +170,18 @@ class DynamoEntryStore(EntryStore):
                     _back_off(attempt)  # others kept the entry busy: wait a moment, then decide again
                     snapshot = self._read(key)
                     continue
+                if cancelled.failed("last_version"):
+                    # the name reached another version than believed: continue after the one it did
+                    last_version = version_of(self.models, cancelled.old_item("last_version"))
+                    self.cache.keep_last_version(key, last_version)
                 if cancelled.failed("entry"):
                     # someone else wrote first: decide again from the item as it is now
                     snapshot = Snapshot(from_raw(self.models, cancelled.old_item("entry")), fresh=True)
                     self.cache.put(key, snapshot.row)
                     if attempt >= 2:
                         _back_off(attempt)
+                    continue
+                if cancelled.failed("last_version"):
                     continue
                 if cancelled.failed("memory"):
                     raise NotFoundError(f"no memory named {layer.memory!r}") from None
@@ -172,8 +198,30 @@ class DynamoEntryStore(EntryStore):
                     ) from None
                 raise
             self.cache.put(key, row)
+            if stored is None or row.expires_at is not None:
+                self.cache.keep_last_version(key, int(row.version) if row.expires_at is not None else None)
             return to_entry(row, with_content=False), live is None
         raise ConflictError(f"entry {draft.name!r} is being changed by too many writers at once; try again")
+
+    def _keep_version(
+        self, writes: WriteSet, layer: Layer, row: EntryRow, *, creating: bool, believed: int | None
+    ) -> None:
+        """The save's action on the name's last version item. An entry that may expire keeps its version
+        there too (TTL removes the entry item, not that one); a new entry continues after the item as
+        believed, on the condition that it still holds it, and takes it over (no expiry: the entry holds it).
+        A failed condition returns the item, so the next try knows the version without a read."""
+        mark = last_version_row(self.models, layer, row.name, int(row.version))
+        if not creating:
+            if row.expires_at is not None:
+                writes.put("last_version", mark)
+            return
+        held = LastVersionRow.sk.does_not_exist() if believed is None else LastVersionRow.version == believed
+        if row.expires_at is not None:
+            writes.put("last_version", mark, held, all_old=True)
+        elif believed is None:
+            writes.check("last_version", self.models.last_version, mark.pk, mark.sk, held, all_old=True)
+        else:
+            writes.delete("last_version", mark, held, all_old=True)
 
     def delete(
         self,
@@ -207,6 +255,8 @@ class DynamoEntryStore(EntryStore):
             writes.put("history", history_row(
                 self.models, layer, live, "delete", int(live.version) + 1, updated_by, now, keep_history_until,
             ))
+            # the delete is a version of its own, and the next entry of the name continues after it
+            writes.put("last_version", last_version_row(self.models, layer, name, int(live.version) + 1))
             if is_counted(live):
                 count_in_layer(writes, self.models, layer, -1)
                 count_in_memory(writes, self.models, layer, -1)
@@ -224,6 +274,7 @@ class DynamoEntryStore(EntryStore):
                     raise NotFoundError(f"no memory named {layer.memory!r}") from None
                 raise
             self.cache.put(key, None)
+            self.cache.keep_last_version(key, int(live.version) + 1)
             return to_entry(live, with_content=False)
         raise ConflictError(f"entry {name!r} is being changed by too many writers at once; try again")
 

@@ -15,7 +15,7 @@ from ....domain.clock import parse_iso
 from ....domain.models import Entry, EntryDraft, HistoryItem, Layer, Operation, UpdatedBy, Visibility
 from ....domain.rules import DEFAULT_CATEGORY, DEFAULT_IMPORTANCE
 from . import layout
-from .models import BoundModels, EntryRow, HistoryRow
+from .models import BoundModels, EntryRow, HistoryRow, LastVersionRow
 
 
 def content_hash(content: str) -> str:
@@ -37,10 +37,11 @@ def is_counted(row: EntryRow) -> bool:
 
 
 def merged_row(
-    models: BoundModels, layer: Layer, draft: EntryDraft, live: EntryRow | None, now: str
+    models: BoundModels, layer: Layer, draft: EntryDraft, live: EntryRow | None, now: str, *, after: int
 ) -> EntryRow:
-    """The item a save stores, given the live entry it replaces (None: it creates one)."""
-    version = int(live.version) + 1 if live is not None else 1
+    """The item a save stores, given the live entry it replaces (None: it creates one) and the version it
+    follows: the live entry's, or for a new entry the last its name reached (0 for a name never used)."""
+    version = after + 1
     description = draft.description if draft.description is not None else (live.description if live else None)
     if description is None:
         raise ValueError("a new entry needs a description")  # the store checks first
@@ -82,6 +83,18 @@ def index_keys(row: EntryRow, layer: Layer) -> None:
         row.mx_sk = layout.expiry_sk(expires_at, layer.user_id, row.name)
     else:
         row.mx_pk = row.mx_sk = None
+
+
+def last_version_row(models: BoundModels, layer: Layer, name: str, version: int) -> LastVersionRow:
+    """The item holding the last version ``name`` reached in ``layer``."""
+    row = models.last_version(layout.layer_pk(layer), layout.last_version_sk(name))
+    row.version = version
+    return row
+
+
+def version_of(models: BoundModels, raw: dict[str, Any] | None) -> int | None:
+    """The version a last version item holds, as a cancelled transaction returned it (None: absent)."""
+    return int(models.last_version.from_raw_data(raw).version) if raw else None
 
 
 def history_row(

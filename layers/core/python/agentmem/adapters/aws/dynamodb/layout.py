@@ -14,6 +14,7 @@
 | layer counter | ``A#{account}#M#{memory}`` | ``C#{layer}`` |
 | entry | ``A#{account}#M#{memory}#{layer}`` | ``E#{name}`` |
 | history row | ``A#{account}#M#{memory}#{layer}`` | ``H#{name}#{created_at}#{version:010d}`` |
+| a name's last version | ``A#{account}#M#{memory}#{layer}`` | ``V#{name}`` |
 | conversation record | ``C#{account}#{agent}#{layer}#{key}`` | ``META`` |
 | journal message (hot tail) | ``C#{account}#{agent}#{layer}#{key}`` | ``MSG#{seq:012d}`` |
 | idempotency item | ``C#{account}#{agent}#{layer}#{key}`` | ``CID#{client_id}`` |
@@ -23,7 +24,10 @@
 
 ``{layer}`` is ``L`` for the account layer and ``U#{user}`` for a user's. A history row's key holds the
 entry's ``created_at``, so an entry deleted (or expired) and created again starts a new run of versions
-without overwriting the old one's rows while they are kept.
+without overwriting the old one's rows while they are kept. The run continues the old one's versions: a
+name's last version item holds the version a delete reached, or that of an entry that may expire (TTL
+removes the entry item, not it), and a create continues after it. It lives in the layer's partition, so a
+purge of the layer forgets it with the rest.
 
 A conversation's partition holds its record, its hot tail and its idempotency items, so one
 ``TransactWriteItems`` appends to it. Its two reference items (written with the record, removed last by a
@@ -55,6 +59,7 @@ USAGE_PREFIX = "U#"
 COUNTER_PREFIX = "C#"
 ENTRY_PREFIX = "E#"
 HISTORY_PREFIX = "H#"
+LAST_VERSION_PREFIX = "V#"
 TRASH = "TRASH"  # the by_due index's partition of trashed memories
 AGENT_TRASH = "TRASH#G"  # and of trashed agents
 CONVERSATION_PREFIX = "C#"  # a conversation's partition; also the sort key prefix of its reference items
@@ -137,6 +142,10 @@ def counter_sk(user_id: str | None) -> str:
 
 def entry_sk(name: str) -> str:
     return f"{ENTRY_PREFIX}{name}"
+
+
+def last_version_sk(name: str) -> str:
+    return f"{LAST_VERSION_PREFIX}{name}"
 
 
 def history_prefix(name: str) -> str:

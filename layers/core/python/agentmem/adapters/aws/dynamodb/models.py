@@ -122,6 +122,13 @@ class HistoryRow(TableRow):
     ttl = NumberAttribute(null=True, attr_name=TTL_ATTRIBUTE)
 
 
+class LastVersionRow(TableRow):
+    """The last version a name's entries reached, kept where the entry item may be gone (deleted, or removed
+    by TTL once expired), so that the name's next entry continues after it: versions never repeat."""
+
+    version = NumberAttribute()
+
+
 class CounterRow(TableRow):
     """A layer's counter: how many counted entries (not checkpoints) it physically holds, expired or not.
 
@@ -299,6 +306,7 @@ class BoundModels:
     table: str
     entry: type[EntryRow]
     history: type[HistoryRow]
+    last_version: type[LastVersionRow]
     counter: type[CounterRow]
     memory: type[MemoryRow]
     agent: type[AgentRow]
@@ -320,6 +328,7 @@ def bind_models(table: str, region: str, client: Any) -> BoundModels:
         table=table,
         entry=_bind(EntryRow, table, region, client),
         history=_bind(HistoryRow, table, region, client),
+        last_version=_bind(LastVersionRow, table, region, client),
         counter=_bind(CounterRow, table, region, client),
         memory=_bind(MemoryRow, table, region, client),
         agent=_bind(AgentRow, table, region, client),

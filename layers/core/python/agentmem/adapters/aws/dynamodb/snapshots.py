@@ -6,6 +6,9 @@ just read or written the entry, its copy is offered to the write, which is then 
 exact copy (version, ``updated_at`` and content hash). A stale copy can therefore never be written over:
 the condition fails, the transaction returns the item as it is (``ALL_OLD``), and the write decides
 again from that. The cache only ever saves a round trip; it never answers a caller.
+
+Beside each entry it keeps the name's last version item as last seen (``V#{name}``, what a create of the
+name continues after), for the same reason: a create conditioned on a stale one fails and learns it.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ class SnapshotCache:
 
     def __init__(self, max_items: int = MAX_ITEMS) -> None:
         self._items: OrderedDict[tuple[str, str], EntryRow | None] = OrderedDict()
+        self._last_versions: OrderedDict[tuple[str, str], int] = OrderedDict()
         self._lock = threading.Lock()
         self._max = max_items
 
@@ -50,8 +54,24 @@ class SnapshotCache:
             while len(self._items) > self._max:
                 self._items.popitem(last=False)
 
+    def last_version(self, key: tuple[str, str]) -> int | None:
+        """The entry's name's last version item as last seen (None: none seen, or seen absent)."""
+        with self._lock:
+            return self._last_versions.get(key)
+
+    def keep_last_version(self, key: tuple[str, str], version: int | None) -> None:
+        with self._lock:
+            if version is None:
+                self._last_versions.pop(key, None)
+                return
+            self._last_versions[key] = version
+            self._last_versions.move_to_end(key)
+            while len(self._last_versions) > self._max:
+                self._last_versions.popitem(last=False)
+
     def forget(self, keys: Iterable[tuple[str, str]]) -> None:
         """Drop what this process saw of these entries (a purge removed them)."""
         with self._lock:
             for key in keys:
                 self._items.pop(key, None)
+                self._last_versions.pop(key, None)

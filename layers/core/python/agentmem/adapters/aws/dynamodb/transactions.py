@@ -93,8 +93,13 @@ class WriteSet:
         )
         self._add(name, TRANSACT_DELETE, kwargs)
 
-    def check(self, name: str, model_cls: type[Model], hash_key: str, range_key: str, condition: Condition) -> None:
+    def check(
+        self, name: str, model_cls: type[Model], hash_key: str, range_key: str, condition: Condition,
+        *, all_old: bool = False,
+    ) -> None:
         kwargs = model_cls.get_operation_kwargs_from_class(hash_key, range_key=range_key, condition=condition)
+        if all_old:  # pynamodb does not offer it for a condition check; DynamoDB takes it
+            kwargs["ReturnValuesOnConditionCheckFailure"] = ALL_OLD
         self._add(name, TRANSACT_CONDITION_CHECK, kwargs)
 
     def _add(self, name: str, kind: str, kwargs: dict[str, Any]) -> None:
