@@ -69,6 +69,7 @@ bench: install
 	$(BIN)/python bench/workspaces.py
 	$(BIN)/python bench/recall_quality.py
 	$(BIN)/python bench/recall_speed.py
+	$(BIN)/python bench/summary_quality.py
 
 bench-cold-start: install
 	$(BIN)/python bench/cold_start.py

@@ -202,3 +202,16 @@ def test_a_year_long_conversation_keeps_a_bounded_summary_with_the_most_importan
     small = summarise(*rows, max_tokens=120)
     assert section(small, "Facts").startswith("- name: My name is Ana Lima.")
     assert section(small, "Recent topics").strip() == "(none)"
+
+
+def test_a_question_the_assistant_ended_a_pass_on_is_answered_by_the_reply_the_next_pass_reads() -> None:
+    # Given a pass that ends on the assistant's question (the user's reply is still in the window)
+    first = [("user", "Let's plan the archive move."), ("assistant", "Which storage class do you want for it?")]
+    then = [("user", "Glacier, please."), ("assistant", "Glacier it is.")]
+    before = summarise(*first)
+    assert "awaiting a reply: Which storage class do you want for it?" in section(before, "Open questions")
+    # When the next pass reads the reply
+    after = ExtractiveSummariser().summarise(before, conversation(then, start=3))
+    # Then the question is answered, as one pass over both would have it
+    assert "storage class" not in section(after, "Open questions")
+    assert after == summarise(*first, *then)

@@ -255,16 +255,19 @@ def _decision(text: str, rest: str) -> Statement:
     return Statement("decision", text, "decision-" + (slug(rest) or hash_key(text)))
 
 
-def _decided(text: str, norm: str, *, user: bool) -> Statement | None:
-    """A decision ``text`` records (``norm``: it with lead words off), after a label too, or None."""
+def _decided(text: str, norm: str, *, user: bool, done: bool = False) -> Statement | None:
+    """A decision ``text`` records (``norm``: it with lead words off), after a label too, or None; with
+    ``done``, what an assistant says it has done ("Done: …", "I've booked …") instead."""
     if len(text) > STATEMENT_MAX_CHARS or text.rstrip().endswith("?"):
         return None
     for body in (norm, norm[_label_end(norm) :]):
+        if done:
+            if _DONE.match(body) is not None:
+                return _decision(text, body)
+            continue
         m = _DECISION.match(body) or (_DECISION_USER_ONLY.match(body) if user else None)
         if m is not None:
             return _decision(text, body[m.end() :])
-        if not user and _DONE.match(body) is not None:
-            return _decision(text, body)
     return None
 
 
@@ -413,7 +416,7 @@ def _assistant_clause(clause: str) -> Statement | None:
                     if stated is not None and stated.kind in ("profile", "preference", "fact"):
                         return stated
                     break
-    return None
+    return _decided(text, body_norm, user=False, done=True)
 
 
 def agrees(content: str) -> bool:

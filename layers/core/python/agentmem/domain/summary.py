@@ -7,7 +7,8 @@ The summary is a Markdown document with fixed sections, most important first::
     ## Remembered        what the user asked to remember, word for word, until asked to forget it
     ## Facts             "<key>: <statement>", one per key, the latest value: profile, then preferences, then the rest
     ## Decisions         what either side decided or both agreed ("we decided …", "let's go with …", "Agreed: …")
-    ## Open questions    questions no later message answered (the assistant's: "Asked of the user: …")
+    ## Open questions    questions no later message answered (the assistant's: "Asked of the user: …", or
+                         "…, awaiting a reply: …" when the user's next message is still to come)
     ## Recent topics     what the last few user messages were about (the first to go when space runs out)
 
 ``ExtractiveSummariser`` (the embedded backend's summariser: deterministic, offline, no model) rebuilds it
@@ -25,16 +26,19 @@ What each sentence says is read by ``domain.statements`` (both sides of the conv
   changed keeps its latest value only, and recent topics quoting the old value go with it;
 * **decisions** from either side, a proposal the other side agreed to ("Shall we …?" — "Yes"), and what the
   assistant says it has done ("Done: …", "I've booked …");
-* **open questions**: the user's, until a later assistant sentence that does not defer ("I'll check", "not
-  sure" …) shares at least half of its words (two at least); the assistant's, until the user replies to it;
+* **open questions**: the user's, until the assistant's reply shares a word with it, or a later assistant
+  sentence at least half of its words (two at least), without deferring ("I'll check", "not sure" …); the
+  assistant's, until the user replies to it;
 * **secrets** — a credential (``domain.summary_secrets``, by ``screening.screen``'s rules) is left out of
   everything but the remembered items, which the user asked for; "my password is …" said without asking to
   remember it is left out too. A line that ``screen`` finds steering the model (SPEC §2.5) is never kept,
   even as a remembered item: the checkpoint write would refuse it.
 
 **Size.** Facts, decisions, open questions and recent topics together stay within ``SUMMARY_MAX_TOKENS``
-(2,000 tokens, counted as the context counts them): when a pass would go past it, recent topics go first
-(oldest first), then open questions, decisions, other facts, preferences and profile facts. Remembered items
+(2,000 tokens, counted as the context counts them; at most 60 facts, 60 decisions, 30 open questions and 8
+recent topics whatever the budget): when a pass would go past it, recent topics go first, then the oldest
+open questions, decisions and other facts (taken from whichever holds the most, down to the newest 8, 12 and
+12), then the rest of those, and preferences and profile facts last. Remembered items
 are never cut to fit that budget, only past ``HARD_MAX_TOKENS`` (4,500 tokens for the whole document, and
 never more than ``HARD_MAX_CHARS``), oldest first, with a note saying how many went. A year-long conversation
 therefore keeps a summary of the same bounded size, its most important lines first.
@@ -102,15 +106,19 @@ HARD_MAX_TOKENS = 4_500  # the whole document: remembered items are cut past it,
 SUMMARY_MAX_CHARS = 4 * SUMMARY_MAX_TOKENS  # about the same budget in characters (what a model is told)
 HARD_MAX_CHARS = 19_000  # and never more characters (an entry holds 20,000)
 RECENT_TOPICS_MAX = 8
-OPEN_QUESTIONS_MAX = 12
-DECISIONS_MAX = 25
-FACTS_MAX = 40
+OPEN_QUESTIONS_MAX = 30  # at most, whatever the budget
+DECISIONS_MAX = 60
+FACTS_MAX = 60
+QUESTIONS_FLOOR = 8  # the newest kept of each while older ones of the others can go
+DECISIONS_FLOOR = 12
+FACTS_FLOOR = 12
 TOPIC_CHARS = 120
 
 TITLE = "# Conversation summary"
 SECTION_TITLES = ("Remembered", "Facts", "Decisions", "Open questions", "Recent topics")
 NONE_LINE = "(none)"
 ASKED_OF_THE_USER = "Asked of the user: "
+AWAITING_REPLY = "Asked of the user, awaiting a reply: "  # the last thing the assistant said before the window
 AGREED = "Agreed: "
 
 _KNOWN_SECTIONS = {title.lower(): title for title in SECTION_TITLES}
@@ -136,6 +144,7 @@ class _Summary:
     decisions: list[str] = field(default_factory=list)
     questions: list[str] = field(default_factory=list)
     topics: list[str] = field(default_factory=list)
+    awaiting: set[str] = field(default_factory=set)  # the assistant's questions the user has not replied to yet
     blocks: list[_Block] = field(default_factory=list)
     forgotten: list[str] = field(default_factory=list)
 
@@ -201,6 +210,9 @@ class _Summary:
                               ("Recent topics", state.topics)):
             for item in items[title]:
                 item = leave_out_secrets(item).strip()
+                if item.startswith(AWAITING_REPLY):
+                    item = ASKED_OF_THE_USER + item[len(AWAITING_REPLY) :]
+                    state.awaiting.add(item)
                 if item:
                     target.append(item)
         for b in state.blocks:
@@ -217,13 +229,9 @@ class _Summary:
     def fold(self, messages: Sequence[Message]) -> None:
         previous_keys: list[str] = []  # remembered by the user message before: what "forget it" can take back
         proposed: tuple[str, str] | None = None  # (who, what) the last message proposed
-        # what the assistant asked since the user last spoke (a pass starts at a user message: the questions
-        # the previous pass ended on are the tail of the list)
-        asked: list[str] = []
-        for q in reversed(self.questions):
-            if not q.startswith(ASKED_OF_THE_USER):
-                break
-            asked.append(q)
+        # what the assistant asked since the user last spoke (the previous pass may have ended on it)
+        asked: list[str] = [q for q in self.questions if q in self.awaiting]
+        just_asked: list[str] = []  # what the user asked in the message the assistant is now answering
         for message in messages:
             if message.role == "user":
                 if proposed is not None and proposed[0] == "assistant" and agrees(message.content):
@@ -236,13 +244,19 @@ class _Summary:
                             answers(q[len(ASKED_OF_THE_USER):], words))
                 ]
                 asked = []
+                open_before = set(self.questions)
                 previous_keys, proposed = self._fold_user(message.content, previous_keys)
+                just_asked = [q for q in self.questions if q not in open_before]
             elif message.role == "assistant":
                 if proposed is not None and proposed[0] == "user" and agrees(message.content):
                     self._add(self.decisions, AGREED + proposed[1], DECISIONS_MAX)
                 proposed = None
                 words = answered_words(message.content)
-                self.questions = [q for q in self.questions if q.startswith(ASKED_OF_THE_USER) or not answers(q, words)]
+                self.questions = [  # the reply to a question answers it with a word of it; a later message, with more
+                    q for q in self.questions if q.startswith(ASKED_OF_THE_USER)
+                    or not (content_words(q) & words if q in just_asked else answers(q, words))
+                ]
+                just_asked = []
                 for st in assistant_statements(message.content):
                     if st.kind == "decision":
                         self._add(self.decisions, st.text, DECISIONS_MAX)
@@ -253,6 +267,7 @@ class _Summary:
                     elif st.kind == "question":
                         self._add(self.questions, ASKED_OF_THE_USER + st.text, OPEN_QUESTIONS_MAX)
                         asked.append(ASKED_OF_THE_USER + st.text)
+        self.awaiting = set(asked)
         while len(self.facts) > FACTS_MAX:  # the oldest of the least important kind goes
             rank = max(_fact_rank(key) for key in self.facts)
             del self.facts[next(key for key in self.facts if _fact_rank(key) == rank)]
@@ -340,7 +355,8 @@ class _Summary:
         remembered = list(self.remembered.values())
         grouped = sorted(self.facts.items(), key=lambda kv: _fact_rank(kv[0]))
         facts = [(f"{k}: {text}" if labelled else text, _fact_rank(k)) for k, (text, labelled) in grouped]
-        decisions, questions, topics = list(self.decisions), list(self.questions), list(self.topics)
+        decisions, topics = list(self.decisions), list(self.topics)
+        questions = [AWAITING_REPLY + q[len(ASKED_OF_THE_USER) :] if q in self.awaiting else q for q in self.questions]
         dropped = self.dropped_remembered
 
         def build() -> str:
@@ -359,16 +375,31 @@ class _Summary:
                     out += [block.heading, *block.lines, ""]
             return "\n".join(out).rstrip() + "\n"
 
-        # what goes first when the budget is spent: recent topics, open questions, decisions (oldest first),
-        # then facts: other facts, preferences, profile facts (oldest first in each)
-        budget = sum(_tokens(e) for e in [*topics, *questions, *decisions, *(f for f, _ in facts)])
-        for entries in (topics, questions, decisions):
-            while budget > max_tokens and entries:
-                budget -= _tokens(entries.pop(0))
-        for rank in (2, 1, 0):
-            while budget > max_tokens and any(r == rank for _, r in facts):
-                at = next(i for i, (_, r) in enumerate(facts) if r == rank)
-                budget -= _tokens(facts.pop(at)[0])
+        others = [f for f, r in facts if r == 2]
+        preferences = [f for f, r in facts if r == 1]
+        profile = [f for f, r in facts if r == 0]
+        budget = sum(_tokens(e) for e in [*topics, *questions, *decisions, *others, *preferences, *profile])
+
+        def cut(entries: list[str], keep: int = 0) -> None:
+            nonlocal budget
+            while budget > max_tokens and len(entries) > keep:
+                budget -= _tokens(entries.pop(0))  # the oldest first
+
+        # When the budget is spent: recent topics go first; then the oldest open questions, decisions and
+        # other facts, the largest of them first, down to the newest few of each; then all of those, in that
+        # order; preferences and profile facts last.
+        cut(topics)
+        floors = ((questions, QUESTIONS_FLOOR), (decisions, DECISIONS_FLOOR), (others, FACTS_FLOOR))
+        while budget > max_tokens:
+            above = [(sum(map(_tokens, entries[: len(entries) - keep])), entries) for entries, keep in floors
+                     if len(entries) > keep]
+            if not above:
+                break
+            budget -= _tokens(max(above, key=lambda item: item[0])[1].pop(0))
+        for entries in (questions, decisions, others, preferences, profile):
+            cut(entries)
+        kept = {*profile, *preferences, *others}
+        facts = [(f, r) for f, r in facts if f in kept]
         text = build()
         while (len(text) > HARD_MAX_CHARS or summary_tokens(text) > HARD_MAX_TOKENS) and remembered:
             remembered.pop(0)  # never silently: the note says how many went

@@ -218,7 +218,11 @@ def _latest(sentence: str) -> str:
 def read_fact(sentence: str, body: str) -> Statement | None:
     """The profile fact, preference or other fact ``sentence`` states (``body`` is it with its lead words
     off, quotes straightened), or None."""
-    if body.rstrip().endswith("?") or len(body) > STATEMENT_MAX_CHARS:
+    if len(body) > STATEMENT_MAX_CHARS:
+        return None
+    if _LANGUAGE_REQUEST.match(body) is not None:  # "Could you answer in French?" asks for it
+        return Statement("preference", sentence, "preference-reply-language")
+    if body.rstrip().endswith("?"):
         return None
     if _NAME.match(body) is not None:
         return Statement("profile", sentence, "name")
@@ -261,8 +265,6 @@ def read_fact(sentence: str, body: str) -> Statement | None:
         key = fact_key(subject)
         if key:
             return Statement(_kind(key), _latest(sentence), key)
-    if _LANGUAGE_REQUEST.match(body) is not None:
-        return Statement("preference", sentence, "preference-reply-language")
     m = _PREFERENCE.match(body)
     if m is not None:
         value = m.group("v")

@@ -111,7 +111,9 @@ def fact_key(subject: str) -> str:
     return KEY_SYNONYMS.get(key, key)
 
 
-SUBJECT = re.compile(r"^(?P<s>.{1,80}?)(?:\s+(?:is|are|was|were)\b|\s*[:=])", re.IGNORECASE | re.DOTALL)
+# "the door code is 4512#", "door code: 4512#", "the new parking spot, it's CO-3837"
+SUBJECT = re.compile(r"^(?P<s>.{1,80}?)(?:\s+(?:is|are|was|were)\b|\s*[:=]|\s*[,—–-]+\s*(?:it's|it\s+is)\b)",
+                     re.IGNORECASE | re.DOTALL)
 
 
 def subject_key(text: str) -> str:
