@@ -95,6 +95,41 @@ def test_above_the_threshold_a_graph_answers_the_same_nearest_neighbours(
     assert any(h.fields["conversation"] == "late" for h in near(index, container, "dentist appointment", messages))
 
 
+def test_a_graph_holds_each_distinct_vector_once_so_many_copies_of_a_line_do_not_hide_its_neighbours(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given a partition past the graph threshold where most rows repeat a handful of lines (a journal's
+    # "thanks!"), as one HNSW node per row would link copies to copies and lose the real neighbours
+    monkeypatch.setattr(vector_index, "ANN_THRESHOLD", 100)
+    rng = np.random.default_rng(5)
+    distinct = rng.standard_normal((300, 32)).astype(np.float32)
+    distinct /= np.linalg.norm(distinct, axis=1, keepdims=True)
+    order = np.concatenate([np.arange(300), rng.integers(0, 5, 3000)])  # 300 lines, then 3,000 copies of 5
+    part = vector_index._Partition("message\x1fa\x1fb\x1fc", 32)
+    for begin in range(0, order.size, 500):
+        chunk = order[begin : begin + 500]
+        rows = list(range(begin, begin + len(chunk)))
+        part.add(rows, ["c"] * len(chunk), rows, distinct[chunk])
+    # Then the graph has one node per distinct vector, and finds each line's nearest as an exact scan does
+    assert part.graph is not None and part.nodes == 300 and part.size == 3300
+    for target in range(5, 300, 15):
+        query = distinct[target]
+        best = part.nearest(query, 1)
+        assert best and int(order[best[0][1]]) == target and best[0][0] == pytest.approx(1.0, abs=1e-2)
+    # and a repeated line answers with every live copy of it, at one score
+    copies = part.nearest(distinct[2], 5000)
+    same = [row for score, row in copies if int(order[row]) == 2]
+    assert len(same) == int((order == 2).sum())
+    # When every row of a line goes, its node leaves the graph; a row of a line whose copies remain keeps it
+    part.remove([int(r) for r in np.flatnonzero(order == 2)])
+    assert part.nodes == 299 and all(int(order[row]) != 2 for _, row in part.nearest(distinct[2], 50))
+    part.remove([3])  # line 3 still has copies among the repeats
+    assert part.nodes == 299 and any(int(order[row]) == 3 for _, row in part.nearest(distinct[3], 5))
+    # and a line written again after it went comes back as a node
+    part.add([9000], ["c"], [9000], distinct[2:3])
+    assert part.nodes == 300 and part.nearest(distinct[2], 1)[0][1] == part.sources.tolist().index(9000)
+
+
 def test_reindex_rebuilds_for_a_new_embedder_and_never_mixes_the_old_ones(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
