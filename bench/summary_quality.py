@@ -354,6 +354,18 @@ def plot(results: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
+def dumps(results: dict[str, Any]) -> str:
+    """The results as JSON, one line per pass."""
+    part = results["extractive"]
+    conversations = ",\n".join(
+        f'  {{"key": {json.dumps(c["key"])}, "messages": {c["messages"]}, "passes": [\n'
+        + ",\n".join("   " + json.dumps(row, separators=(",", ":")) for row in c["passes"]) + "\n  ]}"
+        for c in part["conversations"]
+    )
+    text = json.dumps({**results, "extractive": {**part, "conversations": "@conversations"}}, indent=1)
+    return text.replace('"@conversations"', "[\n" + conversations + "\n ]") + "\n"
+
+
 def machine() -> dict[str, Any]:
     return {"python": platform.python_version(), "cpu_count": os.cpu_count(), "platform": platform.platform(),
             "date": dt.date.today().isoformat()}
@@ -388,7 +400,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         json_path, png = out_dir / "summary_quality-quick.json", out_dir / "summary_quality-quick.png"
     else:
         json_path, png = out_dir / "summary_quality.json", ROOT / "docs" / "img" / "summary_quality.png"
-    json_path.write_text(json.dumps(results, indent=1) + "\n")
+    json_path.write_text(dumps(results))
     plot(results, png)
     rewrote = not args.quick and replace_block(ROOT / "docs" / "benchmarks.md", BEGIN, END, markdown(results))
     print(f"wrote {json_path.relative_to(ROOT)} and {png.relative_to(ROOT)}"
