@@ -20,10 +20,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..domain.agents import AgentRecord
-from ..domain.checkpoint_edits import ByHand
 from ..domain.clock import Clock, iso, utcnow
 from ..domain.conversations import CheckpointWritten, ConversationRecord, ConversationRef, Message
 from ..domain.errors import AgentmemError, VersionConflictError
@@ -36,6 +35,9 @@ from ..ports.summariser import Summariser
 from .agent_memory import CallContext
 from .conversations import ConversationService, keeps_checkpoint
 from .entries import SaveRequest
+
+if TYPE_CHECKING:
+    from ..domain.checkpoint_edits import ByHand
 
 MAX_FOLD = 500  # messages one pass folds at most; the rest wait for the next pass
 EDIT_HISTORY_READ = 50  # versions of the checkpoint a pass reads back to find the lines a person wrote
