@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 NODE_STAMP := node_modules/.installed
 ARCH   ?= arm64
 
-.PHONY: install emulators run run-aws test lint typecheck unit bench bench-cold-start layers synth clean
+.PHONY: install emulators run run-aws test fuzz lint typecheck unit bench bench-cold-start layers synth clean
 
 RUN_STAMP := $(VENV)/.run-installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 RUN_AWS_STAMP := $(VENV)/.run-aws-installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
@@ -60,6 +60,9 @@ typecheck: install
 
 test: install emulators lint typecheck  ## everything CI checks
 	$(BIN)/pytest -n 2 --dist loadfile -q $(PYTEST_ARGS)
+
+fuzz: install emulators  ## the API fuzzed from its OpenAPI document, on both backends: no 5xx, every answer as documented
+	$(BIN)/python tests/fuzz/fuzz_api.py
 
 unit: install emulators
 	$(BIN)/pytest -q tests/unit

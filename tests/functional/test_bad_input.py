@@ -332,6 +332,10 @@ for endpoint, case in BODY_ENDPOINTS.items():
                                         headers={"Content-Type": "text/plain"}, field="body"))
     add(f"{endpoint}-octet-stream", _with(case, body=json.dumps(case.body or {}).encode(),
                                           headers={"Content-Type": "application/octet-stream"}, field="body"))
+    for form_id, form in {"multipart": "multipart/form-data", "multipart-boundary": "multipart/form-data; boundary=x",
+                          "multipart-mixed": "multipart/mixed"}.items():
+        add(f"{endpoint}-{form_id}", _with(case, body=json.dumps(case.body or {}).encode(),
+                                           headers={"Content-Type": form}, field="body"))
 for user_id, bad in {"number": 5, "empty": "", "space": "a b", "129-chars": "u" * 129, "list": ["a"]}.items():
     add(f"keys.create-user-{user_id}", _with(_valid("keys.create"), body={"user": bad}, field="user"))
 

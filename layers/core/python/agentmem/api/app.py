@@ -66,9 +66,12 @@ def handle_validation_error(error: RequestValidationError) -> Response[str]:
     return error_response(validation_to_invalid(error))
 
 
+NOT_JSON = InvalidError("the body must be JSON (Content-Type: application/json)", field="body")
+
+
 @app.exception_handler(RequestUnsupportedContentType)
 def handle_unsupported_content_type(_: RequestUnsupportedContentType) -> Response[str]:
-    return error_response(InvalidError("the body must be JSON (Content-Type: application/json)", field="body"))
+    return error_response(NOT_JSON)
 
 
 # characters no agent, memory or entry name, conversation key or user id may hold; a path segment with one
@@ -205,6 +208,8 @@ def _handle(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         return _proxy_error(refused)
     if is_file_write(event.get("httpMethod") or "", path):
         _set_content_type(event, "application/octet-stream")  # a file's bytes, whatever the client called them
+    elif event.get("body") and declared_content_type(event).startswith("multipart/"):
+        return _proxy_error(NOT_JSON)  # the resolver would parse a form itself (and fail on one without a boundary)
     else:
         _default_to_json(event)
     if path not in PUBLIC_PATHS:

@@ -67,6 +67,9 @@ _EXTRA: dict[tuple[str, str], dict[str, str]] = {
     ("get", "/v1/memories/{memory}"): {"404": ""},
     ("delete", "/v1/memories/{memory}"): {"403": "", "404": "", "409": ""},
     ("post", "/v1/memories/{memory}/restore"): {"404": "", "409": ""},
+    ("put", "/v1/agents/{agent}"): {"201": "Created", "409": "The name is in the trash: restore it, or pick another"},
+    ("post", "/v1/agents/{agent}/conversations/{key}/compact"): {"202": "A summary pass is started: its `job_id`"},
+    ("post", "/v1/agents/{agent}/restore"): {"409": "Not in the trash"},
     ("get", "/v1/memories/{memory}/entries"): {"403": "", "404": ""},
     ("get", "/v1/memories/{memory}/entries/{name}"): {"403": "", "404": ""},
     ("put", "/v1/memories/{memory}/entries/{name}"): {
@@ -110,7 +113,8 @@ _MCP_BODY = {
         "type": "object", "required": ["jsonrpc"], "additionalProperties": True,
         "properties": {
             "jsonrpc": {"type": "string", "enum": ["2.0"]},
-            "id": {"description": "A request's id (a string or an integer); absent in a notification"},
+            "id": {"type": ["string", "integer"],
+                   "description": "A request's id (a string or an integer); absent in a notification"},
             "method": {"type": "string", "examples": ["initialize", "tools/list", "tools/call"]},
             "params": {"type": "object"},
         },
@@ -166,10 +170,12 @@ def document(app: APIGatewayRestResolver) -> dict[str, Any]:
             responses = operation.setdefault("responses", {})
             responses.pop("422", None)
             extra = _EXTRA.get((method, path), {})
-            if any(code in extra for code in ("201", "204")) and "200" in responses and method != "put":
+            if any(code in extra for code in ("201", "202", "204")) and "200" in responses and method != "put":
                 responses.pop("200")
             for code, description in extra.items():
-                if code in ("201", "204", "307"):
+                if code == "201" and "content" in responses.get("200", {}):  # a create answers what an update does
+                    responses[code] = {**responses["200"], "description": description}
+                elif code in ("201", "202", "204", "307"):
                     responses[code] = {"description": description}
                 else:
                     responses[code] = _error_response(description or _WHY[code])
@@ -178,6 +184,8 @@ def document(app: APIGatewayRestResolver) -> dict[str, Any]:
                 continue
             for code in ("400", "401", "403"):  # any call may be malformed, unauthenticated, or not its key's
                 responses[code] = _error_response(_WHY[code])
+            if "{" in path:  # what a path names may not exist (or be another account's)
+                responses.setdefault("404", _error_response(_WHY["404"]))
             responses["429"] = {**_error_response(_WHY["429"]), "headers": _RETRY_AFTER}  # and over a rate limit
             if method in ("put", "post"):
                 responses["413"] = _error_response(_WHY["413"])
@@ -203,7 +211,8 @@ def _name_file_paths(spec: dict[str, Any]) -> None:
                                             "description": "The file's bytes, of any type (at most 4 MiB)"}
             if method == "get":
                 operation.setdefault("responses", {})["200"] = {
-                    "description": "The file's bytes, with its type from its name", "content": binary}
+                    "description": "The file's bytes, with its type from its name",
+                    "content": {"*/*": {"schema": {"type": "string", "format": "binary"}}}}
         paths[rule.replace("[\\s\\S]+", "{path}")] = operations
 
 
