@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,6 +61,19 @@ class DeploymentConfig:
     mcp_memory_mb: int = 1024  # the MCP function (POST /v1/mcp): it imports the MCP SDK on a cold start
     # a rejected key is an "Unauthorized" exception, i.e. a Lambda error: alarm only on many of them
     authorizer_error_alarm_threshold: int = 25
+    # the alarms' SNS topic: an address subscribed to it by email (it confirms by the link AWS sends); unset: none
+    alarm_email: str | None = None
+    # reserved concurrency per function (a share of the account's concurrency kept for it, and its ceiling);
+    # unset: unreserved, the function draws on the account's unreserved pool
+    api_reserved_concurrency: int | None = None
+    mcp_reserved_concurrency: int | None = None
+    authorizer_reserved_concurrency: int | None = None
+    indexer_reserved_concurrency: int | None = None
+    summarise_reserved_concurrency: int | None = None
+    compaction_reserved_concurrency: int | None = None
+    # the OpenSearch Serverless collection (semantic recall, journal search by meaning); false: recall answers
+    # in keyword mode (``"fallback": "not_configured"``) and the collection's monthly floor is not paid
+    search_collection: bool = True
 
     @classmethod
     def from_context(cls, get: Callable[[str], Any]) -> DeploymentConfig:
@@ -92,6 +106,25 @@ class DeploymentConfig:
                 raise InfraConfigError(f"agentmem:{_camel(name)} is a number of requests, at least 1")
         if not 0 <= self.authorizer_cache_seconds <= 3600:
             raise InfraConfigError("agentmem:authorizerCacheSeconds is between 0 and 3600")
+        for function in FUNCTIONS:
+            reserved = self.reserved_concurrency(function)
+            if reserved is not None and reserved < 1:
+                raise InfraConfigError(
+                    f"agentmem:{function}ReservedConcurrency is at least 1 (0 would stop the function); "
+                    "leave it unset for unreserved"
+                )
+        if self.alarm_email is not None and not _EMAIL.fullmatch(self.alarm_email):
+            raise InfraConfigError(f"agentmem:alarmEmail is an email address, not {self.alarm_email!r}")
+
+    def reserved_concurrency(self, function: str) -> int | None:
+        """The reserved concurrency of the function ``functions/<function>/``, or None (unreserved)."""
+        value: int | None = getattr(self, f"{function}_reserved_concurrency")
+        return value
+
+
+# the functions under functions/, each with its agentmem:<name>ReservedConcurrency
+FUNCTIONS = ("api", "mcp", "authorizer", "indexer", "summarise", "compaction")
+_EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
 
 
 def _camel(snake: str) -> str:
@@ -101,6 +134,12 @@ def _camel(snake: str) -> str:
 
 def _convert(raw: Any, annotation: Any, field_name: str) -> Any:
     kind = str(annotation)
+    if kind.startswith("bool"):
+        if isinstance(raw, bool):
+            return raw
+        if str(raw).strip().lower() in ("true", "false"):
+            return str(raw).strip().lower() == "true"
+        raise InfraConfigError(f"agentmem:{_camel(field_name)} is true or false, not {raw!r}")
     try:
         if kind.startswith("int"):
             return int(raw)

@@ -8,6 +8,9 @@ account's key in the stack's usage plan as ``usageIdentifierKey`` (per-account t
 A missing or unknown key raises ``Exception("Unauthorized")``, which API Gateway turns into a 401.
 Any other failure (the table unreachable) is left to raise: API Gateway answers 500 and nothing
 wrong is cached.
+
+Like the other functions it runs under Powertools' logger (the Lambda context on every line, a refused key
+logged with its reason, never the key) and tracer (a segment per invocation, the key lookup in it).
 """
 
 from __future__ import annotations
@@ -17,15 +20,18 @@ from typing import Any
 from agentmem.bootstrap import get_container
 from agentmem.domain.errors import UnauthorizedError
 from agentmem.domain.models import Principal
+from agentmem.observability import logger, tracer
+from aws_lambda_powertools.utilities.typing import LambdaContext
 
 UNAUTHORIZED = "Unauthorized"  # the exact message API Gateway maps to 401
 
 
-def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+def authorize(event: dict[str, Any]) -> dict[str, Any]:
     container = get_container()
     try:
         principal = container.keys.authenticate(_authorization(event))
-    except UnauthorizedError:
+    except UnauthorizedError as refused:
+        logger.info("key refused", extra={"reason": str(refused)})
         raise Exception(UNAUTHORIZED) from None  # API Gateway's convention for a 401
     allow = {"Action": "execute-api:Invoke", "Effect": "Allow", "Resource": stage_arn(event["methodArn"])}
     answer: dict[str, Any] = {
@@ -36,7 +42,19 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     usage_plan = container.usage_plan_keys
     if usage_plan is not None:  # API Gateway throttles the request by its account's key in the usage plan
         answer["usageIdentifierKey"] = usage_plan.key_for(principal.account_id)
+    logger.append_keys(account_id=principal.account_id)
+    logger.info("key allowed", extra={"kind": principal.kind})
     return answer
+
+
+_instrumented = logger.inject_lambda_context(clear_state=True)(
+    tracer.capture_lambda_handler(lambda event, context: authorize(event), capture_response=False)
+)
+
+
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    result: dict[str, Any] = _instrumented(event, context)
+    return result
 
 
 def _authorization(event: dict[str, Any]) -> str | None:

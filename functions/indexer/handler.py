@@ -31,6 +31,10 @@ A REMOVE made by TTL (``userIdentity.principalId = dynamodb.amazonaws.com``) is 
 old image, to ``on_ttl_removed`` when one is given — the DynamoDB entry store's hook that counts the
 expired entry out of its layer's counter. It runs last for its record: the writes gathered so far (its own
 included) are applied first, and a record whose hook ran is never reported.
+
+A deployment without a search collection (``agentmem:searchCollection=false``: no index configured) still
+subscribes this function to the stream, filtered down to TTL removals: then it only hands each one to the hook
+(``count_ttl_removals``), and a hook that fails has that record and the later ones retried.
 """
 
 from __future__ import annotations
@@ -272,13 +276,29 @@ def _item_identifier(record: DynamoDBRecord) -> dict[str, str]:
     return {"itemIdentifier": sequence or record.event_id or ""}
 
 
-def _from_container() -> tuple[SearchIndex, Embedder, TtlHook | None]:
+def count_ttl_removals(event: dict[str, Any], on_ttl_removed: TtlHook, *, clock: Clock = utcnow) -> dict[str, Any]:
+    """Without a search index: hand every entry TTL removed to the hook, in stream order; the first that fails
+    is reported with the records after it."""
+    now = iso(clock())
+    records = [DynamoDBRecord(raw) for raw in event.get("Records", [])]
+    actions: list[Action] = []
+    for position, record in enumerate(records):
+        try:
+            plan = plan_record(record, now, "")
+            if plan.ttl_image is not None:
+                on_ttl_removed(plan.ttl_image)
+        except Exception:
+            logger.exception("TTL removal not counted", extra={"event_id": record.event_id})
+            return _answer(records, actions, position)
+        actions.append("skip")  # nothing is indexed
+    return _answer(records, actions, None)
+
+
+def _from_container() -> tuple[SearchIndex | None, Embedder | None, TtlHook | None]:
     container = get_container()
     index = container.search_index
-    if index is None:
-        raise RuntimeError("no search index is configured: set AGENTMEM_OPENSEARCH_ENDPOINT")
     embedder = container.embedder
-    if embedder is None:
+    if index is not None and embedder is None:
         raise RuntimeError("no embedder is configured: the indexer writes a vector with every document")
     # the DynamoDB entry store keeps its layer counters right when TTL removes an expired entry
     hook = getattr(container.stores.entries, "on_ttl_removed", None)
@@ -287,6 +307,11 @@ def _from_container() -> tuple[SearchIndex, Embedder, TtlHook | None]:
 
 def _lambda(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     index, embedder, on_ttl_removed = _from_container()
+    if index is None or embedder is None:  # no collection: only TTL removals reach this function
+        if on_ttl_removed is None:
+            raise RuntimeError("no search index is configured (AGENTMEM_OPENSEARCH_ENDPOINT) and the entry "
+                               "store counts no TTL removals: this function has nothing to do")
+        return count_ttl_removals(event, on_ttl_removed)
     return handle(event, index, embedder, context=context, on_ttl_removed=on_ttl_removed)
 
 

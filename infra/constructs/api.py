@@ -146,7 +146,8 @@ class AgentmemApi(Construct):
             arn_label=shared.workspace_arn_label, list_objects=True,
         )
         grant_start_execution(api, state_machine_arn)
-        grant_bedrock_model(api, self.config.embedding_model_id)  # a recall query is embedded first
+        if self.config.search_collection:
+            grant_bedrock_model(api, self.config.embedding_model_id)  # a recall query is embedded first
         return api
 
     def _build_mcp_function(
@@ -163,7 +164,8 @@ class AgentmemApi(Construct):
         # the agent tools read and save entries in the table (search included) and count usage there;
         # they touch no bucket, state machine, collection or model
         grant_table(mcp, table, TABLE_READ + TABLE_WRITE)
-        grant_bedrock_model(mcp, self.config.embedding_model_id)  # its memory__search embeds the query
+        if self.config.search_collection:
+            grant_bedrock_model(mcp, self.config.embedding_model_id)  # its memory__search embeds the query
         return mcp
 
     def _build_authorizer_function(

@@ -57,7 +57,9 @@ class AgentmemFunction(Construct):
         self.spec = spec
         self.role = self._build_role()
         self.log_group = self._build_log_group(config)
-        self.function = self._build_function([*layers.all, *extra_layers], layers.architecture, environment)
+        self.function = self._build_function(
+            [*layers.all, *extra_layers], layers.architecture, environment, config.reserved_concurrency(spec.name)
+        )
         self.log_group.grant_write(self.role)
         self._acknowledge()
 
@@ -77,7 +79,8 @@ class AgentmemFunction(Construct):
         )
 
     def _build_function(
-        self, layers: list[lambda_.ILayerVersion], architecture: lambda_.Architecture, environment: Mapping[str, str]
+        self, layers: list[lambda_.ILayerVersion], architecture: lambda_.Architecture, environment: Mapping[str, str],
+        reserved_concurrency: int | None,
     ) -> lambda_.Function:
         return lambda_.Function(
             self, "Function",
@@ -93,6 +96,7 @@ class AgentmemFunction(Construct):
             timeout=self.spec.timeout,
             tracing=lambda_.Tracing.ACTIVE,
             environment=dict(environment),
+            reserved_concurrent_executions=reserved_concurrency,  # agentmem:<name>ReservedConcurrency
         )
 
     def grant(self, actions: Sequence[str], resources: Sequence[str]) -> None:

@@ -23,8 +23,11 @@ def export_name(config: DeploymentConfig, key: str) -> str:
     return f"{config.name}:{key}"
 
 
-def publish(scope: Construct, config: DeploymentConfig, storage: Storage, search: SearchCollection) -> None:
-    """The stateful stack's outputs, exported under stable names (also what an operator reads)."""
+def publish(
+    scope: Construct, config: DeploymentConfig, storage: Storage, search: SearchCollection | None
+) -> None:
+    """The stateful stack's outputs, exported under stable names (also what an operator reads). Without a
+    search collection (``agentmem:searchCollection=false``) its two are left out."""
     values = {
         "TableName": ("table-name", storage.table.table_name, "AGENTMEM_TABLE"),
         "TableArn": ("table-arn", storage.table.table_arn, "the table's ARN"),
@@ -37,11 +40,21 @@ def publish(scope: Construct, config: DeploymentConfig, storage: Storage, search
         "WorkspaceBucketArn": (
             "workspace-bucket-arn", storage.workspace_bucket.bucket_arn, "the workspace bucket's ARN"
         ),
-        "CollectionArn": ("collection-arn", search.arn, "the search collection's ARN"),
-        "CollectionEndpoint": ("collection-endpoint", search.endpoint, "AGENTMEM_OPENSEARCH_ENDPOINT"),
     }
+    if search is not None:
+        values["CollectionArn"] = ("collection-arn", search.arn, "the search collection's ARN")
+        values["CollectionEndpoint"] = ("collection-endpoint", search.endpoint, "AGENTMEM_OPENSEARCH_ENDPOINT")
     for output_id, (key, value, description) in values.items():
         CfnOutput(scope, output_id, value=value, description=description, export_name=export_name(config, key))
+
+
+@dataclass(frozen=True)
+class SharedCollection:
+    """The search collection as the stateless stack sees it."""
+
+    name: str
+    arn: str
+    endpoint: str
 
 
 @dataclass(frozen=True)
@@ -52,9 +65,7 @@ class SharedResources:
     table_name: str
     journal_bucket: s3.IBucket
     workspace_bucket: s3.IBucket
-    collection_name: str
-    collection_arn: str
-    collection_endpoint: str
+    search: SharedCollection | None  # None: the deployment has no search collection
     journal_arn_label: str  # how cdk-nag names the imported bucket ARNs in its findings
     workspace_arn_label: str
 
@@ -76,8 +87,9 @@ class SharedResources:
         )
         return cls(
             table=table, table_name=imported("table-name"), journal_bucket=journal, workspace_bucket=workspace,
-            collection_name=collection_name(config), collection_arn=imported("collection-arn"),
-            collection_endpoint=imported("collection-endpoint"),
+            search=SharedCollection(
+                name=collection_name(config), arn=imported("collection-arn"), endpoint=imported("collection-endpoint"),
+            ) if config.search_collection else None,
             journal_arn_label=export_name(config, "journal-bucket-arn"),
             workspace_arn_label=export_name(config, "workspace-bucket-arn"),
         )

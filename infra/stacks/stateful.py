@@ -16,10 +16,13 @@ from .shared import publish
 class StatefulStack(Stack):
     def __init__(self, scope: Construct, construct_id: str, *, config: DeploymentConfig, **kwargs: Any) -> None:
         super().__init__(
-            scope, construct_id, description="agentmem: table, journal and workspace buckets, search collection",
+            scope, construct_id,
+            description="agentmem: table, journal and workspace buckets"
+            + (", search collection" if config.search_collection else ""),
             **kwargs,
         )
         self.config = config
         self.storage = Storage(self, "Storage", config=config)
-        self.search = SearchCollection(self, "Search", config=config)
+        # a small install leaves the collection out (agentmem:searchCollection=false): recall is keyword-only
+        self.search = SearchCollection(self, "Search", config=config) if config.search_collection else None
         publish(self, config, self.storage, self.search)

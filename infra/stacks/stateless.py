@@ -41,14 +41,15 @@ class StatelessStack(Stack):
             "AGENTMEM_EMBEDDER": "none",  # only the functions that recall or index embed
         })
         # recall: the collection and its embedder, Titan Text Embeddings V2 on Bedrock (the API and the MCP
-        # function embed queries, the indexer what it indexes)
+        # function embed queries, the indexer what it indexes). Without a collection nothing embeds: recall
+        # answers in keyword mode ("fallback": "not_configured")
         recalling = {
             **settings,
-            "AGENTMEM_OPENSEARCH_ENDPOINT": shared.collection_endpoint,
+            "AGENTMEM_OPENSEARCH_ENDPOINT": shared.search.endpoint,
             "AGENTMEM_EMBEDDER": "bedrock",
             "AGENTMEM_EMBEDDING_MODEL_ID": config.embedding_model_id,
             "AGENTMEM_EMBEDDING_DIMENSION": str(config.embedding_dimension),
-        }
+        } if shared.search is not None else settings
         # the summary pass's model, through Bedrock's Converse API: only the summarise task writes summaries
         summarising = {
             **settings, "AGENTMEM_SUMMARISER": "bedrock", "AGENTMEM_SUMMARY_MODEL_ID": config.summary_model_id,
@@ -66,22 +67,23 @@ class StatelessStack(Stack):
             shared=shared, state_machine_arn=self.summaries.state_machine_arn,
         )
         self.indexer = SearchIndexer(
-            self, "Indexer", config=config, layers=layers, environment=recalling, table=shared.table
+            self, "Indexer", config=config, layers=layers, environment=recalling, table=shared.table,
+            search=shared.search is not None,
         )
         self.compaction = CompactionSchedule(
             self, "Compaction", config=config, layers=layers, environment={**settings, **machine}, shared=shared,
             state_machine_arn=self.summaries.state_machine_arn,
         )
         self.search_access = SearchAccess(
-            self, "SearchAccess", collection_name=shared.collection_name, collection_arn=shared.collection_arn,
+            self, "SearchAccess", collection_name=shared.search.name, collection_arn=shared.search.arn,
             # the MCP function recalls too (memory__search is hybrid): it reads the index like the API
             readers=[self.api.handler.role, self.api.mcp_handler.role], writers=[self.indexer.indexer.role],
-        )
+        ) if shared.search is not None else None
         self.monitoring = self._build_monitoring(config)
         self._build_outputs()
 
     def _build_monitoring(self, config: DeploymentConfig) -> Monitoring:
-        monitoring = Monitoring(self, "Alarms")
+        monitoring = Monitoring(self, "Alarms", email=config.alarm_email)
         monitoring.watch_functions([
             ("Api", self.api.handler.function, 1),
             ("Mcp", self.api.mcp_handler.function, 1),
@@ -92,6 +94,10 @@ class StatelessStack(Stack):
         ])
         monitoring.watch_api(self.api.rest_api)
         monitoring.watch_state_machine(self.summaries.state_machine)
+        monitoring.watch_queue(
+            "CompactionFailedSweeps", self.compaction.failed_sweeps,
+            "agentmem compaction: a scheduled sweep could not be delivered to its function after its retries",
+        )
         monitoring.watch_indexing(self.indexer.indexer.function, self.indexer.failed_batches)
         return monitoring
 
@@ -101,3 +107,5 @@ class StatelessStack(Stack):
         )
         CfnOutput(self, "StateMachineArn", value=self.summaries.state_machine_arn,
                   description="AGENTMEM_STATE_MACHINE_ARN")
+        CfnOutput(self, "AlarmTopicArn", value=self.monitoring.topic.topic_arn,
+                  description="The SNS topic every alarm notifies: subscribe your pager, chat or email to it")

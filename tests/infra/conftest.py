@@ -23,6 +23,11 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "18,20")
 os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
 
 STACKS = ("Stateful", "Stateless")
+# how each function under functions/ begins its logical id in the stateless template
+FUNCTION_LOGICAL_PREFIX = {
+    "api": "ApiFunction", "mcp": "ApiMcpFunction", "authorizer": "ApiAuthorizerFunction", "indexer": "IndexerFunction",
+    "summarise": "SummariesSummariseFunction", "compaction": "CompactionFunction",
+}
 
 
 @dataclass
@@ -40,11 +45,43 @@ class Synthesis:
     def resources(self, stack: str, kind: str) -> dict[str, dict[str, Any]]:
         return {k: v for k, v in self.templates[stack]["Resources"].items() if v["Type"] == kind}
 
+    def function(self, name: str) -> dict[str, Any]:
+        """The function ``functions/<name>/`` as the stateless template declares it."""
+        functions = self.resources("Stateless", "AWS::Lambda::Function")
+        return next(f for logical_id, f in functions.items() if logical_id.startswith(FUNCTION_LOGICAL_PREFIX[name]))
+
+
+# a small install: no search collection, alarms mailed, some functions with reserved concurrency
+SMALL_INSTALL = {
+    "agentmem:searchCollection": "false", "agentmem:alarmEmail": "oncall@example.com",
+    "agentmem:apiReservedConcurrency": "40", "agentmem:authorizerReservedConcurrency": "10",
+}
+
 
 @pytest.fixture(scope="session")
 def synthesis(tmp_path_factory: pytest.TempPathFactory) -> Synthesis:
+    return synthesise(tmp_path_factory, {})
+
+
+@pytest.fixture(scope="session")
+def small_synthesis(tmp_path_factory: pytest.TempPathFactory) -> Synthesis:
+    """The app as a small install configures it (``SMALL_INSTALL``)."""
+    return synthesise(tmp_path_factory, SMALL_INSTALL)
+
+
+@pytest.fixture(params=["default", "small install"])
+def each_synthesis(request: pytest.FixtureRequest) -> Synthesis:
+    """Each way the app is synthesised here: as configured by default, and as a small install."""
+    name = "synthesis" if request.param == "default" else "small_synthesis"
+    found: Synthesis = request.getfixturevalue(name)
+    return found
+
+
+def synthesise(tmp_path_factory: pytest.TempPathFactory, context: dict[str, str]) -> Synthesis:
     from infra import nag
     from infra.application import build_app
+
+    nag.ACKNOWLEDGED.clear()  # what this synthesis acknowledges, not an earlier one's
 
     # no `make layers` in tests: stand-ins with a recipe file beside a one-package python/ folder
     stand_ins = {}
@@ -59,7 +96,7 @@ def synthesis(tmp_path_factory: pytest.TempPathFactory) -> Synthesis:
     outdir = tmp_path_factory.mktemp("cdk.out")
     started = time.perf_counter()
     app, _, _ = build_app(
-        {"agentmem:depsLayerDir": str(stand_ins["deps"]), "agentmem:mcpLayerDir": str(stand_ins["mcp"])},
+        {"agentmem:depsLayerDir": str(stand_ins["deps"]), "agentmem:mcpLayerDir": str(stand_ins["mcp"]), **context},
         outdir=str(outdir),
     )
     error = None

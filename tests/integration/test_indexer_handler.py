@@ -22,7 +22,7 @@ from botocore.credentials import Credentials
 from fake_opensearch import serve
 from moto_server import FakeLambdaContext
 
-from functions.indexer.handler import entry_text, handle, lambda_handler
+from functions.indexer.handler import count_ttl_removals, entry_text, handle, lambda_handler
 
 EMBEDDER = HashingEmbedder(32)
 NOW = "2026-03-02T09:00:00.000000Z"
@@ -223,12 +223,52 @@ def test_the_lambda_entry_point_indexes_through_the_container(wired: InMemorySea
 
 
 def test_the_lambda_entry_point_says_what_is_missing_from_the_container() -> None:
-    set_container(SimpleNamespace(search_index=None, embedder=EMBEDDER))  # type: ignore[arg-type]
+    # an index without an embedder, or neither an index nor a TTL hook: nothing this function can do
+    stores = SimpleNamespace(entries=SimpleNamespace())
+    cases = [(SimpleNamespace(search_index=InMemorySearchIndex(32), embedder=None, stores=stores), "no embedder"),
+             (SimpleNamespace(search_index=None, embedder=None, stores=stores), "no search index is configured")]
+    for container, message in cases:
+        set_container(container)  # type: ignore[arg-type]
+        try:
+            with pytest.raises(RuntimeError, match=message):
+                lambda_handler(batch(record("INSERT", entry_item("x"))), FakeLambdaContext("agentmem-indexer"))
+        finally:
+            set_container(None)
+
+
+def test_without_a_search_index_the_function_only_counts_ttl_removals() -> None:
+    # Given a deployment without a collection: no index, no embedder, the DynamoDB entry store's TTL hook
+    removed: list[dict[str, Any]] = []
+    stores = SimpleNamespace(entries=SimpleNamespace(on_ttl_removed=removed.append))
+    set_container(SimpleNamespace(search_index=None, embedder=None, stores=stores))  # type: ignore[arg-type]
     try:
-        with pytest.raises(RuntimeError, match=r"no search index is configured: set AGENTMEM_OPENSEARCH_ENDPOINT"):
-            lambda_handler(batch(record("INSERT", entry_item("x"))), FakeLambdaContext("agentmem-indexer"))
+        # When the stream delivers TTL removals (and, were the filter to let one by, an API delete and an insert)
+        answer = lambda_handler(
+            batch(record("REMOVE", entry_item("promo", user="ana"), seq=1, ttl=True),
+                  record("REMOVE", entry_item("deleted"), seq=2), record("INSERT", entry_item("new"), seq=3),
+                  record("REMOVE", entry_item("old-news"), seq=4, ttl=True)),
+            FakeLambdaContext("agentmem-indexer"),
+        )
     finally:
         set_container(None)
+    # Then each TTL removal is counted out through the hook, in order, and nothing else happens
+    assert answer == {"batchItemFailures": []}
+    assert [image["SK"] for image in removed] == [{"S": "E#promo"}, {"S": "E#old-news"}]
+
+
+def test_without_a_search_index_a_failing_count_is_retried_with_the_records_after_it() -> None:
+    counted: list[str] = []
+
+    def hook(image: dict[str, Any]) -> None:
+        if image["SK"] == {"S": "E#b"}:
+            raise ConnectionError("table unreachable")
+        counted.append(image["SK"]["S"])
+
+    answer = count_ttl_removals(
+        batch(*(record("REMOVE", entry_item(name), seq=seq, ttl=True) for seq, name in enumerate("abc", 1))), hook,
+    )
+    assert counted == ["E#a"]
+    assert answer == {"batchItemFailures": [{"itemIdentifier": f"{2:021d}"}, {"itemIdentifier": f"{3:021d}"}]}
 
 
 def message_item(seq: int, content: str, **extra: Any) -> dict[str, Any]:
