@@ -206,7 +206,9 @@ def test_the_checkpoint_lists_its_newest_passes_and_counts_them_all(world: World
 
 # == the property: random edits anywhere, random passes ===================================================
 THINGS = ("deadline", "venue", "budget", "kickoff room", "launch date", "caterer")
-Step = tuple[str, int, int]  # ("edit", where, thing) | ("unedit", which, 0) | ("contradict", thing, 0) | ("pass", n, 0)
+# ("edit", where, thing) | ("note", where, n) | ("unedit", which, 0) | ("contradict", thing, 0) | ("pass", turns, 0)
+# | ("delete", 0, 0)
+Step = tuple[str, int, int]
 
 steps = st.lists(
     st.one_of(
@@ -215,6 +217,7 @@ steps = st.lists(
         st.tuples(st.just("unedit"), st.integers(0, 10_000), st.just(0)),
         st.tuples(st.just("contradict"), st.integers(0, len(THINGS) - 1), st.just(0)),
         st.tuples(st.just("pass"), st.integers(3, 8), st.just(0)),
+        st.tuples(st.just("delete"), st.just(0), st.just(0)),
     ),
     min_size=3, max_size=9,
 )
@@ -229,11 +232,22 @@ def test_property_every_line_by_hand_survives_until_a_message_or_an_edit_removes
     make_agent(world)
     chat = Chat(world, key=f"p{len(jobs.started)}-{world.clock().timestamp():.0f}")
     chat.say(*long_script())
-    entry, _ = chat.summarised(jobs)
+    first, _ = chat.summarised(jobs)
+    entry: Entry | None = first
     theirs: dict[str, str] = {}  # the person's lines still standing → the thing they state ("" for a note)
+    forgotten: set[str] = set()  # what a deleted checkpoint held (the opening's door code, the person's lines)
     said = 1000
     for kind, a, b in script:
-        if kind in ("edit", "note", "unedit"):
+        if kind == "delete":
+            # When the checkpoint is deleted
+            if entry is None:
+                continue
+            world.container.entries.delete(world.account, OWN, entry.name, user="ana")
+            forgotten |= {*theirs, "4471"}
+            theirs, entry = {}, None
+        elif kind in ("edit", "note", "unedit"):
+            if entry is None:
+                continue
             # When a person edits the checkpoint: a line in at any place, or one of theirs out
             lines = (entry.content or "").split("\n")
             if kind == "unedit":
@@ -261,3 +275,5 @@ def test_property_every_line_by_hand_survives_until_a_message_or_an_edit_removes
             content = entry.content or ""
             for line in theirs:
                 assert line in content.split("\n"), (line, content)
+            # and nothing a deleted checkpoint held came back
+            assert not any(gone in content for gone in forgotten), content
