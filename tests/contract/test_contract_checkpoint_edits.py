@@ -10,7 +10,10 @@ from typing import Any
 
 import pytest
 from agentmem.adapters.aws.bedrock import BedrockSummariser
+from agentmem.domain.conversations import Message
 from agentmem.domain.models import Entry
+from agentmem.domain.summary import ExtractiveSummariser
+from agentmem.ports.summariser import Summariser
 from agentmem.services.entries import SaveRequest
 from contract_world import World
 from hypothesis import HealthCheck, given, settings
@@ -223,12 +226,34 @@ steps = st.lists(
 )
 
 
+class Forgetful(Summariser):
+    """A model that drops every line a person wrote (and keeps the rest of what the extractive one writes)."""
+
+    @property
+    def name(self) -> str:
+        return "forgetful"
+
+    def summarise(self, previous: str | None, messages: Sequence[Message]) -> str:
+        text = ExtractiveSummariser().summarise(previous, messages)
+        return "\n".join(ln for ln in text.split("\n") if "CORRECTED" not in ln and "Note by hand" not in ln)
+
+
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(script=steps)
+@given(script=steps, forgetful=st.booleans())
 def test_property_every_line_by_hand_survives_until_a_message_or_an_edit_removes_it(
-    world: World, jobs: PassRunner, script: Sequence[Step]
+    world: World, jobs: PassRunner, script: Sequence[Step], forgetful: bool
 ) -> None:
-    # Given a conversation with a checkpoint (each example its own conversation)
+    # Given a conversation with a checkpoint (each example its own conversation), summarised by the extractive
+    # summariser or by a model that drops the person's lines
+    summariser = world.container.summariser
+    world.container.summariser = (lambda: Forgetful()) if forgetful else summariser  # type: ignore[method-assign]
+    try:
+        edits_and_passes(world, jobs, script)
+    finally:
+        world.container.summariser = summariser  # type: ignore[method-assign]
+
+
+def edits_and_passes(world: World, jobs: PassRunner, script: Sequence[Step]) -> None:
     make_agent(world)
     chat = Chat(world, key=f"p{len(jobs.started)}-{world.clock().timestamp():.0f}")
     chat.say(*long_script())
