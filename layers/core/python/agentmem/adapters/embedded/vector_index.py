@@ -87,7 +87,7 @@ def _vector_key(vector: Vectors) -> int:
 
 @dataclass
 class _Partition:
-    """One partition's vectors in memory: rows in ``sources`` order, a matrix or a graph over them.
+    """One partition's vectors in memory: rows in ``sources`` order, a matrix or a graph over their nodes.
 
     The graph holds each distinct vector once (a *node*), however many rows share it: a journal says "thanks" or
     repeats a line many times, and an HNSW graph whose nodes are many copies of one point links them to each
@@ -100,7 +100,7 @@ class _Partition:
     labels: list[str] = field(default_factory=list)
     seqs: np.ndarray[Any, np.dtype[np.int64]] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     alive: np.ndarray[Any, np.dtype[np.bool_]] = field(default_factory=lambda: np.zeros(0, dtype=bool))
-    matrix: Vectors | None = None  # small partitions
+    matrix: Vectors | None = None  # small partitions: one row per node (a gone node's row stays, never found)
     graph: Any = None  # large ones: a usearch Index keyed by node
     by_label: dict[str, list[int]] = field(default_factory=dict)  # rows of each name or conversation
     node_of: np.ndarray[Any, np.dtype[np.int64]] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
@@ -144,7 +144,8 @@ class _Partition:
                 self.graph.add(np.asarray(fresh, dtype=np.int64), vectors[offsets], threads=1)
         else:
             assert self.matrix is not None
-            self.matrix = np.concatenate([self.matrix, vectors])
+            if fresh:
+                self.matrix = np.concatenate([self.matrix, vectors[offsets]])
             if self.nodes > ANN_THRESHOLD:
                 self._to_graph()
 
@@ -202,10 +203,10 @@ class _Partition:
         assert self.matrix is not None
         graph = Index(ndim=self.dimension, metric="ip", dtype="f16", connectivity=16, expansion_add=64,
                       expansion_search=128)
-        nodes = np.asarray([n for n, first in enumerate(self.node_first) if first >= 0], dtype=np.int64)
-        firsts = np.asarray([self.node_first[n] for n in nodes], dtype=np.int64)
+        nodes = np.flatnonzero(np.array(self.node_first, dtype=np.int64) >= 0)
         for begin in range(0, nodes.size, LOAD_CHUNK):
-            graph.add(nodes[begin : begin + LOAD_CHUNK], self.matrix[firsts[begin : begin + LOAD_CHUNK]], threads=1)
+            chunk = nodes[begin : begin + LOAD_CHUNK]
+            graph.add(chunk, self.matrix[chunk], threads=1)
         self.graph, self.matrix = graph, None
 
     def nearest(self, query: Vectors, k: int, rows: np.ndarray[Any, np.dtype[np.int64]] | None = None,
@@ -215,29 +216,32 @@ class _Partition:
             scores = vectors @ query
             picked = rows
         elif self.graph is not None:
-            return self._nearest_in_graph(query, k)
+            found = self.graph.search(query, min(k, max(self.nodes, 1)))
+            return self._rows_near(np.asarray(found.keys, dtype=np.int64).tolist(),
+                                   (1.0 - np.asarray(found.distances, dtype=np.float64)).tolist(), k)
         else:
             assert self.matrix is not None
-            scores = np.where(self.alive, self.matrix @ query, -np.inf)
-            picked = np.arange(len(scores))
+            if not len(self.matrix):
+                return []
+            live = np.array(self.node_first, dtype=np.int64) >= 0
+            by_node = np.where(live, self.matrix @ query, -np.inf)
+            take = min(k, len(by_node))
+            best = np.argpartition(-by_node, take - 1)[:take]
+            best = best[np.argsort(-by_node[best], kind="stable")]
+            return self._rows_near(best.tolist(), by_node[best].astype(np.float64).tolist(), k)
         if not len(scores):
             return []
         take = min(k, len(scores))
         best = np.argpartition(-scores, take - 1)[:take]
         return [(float(scores[i]), int(picked[i])) for i in best if np.isfinite(scores[i])]
 
-    def _nearest_in_graph(self, query: Vectors, k: int) -> list[tuple[float, int]]:
-        """The nearest nodes, each standing for its live rows (equal scores), until ``k`` rows."""
-        found = self.graph.search(query, min(k, max(self.nodes, 1)))
-        keys = np.asarray(found.keys, dtype=np.int64)
-        distances = np.asarray(found.distances, dtype=np.float64)
+    def _rows_near(self, nodes: Sequence[int], scores: Sequence[float], k: int) -> list[tuple[float, int]]:
+        """The nearest nodes (best first), each standing for its live rows at its score, until ``k`` rows."""
         out: list[tuple[float, int]] = []
-        for node, distance in zip(keys.tolist(), distances.tolist(), strict=True):
-            if not 0 <= node < len(self.node_first):
-                continue  # usearch pads a short answer
-            for row in self._rows_of(node):
-                if self.alive[row]:
-                    out.append((1.0 - distance, row))
+        for node, score in zip(nodes, scores, strict=True):
+            if not 0 <= node < len(self.node_first) or not np.isfinite(score):
+                continue  # usearch pads a short answer; a gone node scores -inf
+            out += [(score, row) for row in self._rows_of(node) if self.alive[row]]
             if len(out) >= k:
                 break
         return out[:k]
@@ -449,7 +453,7 @@ class SqliteVectorIndex(SearchIndex):
 
     def _vectors_of(self, part: _Partition, rows: np.ndarray[Any, np.dtype[np.int64]]) -> Vectors:
         if part.matrix is not None:
-            picked: Vectors = part.matrix[rows]
+            picked: Vectors = part.matrix[part.node_of[rows]]
             return picked
         sources = [int(s) for s in part.sources[rows]]
         kind = part.name.split(_SEP, 1)[0]
