@@ -72,6 +72,7 @@ bench: install
 	$(BIN)/python bench/workspaces.py
 	$(BIN)/python bench/recall_quality.py
 	$(BIN)/python bench/recall_speed.py
+	$(BIN)/python bench/recall_scale.py
 	$(BIN)/python bench/summary_quality.py
 
 bench-cold-start: install
