@@ -25,8 +25,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from recall_data import make_conversations  # noqa: E402
-from recall_quality import ROOT, Agentmem, load_journal, log, machine, run_journal  # noqa: E402
+from recall_data import make_conversations
+from recall_quality import ROOT, Agentmem, load_journal, log, machine, run_journal
 
 SIZES = (25, 100, 300, 1000, 2000)
 SYSTEMS = (("agentmem_hybrid", "agentmem hybrid"), ("agentmem_keyword", "agentmem keyword"),
