@@ -224,6 +224,11 @@ def test_a_version_is_a_whole_number_from_0() -> None:
         ("2026-03-03T09:00:00", "2026-03-03T09:00:00.000000Z"),  # no offset: taken as UTC
         ("2026-03-03 09:00:00Z", "2026-03-03T09:00:00.000000Z"),
         ("2026-03-03", "2026-03-03T00:00:00.000000Z"),
+        # RFC 3339 date-times, what the OpenAPI document's `format: date-time` promises
+        ("2026-03-03t09:00:00.123456789Z", "2026-03-03T09:00:00.123456Z"),  # past microseconds: cut
+        ("2026-06-30T23:59:60Z", "2026-07-01T00:00:00.000000Z"),  # a leap second
+        ("2026-06-30T23:59:60.5-00:00", "2026-07-01T00:00:00.500000Z"),
+        ("2026-12-31T18:59:60-05:00", "2027-01-01T00:00:00.000000Z"),
     ],
 )
 def test_an_iso_8601_expiry_in_the_future_is_accepted_and_stored_as_utc(given: str, stored: str) -> None:
@@ -238,6 +243,8 @@ def test_an_iso_8601_expiry_in_the_future_is_accepted_and_stored_as_utc(given: s
         "",
         "2026-13-01T00:00:00Z",
         "2026-03-03T25:00:00Z",
+        "2026-03-03T09:60:00Z",  # 60 is a second only
+        "2026-03-03T09:00:61Z",
         "03/03/2026",
         "1772528400",
         "2026-03-01T09:00:00Z",  # yesterday

@@ -123,6 +123,9 @@ def test_a_tampered_signature_is_refused(signer: LinkSigner) -> None:
     refused(signer, "GET", key, {**query, "signature": query["signature"].upper()})
     refused(signer, "GET", key, {**query, "signature": query["signature"][:-1]})
     refused(signer, "GET", key, {**query, "signature": ""})
+    # not hex at all: characters outside ASCII (a 403 like any other, never a failure of the server)
+    refused(signer, "GET", key, {**query, "signature": "ø«" + query["signature"][2:]})
+    refused(signer, "GET", key, {**query, "signature": "\udcff"})
 
 
 def test_a_later_expiry_is_refused(signer: LinkSigner, clock: Clock) -> None:

@@ -38,12 +38,18 @@ for module in (system, keys, memories, entries, agents, conversations, workspace
 
 @app.get("/v1/openapi.json", include_in_schema=False)
 def openapi_document() -> Response[str]:
-    return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body=openapi.document_json(app))
+    body = openapi.document_json(app, _base_path())
+    return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body=body)
 
 
 @app.get("/v1/docs", include_in_schema=False)
 def swagger_ui() -> Response[str]:
-    return Response(status_code=200, content_type="text/html", body=openapi.swagger_html(app))
+    return Response(status_code=200, content_type="text/html", body=openapi.swagger_html(app, _base_path()))
+
+
+def _base_path() -> str:
+    event = app.current_event
+    return openapi.base_path(event.path, (event.get("requestContext") or {}).get("path"))
 
 
 def error_body(error: AgentmemError) -> str:

@@ -16,6 +16,9 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 from aws_lambda_powertools.event_handler.openapi.models import Server
 
 from .. import __version__
+from .link_paths import link_paths
+from .responses import type_responses
+from .schemas import PATH_PARAMETER_RULES
 
 TITLE = "agentmem"
 DESCRIPTION = (
@@ -154,9 +157,11 @@ def _error_response(description: str) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": schema}}}
 
 
-def document(app: APIGatewayRestResolver) -> dict[str, Any]:
+def document(app: APIGatewayRestResolver, base_path: str = "/") -> dict[str, Any]:
+    """The document; ``base_path`` is where the API's paths start as its caller reached it (``/prod`` behind
+    API Gateway's stage, ``/`` on ``agentmem serve``): its one server, so that Swagger UI calls the same place."""
     raw = app.get_openapi_json_schema(
-        servers=[Server(url="/")], security_schemes={"bearer": {"type": "http", "scheme": "bearer"}},  # type: ignore[dict-item]
+        servers=[Server(url=base_path)], security_schemes={"bearer": {"type": "http", "scheme": "bearer"}},  # type: ignore[dict-item]
         security=[{"bearer": []}], title=TITLE, version=__version__, description=DESCRIPTION,
     )
     spec: dict[str, Any] = json.loads(raw)
@@ -195,7 +200,18 @@ def document(app: APIGatewayRestResolver) -> dict[str, Any]:
                 operation["requestBody"] = _append_body(schemas)
             if path == "/v1/memories/{memory}/entries/{name}" and method in ("put", "delete"):
                 operation.setdefault("parameters", []).extend(_CONDITIONAL_HEADERS)
+            _constrain_path_parameters(operation)
+    type_responses(spec)
+    spec["paths"].update(link_paths())
     return spec
+
+
+def _constrain_path_parameters(operation: dict[str, Any]) -> None:
+    """The names' rules (domain/rules.py) in the path parameters' schemas."""
+    for parameter in operation.get("parameters", []):
+        rule = PATH_PARAMETER_RULES.get(parameter["name"]) if parameter.get("in") == "path" else None
+        if rule is not None:
+            parameter["schema"] = {**parameter.get("schema", {}), **rule}
 
 
 def _name_file_paths(spec: dict[str, Any]) -> None:
@@ -206,29 +222,41 @@ def _name_file_paths(spec: dict[str, Any]) -> None:
         binary = {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}
         for method, operation in operations.items():
             operation.setdefault("parameters", []).append(_FILE_PATH_PARAMETER)
+            if "operationId" in operation:  # named for {path}, not the pattern's characters
+                operation["operationId"] = operation["operationId"].replace("___s_S___", "__path__")
             if method == "put":
                 operation["requestBody"] = {"required": True, "content": binary,
                                             "description": "The file's bytes, of any type (at most 4 MiB)"}
             if method == "get":
                 operation.setdefault("responses", {})["200"] = {
                     "description": "The file's bytes, with its type from its name",
-                    "content": {"*/*": {"schema": {"type": "string", "format": "binary"}}}}
+                    # bytes (a typed client reads them as a file), whatever type the name gives them
+                    "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
+                                "*/*": {"schema": {"type": "string", "format": "binary"}}}}
         paths[rule.replace("[\\s\\S]+", "{path}")] = operations
 
 
-@cache
-def document_json(app: APIGatewayRestResolver) -> str:
-    return json.dumps(document(app))
+def base_path(event_path: str, request_path: str | None) -> str:
+    """Where the API's paths start for this caller: API Gateway's ``requestContext.path`` carries the stage (or a
+    custom domain's base path) before the path the resolver routes (``/prod/v1/docs`` for ``/v1/docs``)."""
+    if request_path and request_path != event_path and request_path.endswith(event_path):
+        return request_path[: -len(event_path)] or "/"
+    return "/"
 
 
 @cache
-def swagger_html(app: APIGatewayRestResolver) -> str:
+def document_json(app: APIGatewayRestResolver, base_path: str = "/") -> str:
+    return json.dumps(document(app, base_path))
+
+
+@cache
+def swagger_html(app: APIGatewayRestResolver, base_path: str = "/") -> str:
     from aws_lambda_powertools.event_handler.openapi import swagger_ui
     from aws_lambda_powertools.event_handler.openapi.swagger_ui import generate_swagger_html
 
     assets = Path(swagger_ui.__file__).parent
     return generate_swagger_html(
-        document_json(app).replace("</", "<\\/"),
+        document_json(app, base_path).replace("</", "<\\/"),
         (assets / "swagger-ui-bundle.min.js").read_text(encoding="utf-8"),
         (assets / "swagger-ui.min.css").read_text(encoding="utf-8"),
         "",  # the assets are inlined: the page needs no network

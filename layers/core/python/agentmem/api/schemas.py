@@ -2,9 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from ..domain.rules import CATEGORY_PATTERN, NAME_MAX, NAME_PATTERN, USER_ID_PATTERN
+
+# the rules of domain/rules.py as JSON Schema, for the document: the handlers apply them (with their own 400s
+# naming the field), the schema tells a client and a fuzzer what reaches them
+_NAME = {"type": "string", "pattern": f"^{NAME_PATTERN.pattern}$", "minLength": 1, "maxLength": NAME_MAX}
+_USER_ID = {"type": "string", "pattern": f"^{USER_ID_PATTERN.pattern}$", "minLength": 1, "maxLength": 128}
+PATH_PARAMETER_RULES: dict[str, dict[str, Any]] = {
+    "name": _NAME, "agent": _NAME,
+    "memory": {"type": "string", "pattern": f"^(agent:)?{NAME_PATTERN.pattern}$", "minLength": 1,
+               "maxLength": len("agent:") + NAME_MAX},
+    "key": _USER_ID, "user_id": _USER_ID,
+}
 
 
 class StrictBody(BaseModel):
@@ -14,19 +27,29 @@ class StrictBody(BaseModel):
 class SaveEntryBody(StrictBody):
     """Save an entry (SPEC §2.1). The layer comes from `user=`; `visibility` must agree with it."""
 
-    content: str = Field(description="Markdown, 1–20,000 characters")
-    description: str | None = Field(
-        default=None, description="One line, at most 200 characters; required when the entry is new"
+    content: str = Field(
+        description="Markdown, 1–20,000 characters", json_schema_extra={"minLength": 1, "maxLength": 20_000}
     )
-    category: str | None = Field(default=None, description="[a-z0-9_]{1,32}; default `note`")
-    importance: float | None = Field(default=None, description="0.0–1.0; default 0.5")
+    description: str | None = Field(
+        default=None, description="One line, at most 200 characters; required when the entry is new",
+        json_schema_extra={"maxLength": 200},
+    )
+    category: str | None = Field(
+        default=None, description="[a-z0-9_]{1,32}; default `note`",
+        json_schema_extra={"pattern": f"^{CATEGORY_PATTERN.pattern}$"},
+    )
+    importance: float | None = Field(
+        default=None, description="0.0–1.0; default 0.5", json_schema_extra={"minimum": 0, "maximum": 1}
+    )
     visibility: Literal["private", "shared", "read_only"] | None = None
-    expires_at: str | None = Field(
+    expires_at: Annotated[str, Field(json_schema_extra={"format": "date-time"})] | None = Field(
         default=None,
-        description="ISO-8601 time after which the entry is gone; left out keeps the current one, null removes it",
+        description="An RFC 3339 date-time in the future after which the entry is gone (`2027-01-31T12:00:00Z`; "
+                    "without an offset it is UTC); left out keeps the current one, null removes it",
     )
     version: int | None = Field(
-        default=None, description="Land only if the stored version is this (0 = must not exist)"
+        default=None, description="Land only if the stored version is this (0 = must not exist)",
+        json_schema_extra={"minimum": 0},
     )
 
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 Clock = Callable[[], datetime]
 
@@ -17,9 +18,19 @@ def iso(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+_LEAP_SECOND = re.compile(r"(?<=[Tt ]\d\d:\d\d:)60(?=[.,Zz+-]|$)")
+
+
 def parse_iso(text: str) -> datetime:
-    """Parse ISO-8601; a time without an offset is taken as UTC."""
-    moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    """Parse ISO-8601 (every RFC 3339 date-time among them); a time without an offset is taken as UTC. A leap
+    second (``23:59:60Z``, which RFC 3339 allows and Python's datetime cannot hold) is the second after ``:59``."""
+    normalised = text.replace("Z", "+00:00").replace("z", "+00:00")
+    leap = _LEAP_SECOND.search(normalised)
+    if leap is not None:
+        normalised = normalised[: leap.start()] + "59" + normalised[leap.end():]
+    moment = datetime.fromisoformat(normalised)
+    if leap is not None:
+        moment += timedelta(seconds=1)
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.astimezone(UTC)

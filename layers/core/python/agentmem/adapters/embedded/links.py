@@ -89,7 +89,8 @@ class LinkSigner:
             raise LinkRefusedError("this link is incomplete: it needs method, expires and signature") from None
         filename = query.get("filename") or None
         expected = self._signature(signed_method, key, expires, size, filename)
-        if not hmac.compare_digest(expected, signature):
+        # as bytes: compare_digest refuses text with non-ASCII characters, which a query can carry
+        if not hmac.compare_digest(expected.encode(), signature.encode("utf-8", "surrogatepass")):
             raise LinkRefusedError("this link's signature does not match: it was altered or is for another file")
         if self.clock() >= expires:
             raise LinkRefusedError("this link has expired; ask for a new one")

@@ -1,0 +1,56 @@
+"""The workspace links (``/v1/links/{key}``) in the OpenAPI document.
+
+They are not routes of the resolver: ``agentmem serve`` answers them beside it (``local/links.py``), and on
+AWS a link is an S3 URL instead. A link carries its own signature, so it needs no API key.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_BYTES = {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}
+_ERROR = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+_QUERY = [
+    {"name": "method", "in": "query", "required": True, "schema": {"type": "string", "enum": ["GET", "PUT"]},
+     "description": "What the link was made for (a download link also answers HEAD)"},
+    {"name": "expires", "in": "query", "required": True, "schema": {"type": "integer"},
+     "description": "When it stops working, in seconds since 1970"},
+    {"name": "size", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 0},
+     "description": "An upload link: the exact size of the body it takes"},
+    {"name": "filename", "in": "query", "required": False, "schema": {"type": "string"},
+     "description": "A download link: the name it is saved as"},
+    {"name": "signature", "in": "query", "required": True, "schema": {"type": "string"}},
+]
+_KEY = {"name": "key", "in": "path", "required": True, "schema": {"type": "string"},
+        "description": "The file's place in the store, as the link names it"}
+_REFUSED = {"description": "The link is incomplete, altered, expired or used with another method (or an upload's "
+                           "body is not its signed size)", "content": _ERROR}
+
+
+def _operation(summary: str, responses: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"summary": summary, "tags": ["workspaces"], "security": [], "parameters": [_KEY, *_QUERY],
+            "responses": {**responses, "403": _REFUSED}, **extra}
+
+
+def link_paths() -> dict[str, Any]:
+    download = {
+        "200": {"description": "The file's bytes", "content": _BYTES},
+        "206": {"description": "The part a `Range` header asked for", "content": _BYTES},
+        "404": {"description": "The file is gone", "content": _ERROR},
+        "416": {"description": "The `Range` is outside the file", "content": _ERROR},
+    }
+    return {"/v1/links/{key}": {
+        "get": _operation("Download a workspace file through a link (agentmem serve; on AWS an S3 URL)", download),
+        "head": _operation("A download link's file: its size and type, without the bytes",
+                           {"200": {"description": "The file's headers"}, "404": download["404"]}),
+        "put": _operation(
+            "Upload a workspace file through a link (agentmem serve; on AWS an S3 URL)",
+            {"200": {"description": "Stored", "content": {"application/json": {"schema": {
+                "type": "object", "required": ["size_bytes"],
+                "properties": {"size_bytes": {"type": "integer", "minimum": 0}}}}}},
+             "400": {"description": "No `Content-Length` (a chunked body)", "content": _ERROR},
+             "413": {"description": "Over the link's size (at most 100 MB)", "content": _ERROR}},
+            requestBody={"required": True, "content": _BYTES,
+                         "description": "The file's bytes, exactly the link's `size` of them"},
+        ),
+    }}

@@ -1,0 +1,158 @@
+"""The OpenAPI document is a contract a client can be generated from: it validates, ``openapi-python-client``
+generates a typed client from it offline, and that client saves, reads and searches entries and writes and
+reads a workspace file against a real ``agentmem serve``, parsing each answer into the models the document
+names. The document's server honours the stage API Gateway serves it under."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+import requests
+from functional_support import Server
+
+PACKAGE = "agentmem_generated_client"
+GENERATOR = Path(sys.executable).with_name("openapi-python-client")
+
+
+@pytest.fixture(scope="module")
+def document(server: Server) -> dict[str, Any]:
+    response = requests.get(server.url("/v1/openapi.json"), timeout=10)
+    assert response.status_code == 200
+    found: dict[str, Any] = response.json()
+    return found
+
+
+@pytest.fixture(scope="module")
+def generated(server: Server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
+    """The client openapi-python-client generates from the served document (no network: a file on disk)."""
+    workdir = tmp_path_factory.mktemp("generated-client")
+    spec = workdir / "openapi.json"
+    spec.write_bytes(requests.get(server.url("/v1/openapi.json"), timeout=10).content)
+    env = {**os.environ, "PATH": f"{GENERATOR.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    done = subprocess.run(
+        [str(GENERATOR), "generate", "--path", str(spec), "--meta", "none", "--output-path", str(workdir / PACKAGE)],
+        capture_output=True, text=True, env=env, timeout=120, check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    # every operation and every answer made it into the client: nothing was left out with a warning
+    assert "Warning" not in done.stdout + done.stderr, done.stdout + done.stderr
+    sys.path.insert(0, str(workdir))
+    try:
+        yield importlib.import_module(PACKAGE)
+    finally:
+        sys.path.remove(str(workdir))
+        for name in [m for m in sys.modules if m == PACKAGE or m.startswith(PACKAGE + ".")]:
+            del sys.modules[name]
+
+
+def _module(package: ModuleType, dotted: str) -> Any:
+    return importlib.import_module(f"{package.__name__}.{dotted}")
+
+
+def test_the_document_is_valid_openapi(document: dict[str, Any]) -> None:
+    from openapi_spec_validator import validate
+
+    validate(document)  # raises with the first problem
+    assert document["servers"] == [{"url": "/"}]  # agentmem serve: the paths start at the root
+
+
+def test_the_document_carries_the_request_rules_and_the_link_routes(document: dict[str, Any]) -> None:
+    save = document["paths"]["/v1/memories/{memory}/entries/{name}"]["put"]
+    by_name = {p["name"]: p["schema"] for p in save["parameters"] if p["in"] == "path"}
+    assert by_name["name"]["pattern"] == "^[a-z0-9._-]{1,64}$" and by_name["name"]["maxLength"] == 64
+    assert by_name["memory"]["pattern"] == "^(agent:)?[a-z0-9._-]{1,64}$"
+    body = document["components"]["schemas"]["SaveEntryBody"]["properties"]
+    assert (body["content"]["minLength"], body["content"]["maxLength"]) == (1, 20_000)
+    assert body["description"]["maxLength"] == 200
+    assert (body["importance"]["minimum"], body["importance"]["maximum"]) == (0, 1)
+    assert body["category"]["pattern"] == "^[a-z0-9_]{1,32}$"
+    assert {"format": "date-time", "type": "string"} in body["expires_at"]["anyOf"]
+    links = document["paths"]["/v1/links/{key}"]
+    assert set(links) == {"get", "head", "put"}
+    assert all(operation["security"] == [] for operation in links.values())  # a link needs no key
+
+
+def test_a_generated_client_saves_reads_and_searches_entries(
+    generated: ModuleType, server: Server, http: requests.Session, memory: str
+) -> None:
+    client = generated.AuthenticatedClient(base_url=server.base_url, token=server.key)
+    models = _module(generated, "models")
+    save = _module(generated, "api.entries.save_entry_v1_memories_memory_entries_name_put")
+    read = _module(generated, "api.entries.read_entry_v1_memories_memory_entries_name_get")
+    search = _module(generated, "api.entries.search_memory_v1_memories_memory_search_get")
+    expires = datetime.now(UTC).replace(microsecond=0) + timedelta(days=30)
+    # When it saves a new entry, with an expiry typed as the document says (a date-time)
+    body = models.SaveEntryBody(content="Refunds are paid back within 14 days.", description="Refund policy",
+                                category="policy", importance=0.75, expires_at=expires.isoformat())
+    answer = save.sync_detailed(memory, "refunds", client=client, body=body)
+    # Then the 201 parses into the typed model of a saved entry
+    assert answer.status_code == 201, answer.content
+    saved = answer.parsed
+    assert isinstance(saved, models.EntrySaved)
+    assert (saved.name, saved.memory, saved.version, saved.category) == ("refunds", memory, 1, "policy")
+    assert saved.visibility == models.EntrySavedVisibility.SHARED
+    assert saved.expires_at == expires
+    assert isinstance(saved.created_at, datetime)
+    # and a read parses into an entry with its content
+    entry = read.sync(memory, "refunds", client=client)
+    assert isinstance(entry, models.Entry)
+    assert entry.content == "Refunds are paid back within 14 days." and entry.importance == 0.75
+    # and a search into a page of hits with their scores
+    page = search.sync(memory, client=client, q="refund", mode="keyword")
+    assert isinstance(page, models.SearchPage)
+    assert [hit.name for hit in page.items] == ["refunds"]
+    assert 0 < page.items[0].score <= 1 and page.mode == models.SearchPageMode.KEYWORD
+    # and an answer outside 2xx parses into the error shape
+    missing = read.sync_detailed(memory, "no-such-entry", client=client)
+    assert missing.status_code == 404 and isinstance(missing.parsed, models.Error)
+    assert missing.parsed.error.code == "not_found"
+
+
+def test_a_generated_client_writes_and_reads_a_workspace_file(
+    generated: ModuleType, server: Server, http: requests.Session
+) -> None:
+    client = generated.AuthenticatedClient(base_url=server.base_url, token=server.key)
+    models = _module(generated, "models")
+    types = _module(generated, "types")
+    agent = f"agent-{uuid.uuid4().hex[:8]}"
+    put_agent = _module(generated, "api.agents.put_agent_v1_agents_agent_put")
+    write = _module(generated, "api.workspaces.write_file_v1_agents_agent_conversations_key_workspace_files_path_put")
+    read = _module(generated, "api.workspaces.read_file_v1_agents_agent_conversations_key_workspace_files_path_get")
+    assert put_agent.sync_detailed(agent, client=client, body=models.AgentBody()).status_code == 201
+    data = b"quarter,revenue\nQ3,1200\n"
+    # When it writes a file into a conversation's workspace
+    written = write.sync_detailed(agent, "order-42", "reports/q3.csv", client=client,
+                                  body=types.File(payload=data, file_name="q3.csv"))
+    # Then the answer parses into the file's typed record
+    assert written.status_code == 200, written.content
+    assert isinstance(written.parsed, models.WorkspaceFile)
+    assert (written.parsed.path, written.parsed.size_bytes) == ("reports/q3.csv", len(data))
+    # and reading it back gives its bytes
+    answer = read.sync_detailed(agent, "order-42", "reports/q3.csv", client=client)
+    assert answer.status_code == 200 and answer.content == data
+
+
+def test_behind_api_gateway_the_document_and_swagger_ui_name_the_stage(server: Server) -> None:
+    # Given the requests API Gateway hands the function for /prod/v1/openapi.json and /prod/v1/docs
+    from agentmem.api.app import app
+    from agentmem.local.events import build_rest_event
+
+    for path in ("/v1/openapi.json", "/v1/docs"):
+        event = build_rest_event("GET", path)
+        event["requestContext"] = {**event["requestContext"], "path": f"/prod{path}", "stage": "prod"}
+        answer = app.resolve(event, None)
+        # Then the document's one server is the stage, so Swagger UI calls /prod/v1/...
+        assert answer["statusCode"] == 200
+        assert '"servers": [{"url": "/prod"}]' in answer["body"], path
+    # and on agentmem serve (no stage before the path) it is the root
+    assert requests.get(server.url("/v1/openapi.json"), timeout=10).json()["servers"] == [{"url": "/"}]
