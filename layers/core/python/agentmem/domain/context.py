@@ -162,11 +162,16 @@ def pinned_block(entries: Iterable[Entry], now: datetime) -> Pinned:
 
 @dataclass(frozen=True)
 class IndexSection:
-    """One memory the agent reads: its entries of both layers (``user_id`` None: the account's)."""
+    """One memory the agent reads: its entries of both layers (``user_id`` None: the account's).
+
+    With ``total``, ``entries`` are only the first of the section's ``total`` entries in index order (the
+    user's newest first, then the account's unshadowed newest first): enough of them to fill the index
+    (``index_room``), or none when the index is full before the section starts."""
 
     memory: str
     entries: Sequence[Entry]
     own: bool = False
+    total: int | None = None
 
 
 @dataclass(frozen=True)
@@ -180,8 +185,23 @@ def more_line(count: int, search_tool: str = SEARCH_TOOL_DEFAULT) -> str:
     return f"… {count} more — use {search_tool} to find them"
 
 
+def section_heading(memory: str, own: bool) -> str:
+    return f"Own memory ({memory}):" if own else f"Memory {memory}:"
+
+
 def _section_heading(section: IndexSection) -> str:
-    return f"Own memory ({section.memory}):" if section.own else f"Memory {section.memory}:"
+    return section_heading(section.memory, section.own)
+
+
+def index_line(entry: Entry) -> str:
+    return f"- {entry.name}: {' '.join(entry.description.split())}"
+
+
+def index_room(limit: int = INDEX_CHARS_MAX) -> int:
+    """What a reader of the index may count down from: the text holds the header, then per entry its line
+    and a line end (and its memory's heading and a line end, for the first of a memory). Once more than this
+    is read, the rest of the memories are only counted."""
+    return limit - len(INDEX_HEADER)
 
 
 def _section_entries(section: IndexSection, now: datetime | None) -> list[Entry]:
@@ -201,12 +221,14 @@ def memory_index(
     ordered = sorted(sections, key=lambda section: not section.own)
     # one line per entry, each with the heading of its memory when it is the first of that memory
     items: list[tuple[str | None, str]] = []
+    total = 0
     for section in ordered:
         heading: str | None = _section_heading(section)
-        for entry in _section_entries(section, now):
-            items.append((heading, f"- {entry.name}: {' '.join(entry.description.split())}"))
+        listed = _section_entries(section, now)
+        for entry in listed:
+            items.append((heading, index_line(entry)))
             heading = None
-    total = len(items)
+        total += len(listed) if section.total is None else max(section.total, len(listed))
     if total == 0:
         return IndexPart(text="", shown=0, more=0)
     lines = [INDEX_HEADER]
@@ -218,11 +240,13 @@ def memory_index(
             length += 1 + len(heading)
         length += 1 + len(line)
         lengths.append(length)
-    if lengths[total] <= limit:
+    read = len(items)
+    if read == total and lengths[read] <= limit:
         shown = total
     else:
         shown = max(
-            (k for k in range(total) if lengths[k] + 1 + len(more_line(total - k, search_tool)) <= limit), default=0
+            (k for k in range(min(read, total - 1) + 1)
+             if lengths[k] + 1 + len(more_line(total - k, search_tool)) <= limit), default=0
         )
     for heading, line in items[:shown]:
         if heading is not None:

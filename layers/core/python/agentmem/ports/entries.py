@@ -97,3 +97,48 @@ class EntryStore(ABC):
         With ``limit``, a store that can rank by relevance (BM25, name and description above content) may keep
         only the best ``limit`` of those holding words (never fewer); entries holding ``whole`` always come.
         The domain ranking decides."""
+
+    # --- what the context for a turn reads (SPEC §5): only what it shows ---------------------------
+
+    def index_page(
+        self, layer: Layer, now: str, *, limit: int, cursor: str | None, shadowed_by: Layer | None = None
+    ) -> Page:
+        """The memory index's entries of one layer, without content, newest ``updated_at`` first: live and
+        not checkpoints, and with ``shadowed_by`` (the user's layer of the same memory) none whose name has a
+        live entry there. A store with a query shaped for it overrides this; this one filters pages of
+        ``list_layer``, so its pages may hold fewer than ``limit``."""
+        page = self.list_layer(layer, now, limit=limit, cursor=cursor)
+        items = [e for e in page.items if e.conversation is None]
+        if shadowed_by is not None and items:
+            shadowing = self.existing_names(shadowed_by, [e.name for e in items], now)
+            items = [e for e in items if e.name not in shadowing]
+        return Page(items=items, next_cursor=page.next_cursor)
+
+    def index_count(self, layer: Layer, now: str, *, shadowed_by: Layer | None = None) -> int:
+        """How many entries ``index_page`` would give over all its pages."""
+        total, cursor = 0, None
+        while True:
+            page = self.index_page(layer, now, limit=100, cursor=cursor, shadowed_by=shadowed_by)
+            total += len(page.items)
+            if page.next_cursor is None:
+                return total
+            cursor = page.next_cursor
+
+    def pinning_candidates(self, layer: Layer, now: str, *, limit: int) -> list[Entry]:
+        """The layer's best ``limit`` live entries (with content, checkpoints left out) that qualify for the
+        pinned block (``domain.context.qualifies_for_pinning``): highest importance first, then newest."""
+        from ..domain.context import qualifies_for_pinning
+
+        found: list[Entry] = []
+        cursor: str | None = None
+        while True:
+            page = self.list_layer(layer, now, limit=100, cursor=cursor)
+            found += [e for e in page.items if e.conversation is None and qualifies_for_pinning(e)]
+            if page.next_cursor is None:
+                break
+            cursor = page.next_cursor
+        found.sort(key=lambda e: e.name)
+        found.sort(key=lambda e: e.updated_at, reverse=True)
+        found.sort(key=lambda e: -e.importance)
+        read = (self.get(layer, e.name, now) for e in found[:limit])
+        return [e for e in read if e is not None]

@@ -39,6 +39,7 @@ from ..domain.recall import (
 )
 from ..domain.rules import check_limit
 from ..domain.search import Query, check_query
+from ..domain.summary_author import summariser_of
 from ..domain.surfaces import check_surface, surface_rules
 from ..observability import logger
 from ..ports.conversations import ConversationStore
@@ -51,15 +52,15 @@ READ_LIMIT_MAX = 1000
 SEARCH_LIMIT_DEFAULT = 10
 SEARCH_LIMIT_MAX = 100
 SNIPPET_CHARS = 160
-PINNED_READ = 20  # candidates read whole for the pinned block (it keeps 10; a few may have expired)
+PART_TOKENS_KEPT = 512  # context parts whose token counts are kept (pinned blocks, indexes, summaries)
 PASSES_SHOWN = 20  # the newest passes a checkpoint lists (with the count of all of them)
 PASSES_READ = 60  # versions of its history read for them (edits between passes are versions too)
 
 
 @dataclass(frozen=True)
 class PassLog:
-    """The passes that wrote a checkpoint: the newest ones (``version``, ``at``, ``by``), newest first, and
-    how many there have been since it was made (``total``)."""
+    """The passes that wrote a checkpoint: the newest ones (``version``, ``at``, ``by``, ``summariser``), newest
+    first, and how many there have been since it was made (``total``)."""
 
     items: list[dict[str, Any]]
     total: int
@@ -107,6 +108,7 @@ class ConversationService:
         self.clock = clock
         self.jobs = jobs
         self._count_tokens = count_tokens
+        self._part_tokens: dict[str, int] = {}
         # what else a purge removes with a conversation (its workspace), by name: ref -> counts
         self.purge_hooks: list[Callable[[ConversationRef], dict[str, int]]] = []
 
@@ -363,7 +365,7 @@ class ConversationService:
             raise NotImplementedYetError("summary passes are not configured on this deployment")
         run = self.start_pass(record, reason="compact", again=f".compact.{iso(self.clock())}")
         if run is None:
-            raise UnavailableError("the summary pass could not be started now; try again shortly")
+            raise UnavailableError("the summary pass could not be started now; try again shortly", retry_after=1)
         return run
 
 
@@ -394,7 +396,8 @@ class ConversationService:
             if h.operation == "delete":
                 break  # an earlier checkpoint's, forgotten
             if h.updated_by == "system":
-                passes.append({"version": h.version, "at": h.changed_at, "by": h.updated_by})
+                passes.append({"version": h.version, "at": h.changed_at, "by": h.updated_by,
+                               "summariser": summariser_of(h.description)})
         # the record counts every pass (a conversation from before it did shows what its history keeps)
         return entry, record, PassLog(passes[:PASSES_SHOWN], max(record.passes, len(passes)))
 
@@ -487,12 +490,14 @@ class ConversationService:
         """What the model sees next turn: pinned block, memory index, summary, recent window. Reads only.
         With ``format`` (bedrock, anthropic, openai) its ``messages`` (and ``system``) are in that API's shape."""
         from ..domain.context import (
+            PINNED_MAX,
             IndexSection,
             SummaryPart,
             assemble,
+            index_room,
             memory_index,
             pinned_block,
-            qualifies_for_pinning,
+            section_heading,
         )
         from ..domain.window import effective_cap, recent_window
 
@@ -504,42 +509,74 @@ class ConversationService:
         now = iso(moment)
         cap = effective_cap(ctx.agent.window_messages, record.window_messages if record else None)
         window = recent_window(self.store.tail(ref, cap), cap) if record is not None else []
+        readable = sorted(self.agent_memory.readable(ctx), key=lambda m: m.name != ctx.agent.own_memory)
+        store = self.agent_memory.entries.store
         sections: list[IndexSection] = []
         candidates: list[Entry] = []
-        for memory in self.agent_memory.readable(ctx):
+        room = index_room()
+        for memory in readable:
+            own = memory.name == ctx.agent.own_memory
             users = [memory.user_id] if memory.user_id is not None else ([ctx.user, None] if ctx.user else [None])
-            listed = [e for u in users for e in self._layer(Layer(ref.account_id, memory.name, u), now)]
-            sections.append(IndexSection(memory.name, listed, own=memory.name == ctx.agent.own_memory))
-            candidates += [e for e in listed if qualifies_for_pinning(e)]
-        pinned = pinned_block(self._with_content(candidates, ref.account_id, now), moment)
+            layers = [Layer(ref.account_id, memory.name, u) for u in users]
+            listed: list[Entry] = []
+            total = 0
+            heading = section_heading(memory.name, own)
+            for layer in layers:
+                shadow = layers[0] if layer.user_id is None and len(layers) == 2 else None
+                count = store.index_count(layer, now, shadowed_by=shadow)
+                total += count
+                room = self._index_read(layer, now, shadow, count, room, listed, heading)
+                candidates += store.pinning_candidates(layer, now, limit=PINNED_MAX)
+            sections.append(IndexSection(memory.name, listed, own=own, total=total))
+        pinned = pinned_block(candidates, moment)
         summary = None
         checkpoint = self.checkpoint_entry(ctx, ref) if record is not None else None
         if checkpoint is not None and checkpoint.content:
             summary = SummaryPart(checkpoint.content, record.folded_through if record else 0)
-        built = assemble(pinned, memory_index(sections, now=moment), summary, window, self.count_tokens, cap=cap)
+        built = assemble(pinned, memory_index(sections, now=moment), summary, window, self.part_tokens, cap=cap)
         if fmt is not None:
             built.update(format=fmt, **render(built["messages"], fmt))
         return {"conversation": key, "agent": ctx.agent.name, "user_id": ctx.user, "surface": ctx.surface, **built}
 
-    def _layer(self, layer: Layer, now: str) -> list[Entry]:
-        """A layer's entries without content, newest first, checkpoints left out (every page)."""
-        store = self.agent_memory.entries.store
-        found: list[Entry] = []
-        cursor: str | None = None
-        while True:
-            page = store.list_layer(layer, now, limit=100, cursor=cursor)
-            found += [e for e in page.items if e.conversation is None]
-            if page.next_cursor is None:
-                return found
-            cursor = page.next_cursor
+    def _index_read(
+        self, layer: Layer, now: str, shadow: Layer | None, count: int, room: int, listed: list[Entry],
+        heading: str,
+    ) -> int:
+        """Read the layer's index entries, newest first, into ``listed`` (its memory's, under ``heading``)
+        while the index has ``room`` left (negative: full, nothing more is read); returns the room left.
+        The room counts as ``memory_index`` measures the text, so whatever could show has been read."""
+        from ..domain.context import index_line
 
-    def _with_content(self, candidates: list[Entry], account_id: str, now: str) -> list[Entry]:
-        """The pinning candidates that can make the 10, read whole (a listing carries no content)."""
-        best = sorted(candidates, key=lambda e: e.updated_at, reverse=True)
-        best.sort(key=lambda e: -e.importance)
         store = self.agent_memory.entries.store
-        read = (store.get(Layer(account_id, e.memory, e.user_id), e.name, now) for e in best[:PINNED_READ])
-        return [e for e in read if e is not None]
+        cursor: str | None = None
+        read = 0
+        while room >= 0 and read < count:
+            # a line takes at least 6 characters ("- n: d" and its line end): never more read than can show
+            page = store.index_page(layer, now, limit=max(1, min(count - read, room // 6 + 1, 100)),
+                                    cursor=cursor, shadowed_by=shadow)
+            for entry in page.items:
+                if not listed:
+                    room -= 1 + len(heading)
+                listed.append(entry)
+                room -= 1 + len(index_line(entry))
+            read += len(page.items)
+            if page.next_cursor is None:
+                break
+            cursor = page.next_cursor
+        if read < count:
+            room = -1  # the layer is not read to its end: what follows is only counted
+        return room
+
+    def part_tokens(self, text: str) -> int:
+        """The tokens of a context part, counted once per text: the same entries at the same versions give
+        the same pinned block and index, and the same checkpoint version the same summary."""
+        counted = self._part_tokens.get(text)
+        if counted is None:
+            counted = self.count_tokens(text)
+            if len(self._part_tokens) >= PART_TOKENS_KEPT:
+                self._part_tokens.pop(next(iter(self._part_tokens)))
+            self._part_tokens[text] = counted
+        return counted
 
 
 def _search_offset(cursor: str | None, query: str, conversation: str | None) -> int:

@@ -23,6 +23,8 @@ from .database import Database
 _LIVE = "(expires_at IS NULL OR expires_at > ?)"
 _NAME_KEY = "account_id=? AND memory=? AND layer_user=? AND name=?"
 _LIVE_E = "(e.expires_at IS NULL OR e.expires_at > ?)"
+# what qualifies for the pinned block (domain.context.qualifies_for_pinning), as migration 11's index says it
+_PINNABLE = ("conversation IS NULL AND (visibility = 'read_only' OR (category = 'user_profile' AND importance >= 0.7))")
 _META_COLUMNS = (
     "name, description, category, importance, visibility, version, updated_by, created_at, updated_at, "
     "expires_at, conversation, content_hash, memory, layer_user"
@@ -288,6 +290,35 @@ class SqliteEntryStore(EntryStore):
         next_cursor = _encode_cursor(items[-1].updated_at, items[-1].name) if len(rows) > limit else None
         return Page(items=items, next_cursor=next_cursor)
 
+    def index_page(
+        self, layer: Layer, now: str, *, limit: int, cursor: str | None, shadowed_by: Layer | None = None
+    ) -> Page:
+        where, params = _index_where(layer, now, shadowed_by)
+        if cursor:
+            updated_at, name = _decode_cursor(cursor)
+            where += " AND (updated_at < ? OR (updated_at = ? AND name > ?))"
+            params += [updated_at, updated_at, name]
+        rows = self.db.connection().execute(
+            f"SELECT {_META_COLUMNS} FROM entries WHERE {where} ORDER BY updated_at DESC, name ASC LIMIT ?",
+            (*params, limit + 1),
+        ).fetchall()
+        items = [_row_to_entry(r, with_content=False) for r in rows[:limit]]
+        next_cursor = _encode_cursor(items[-1].updated_at, items[-1].name) if len(rows) > limit else None
+        return Page(items=items, next_cursor=next_cursor)
+
+    def index_count(self, layer: Layer, now: str, *, shadowed_by: Layer | None = None) -> int:
+        where, params = _index_where(layer, now, shadowed_by)  # entries_live alone answers it
+        count: int = self.db.connection().execute(f"SELECT count(*) FROM entries WHERE {where}", params).fetchone()[0]
+        return count
+
+    def pinning_candidates(self, layer: Layer, now: str, *, limit: int) -> list[Entry]:
+        rows = self.db.connection().execute(  # the terms of entries_pinnable's WHERE, word for word
+            f"SELECT * FROM entries WHERE account_id=? AND memory=? AND layer_user=? AND {_PINNABLE} AND {_LIVE} "
+            "ORDER BY importance DESC, updated_at DESC, name ASC LIMIT ?",
+            (layer.account_id, layer.memory, layer.user_key, now, limit),
+        ).fetchall()
+        return [_row_to_entry(r, with_content=True) for r in rows]
+
     def history(self, layer: Layer, name: str, now: str, *, limit: int | None = None) -> list[HistoryItem]:
         rows = self.db.connection().execute(
             "SELECT * FROM entry_history WHERE account_id=? AND memory=? AND layer_user=? AND name=? "
@@ -372,6 +403,17 @@ class SqliteEntryStore(EntryStore):
                 self._remove_expired(conn, row)
             conn.execute("DELETE FROM entry_history WHERE keep_until <= ?", (now,))
         return len(expired)
+
+
+def _index_where(layer: Layer, now: str, shadowed_by: Layer | None) -> tuple[str, list[Any]]:
+    """A layer's live entries, checkpoints left out, and with ``shadowed_by`` none whose name is live there."""
+    where = f"account_id=? AND memory=? AND layer_user=? AND conversation IS NULL AND {_LIVE}"
+    params: list[Any] = [layer.account_id, layer.memory, layer.user_key, now]
+    if shadowed_by is not None:
+        where += (" AND NOT EXISTS (SELECT 1 FROM entries s WHERE s.account_id=? AND s.memory=? AND s.layer_user=? "
+                  "AND s.name=entries.name AND s.conversation IS NULL AND (s.expires_at IS NULL OR s.expires_at > ?))")
+        params += [shadowed_by.account_id, shadowed_by.memory, shadowed_by.user_key, now]
+    return where, params
 
 
 def _conflict_message(name: str, current: int, sent: int) -> str:

@@ -273,4 +273,10 @@ MIGRATIONS: list[Migration] = [
         PRIMARY KEY (account_id, memory, layer_user, name)
     ) WITHOUT ROWID;
     """,
+    # 11: the context's pinned block reads its candidates from this index, best first, never the whole layer
+    # (the terms of its WHERE are the ones entries.py's _PINNABLE queries with, word for word)
+    """
+    CREATE INDEX entries_pinnable ON entries(account_id, memory, layer_user, importance DESC, updated_at DESC, name)
+        WHERE conversation IS NULL AND (visibility = 'read_only' OR (category = 'user_profile' AND importance >= 0.7));
+    """,
 ]
