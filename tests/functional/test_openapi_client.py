@@ -118,6 +118,41 @@ def test_a_generated_client_saves_reads_and_searches_entries(
     assert missing.parsed.error.code == "not_found"
 
 
+def test_a_generated_client_parses_memories_agents_keys_and_the_health_check(
+    generated: ModuleType, server: Server
+) -> None:
+    client = generated.AuthenticatedClient(base_url=server.base_url, token=server.key)
+    models = _module(generated, "models")
+    name = f"mem-{uuid.uuid4().hex[:8]}"
+    put_memory = _module(generated, "api.memories.put_memory_v1_memories_memory_put")
+    list_memories = _module(generated, "api.memories.list_memories_v1_memories_get")
+    put_agent = _module(generated, "api.agents.put_agent_v1_agents_agent_put")
+    create_key = _module(generated, "api.keys.create_key_v1_keys_post")
+    list_keys = _module(generated, "api.keys.list_keys_v1_keys_get")
+    health = _module(generated, "api.system.health_v1_health_get")
+    # a memory made, and found in the list
+    made = put_memory.sync_detailed(name, client=client, body=models.EmptyBody())  # (an optional body: given)
+    assert made.status_code == 201 and isinstance(made.parsed, models.Memory)
+    assert (made.parsed.name, made.parsed.entry_count, made.parsed.deleted_at) == (name, 0, None)
+    memories = list_memories.sync(client=client)
+    assert isinstance(memories, models.MemoryPage) and name in [m.name for m in memories.items]
+    # an agent made that reads it
+    body = models.AgentBody(memories=[models.AttachmentBody(name=name, writable=True)])
+    agent = put_agent.sync_detailed(f"agent-{uuid.uuid4().hex[:8]}", client=client, body=body)
+    assert agent.status_code == 201 and isinstance(agent.parsed, models.Agent)
+    assert [(a.name, a.writable) for a in agent.parsed.memories] == [(name, True)]
+    assert agent.parsed.version == 1 and agent.parsed.own_memory == f"agent:{agent.parsed.name}"
+    # a key made (its secret shown once), then listed without it
+    key = create_key.sync_detailed(client=client, body=models.CreateKeyBody(user="user_7"))
+    assert key.status_code == 201 and isinstance(key.parsed, models.KeyCreated)
+    assert key.parsed.kind == models.KeyCreatedKind.USER and key.parsed.secret.endswith(key.parsed.last4)
+    keys = list_keys.sync(client=client)
+    assert isinstance(keys, models.KeyPage) and key.parsed.id in [k.id for k in keys.items]
+    # and the health check, which needs no key
+    alive = health.sync(client=generated.Client(base_url=server.base_url))
+    assert isinstance(alive, models.Health) and alive.backend == models.HealthBackend.EMBEDDED
+
+
 def test_a_generated_client_writes_and_reads_a_workspace_file(
     generated: ModuleType, server: Server, http: requests.Session
 ) -> None:
@@ -140,6 +175,31 @@ def test_a_generated_client_writes_and_reads_a_workspace_file(
     # and reading it back gives its bytes
     answer = read.sync_detailed(agent, "order-42", "reports/q3.csv", client=client)
     assert answer.status_code == 200 and answer.content == data
+
+
+
+def test_a_generated_client_parses_a_conversation_and_its_messages(
+    generated: ModuleType, server: Server, http: requests.Session
+) -> None:
+    client = generated.AuthenticatedClient(base_url=server.base_url, token=server.key)
+    models = _module(generated, "models")
+    agent = f"agent-{uuid.uuid4().hex[:8]}"
+    assert http.put(server.url(f"/v1/agents/{agent}"), json={}, timeout=10).status_code == 201
+    appended = http.post(server.url(f"/v1/agents/{agent}/conversations/chat-1/messages"), timeout=10, json={
+        "messages": [{"role": "user", "content": "Where is my order?"},
+                     {"role": "tool_call", "tool_name": "orders", "tool_call_id": "c1", "arguments": {"id": 42}}]})
+    assert appended.status_code == 201, appended.text
+    read_conversation = _module(generated, "api.conversations.read_conversation_v1_agents_agent_conversations_key_get")
+    read_messages = _module(generated,
+                            "api.conversations.read_messages_v1_agents_agent_conversations_key_messages_get")
+    conversation = read_conversation.sync(agent, "chat-1", client=client)
+    assert isinstance(conversation, models.Conversation)
+    assert (conversation.key, conversation.agent, conversation.messages) == ("chat-1", agent, 2)
+    messages = read_messages.sync(agent, "chat-1", client=client)
+    assert isinstance(messages, models.MessagePage)
+    roles = models.MessageRole
+    assert [(m.seq, m.role) for m in messages.items] == [(1, roles.USER), (2, roles.TOOL_CALL)]
+    assert messages.items[1].arguments.to_dict() == {"id": 42}
 
 
 def test_behind_api_gateway_the_document_and_swagger_ui_name_the_stage(server: Server) -> None:

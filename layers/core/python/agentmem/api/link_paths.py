@@ -27,6 +27,10 @@ _REFUSED = {"description": "The link is incomplete, altered, expired or used wit
                            "body is not its signed size)", "content": _ERROR}
 
 
+_GONE = {"description": "The file is gone, or this server serves no links (`agentmem serve --backend aws`: its links "
+                     "are S3 URLs)", "content": _ERROR}
+
+
 def _operation(summary: str, responses: dict[str, Any], **extra: Any) -> dict[str, Any]:
     return {"summary": summary, "tags": ["workspaces"], "security": [], "parameters": [_KEY, *_QUERY],
             "responses": {**responses, "403": _REFUSED}, **extra}
@@ -36,19 +40,19 @@ def link_paths() -> dict[str, Any]:
     download = {
         "200": {"description": "The file's bytes", "content": _BYTES},
         "206": {"description": "The part a `Range` header asked for", "content": _BYTES},
-        "404": {"description": "The file is gone", "content": _ERROR},
+        "404": _GONE,
         "416": {"description": "The `Range` is outside the file", "content": _ERROR},
     }
     return {"/v1/links/{key}": {
         "get": _operation("Download a workspace file through a link (agentmem serve; on AWS an S3 URL)", download),
         "head": _operation("A download link's file: its size and type, without the bytes",
-                           {"200": {"description": "The file's headers"}, "404": download["404"]}),
+                           {"200": {"description": "The file's headers"}, "404": _GONE}),
         "put": _operation(
             "Upload a workspace file through a link (agentmem serve; on AWS an S3 URL)",
             {"200": {"description": "Stored", "content": {"application/json": {"schema": {
                 "type": "object", "required": ["size_bytes"],
                 "properties": {"size_bytes": {"type": "integer", "minimum": 0}}}}}},
-             "400": {"description": "No `Content-Length` (a chunked body)", "content": _ERROR},
+             "400": {"description": "No `Content-Length` (a chunked body)", "content": _ERROR}, "404": _GONE,
              "413": {"description": "Over the link's size (at most 100 MB)", "content": _ERROR}},
             requestBody={"required": True, "content": _BYTES,
                          "description": "The file's bytes, exactly the link's `size` of them"},

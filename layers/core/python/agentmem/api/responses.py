@@ -75,6 +75,89 @@ SCHEMAS: dict[str, dict[str, Any]] = {
     },
 }
 
+_STRING = {"type": "string"}
+_INTEGER = {"type": "integer", "minimum": 0}
+_NULLABLE_INTEGER = {"type": ["integer", "null"], "minimum": 0}
+
+
+def _object(required: list[str], properties: dict[str, Any], description: str | None = None) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "required": required, "properties": properties}
+    if description:
+        schema["description"] = description
+    return schema
+
+
+_MEMORY = {
+    "name": _STRING, "user_id": _NULLABLE_STRING, "scope": {"type": "string", "enum": ["account", "user"]},
+    "entry_count": _INTEGER, "attached_to": {"type": "array", "items": _STRING,
+                                            "description": "The agents that attach it"},
+    "created_at": _TIME, "deleted_at": _NULLABLE_TIME, "purge_after": _NULLABLE_TIME,
+}
+_KEY = {
+    "id": _STRING, "kind": {"type": "string", "enum": ["account", "user"]}, "user": _NULLABLE_STRING,
+    "created_at": _TIME, "last4": _STRING,
+}
+_AGENT = {
+    "name": _STRING, "user_id": _NULLABLE_STRING, "scope": {"type": "string", "enum": ["account", "user"]},
+    "own_memory": {"type": "string", "description": "The memory only it writes: `agent:{name}`"},
+    "instructions": _STRING,
+    "memories": {"type": "array", "items": _object(["name", "writable"], {
+        "name": _STRING, "writable": {"type": "boolean"}})},
+    "capabilities": _object(["memory"], {"memory": {"type": "boolean"}}),
+    "window_messages": _NULLABLE_INTEGER,
+    "context": _object(["summary_tokens", "summary_messages"], {
+        "summary_tokens": _INTEGER, "summary_messages": _INTEGER}),
+    "user_conversations_write_shared": {"type": "boolean"},
+    "anonymous_private_writes": {"type": "string", "enum": ["refuse", "shared"]},
+    "version": {"type": "integer", "minimum": 1},
+    "created_at": _TIME, "updated_at": _TIME, "deleted_at": _NULLABLE_TIME, "purge_after": _NULLABLE_TIME,
+}
+_HISTORY = {
+    "name": _STRING, "version": {"type": "integer", "minimum": 1}, "operation": _STRING, "content_hash": _STRING,
+    "updated_by": _STRING, "changed_at": _TIME, "kept_until": _TIME, "description": _NULLABLE_STRING,
+    "content": _NULLABLE_STRING,
+}
+_CONVERSATION = {
+    "key": _STRING, "agent": _STRING, "user_id": _NULLABLE_STRING, "surface": _STRING,
+    "messages": {**_INTEGER, "description": "Messages in its journal"}, "turns": _INTEGER,
+    "covers_through_seq": {**_NULLABLE_INTEGER, "description": "The last message the checkpoint summarises"},
+    "forgotten_through_seq": _NULLABLE_INTEGER, "unfolded_tokens": _INTEGER, "unfolded_messages": _INTEGER,
+    "window_messages": _NULLABLE_INTEGER, "summary_due": {"type": "boolean"},
+    "created_at": _TIME, "updated_at": _TIME, "deleted_at": _NULLABLE_TIME,
+}
+_MESSAGE = {
+    "seq": {"type": "integer", "minimum": 1}, "turn": _INTEGER,
+    "role": {"type": "string", "enum": ["user", "assistant", "tool_call", "tool_result"]},
+    "content": _NULLABLE_STRING, "tool_name": _NULLABLE_STRING, "tool_call_id": _NULLABLE_STRING,
+    "arguments": {"type": ["object", "null"]}, "result": {"description": "A tool_result's result (any JSON)"},
+    "client_id": _NULLABLE_STRING, "created_at": _TIME, "tokens": _NULLABLE_INTEGER,
+}
+SCHEMAS.update({
+    "Memory": _object(list(_MEMORY), _MEMORY),
+    "MemoryPage": _page("Memory"),
+    "Key": _object(list(_KEY), _KEY),
+    "KeyCreated": _object([*_KEY, "secret"], {**_KEY, "secret": {
+        "type": "string", "description": "The key itself: shown this once, never again"}}),
+    "KeyPage": _page("Key"),
+    "UsageCount": _object(["day", "operation", "billable", "count"], {
+        "day": {"type": "string", "format": "date"}, "operation": _STRING, "billable": {"type": "boolean"},
+        "count": _INTEGER}),
+    "UsagePage": _page("UsageCount"),
+    "Health": _object(["status", "version", "backend"], {
+        "status": {"type": "string", "enum": ["ok"]}, "version": _STRING,
+        "backend": {"type": "string", "enum": ["embedded", "aws"]}}),
+    "Agent": _object(list(_AGENT), _AGENT),
+    "AgentPage": _page("Agent"),
+    "HistoryItem": _object(["name", "version", "operation", "changed_at"], _HISTORY),
+    "HistoryPage": _page("HistoryItem"),
+    "WorkspaceFilePage": _page("WorkspaceFile"),
+    "Conversation": _object(list(_CONVERSATION), _CONVERSATION),
+    "ConversationPage": _page("Conversation"),
+    "Message": _object(["seq", "turn", "role", "created_at"], _MESSAGE),
+    "MessagePage": _page("Message"),
+    "CompactionStarted": _object(["job_id"], {"job_id": _STRING}, "The summary pass started"),
+})
+
 _ENTRY = "/v1/memories/{memory}/entries/{name}"
 _FILE = "/v1/agents/{agent}/conversations/{key}/workspace/files/{path}"
 # (method, path) → {status: schema name}
@@ -84,6 +167,27 @@ TYPED: dict[tuple[str, str], dict[str, str]] = {
     ("get", "/v1/memories/{memory}/entries"): {"200": "EntryPage"},
     ("get", "/v1/memories/{memory}/search"): {"200": "SearchPage"},
     ("put", _FILE): {"200": "WorkspaceFile"},
+    ("get", "/v1/agents/{agent}/conversations/{key}/workspace/files"): {"200": "WorkspaceFilePage"},
+    ("get", _ENTRY + "/history"): {"200": "HistoryPage"},
+    ("get", "/v1/memories"): {"200": "MemoryPage"},
+    ("put", "/v1/memories/{memory}"): {"200": "Memory", "201": "Memory"},
+    ("get", "/v1/memories/{memory}"): {"200": "Memory"},
+    ("delete", "/v1/memories/{memory}"): {"200": "Memory"},
+    ("post", "/v1/memories/{memory}/restore"): {"200": "Memory"},
+    ("post", "/v1/keys"): {"201": "KeyCreated"},
+    ("get", "/v1/keys"): {"200": "KeyPage"},
+    ("get", "/v1/usage"): {"200": "UsagePage"},
+    ("get", "/v1/health"): {"200": "Health"},
+    ("get", "/v1/agents"): {"200": "AgentPage"},
+    ("put", "/v1/agents/{agent}"): {"200": "Agent", "201": "Agent"},
+    ("get", "/v1/agents/{agent}"): {"200": "Agent"},
+    ("delete", "/v1/agents/{agent}"): {"200": "Agent"},
+    ("post", "/v1/agents/{agent}/restore"): {"200": "Agent"},
+    ("get", "/v1/agents/{agent}/search"): {"200": "SearchPage"},
+    ("get", "/v1/agents/{agent}/conversations"): {"200": "ConversationPage"},
+    ("get", "/v1/agents/{agent}/conversations/{key}"): {"200": "Conversation"},
+    ("get", "/v1/agents/{agent}/conversations/{key}/messages"): {"200": "MessagePage"},
+    ("post", "/v1/agents/{agent}/conversations/{key}/compact"): {"202": "CompactionStarted"},
 }
 
 
