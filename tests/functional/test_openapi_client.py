@@ -175,6 +175,13 @@ def test_a_generated_client_writes_and_reads_a_workspace_file(
     # and reading it back gives its bytes
     answer = read.sync_detailed(agent, "order-42", "reports/q3.csv", client=client)
     assert answer.status_code == 200 and answer.content == data
+    # and a download link to it parses, and works without the key
+    link = _module(generated, "api.workspaces.create_link_v1_agents_agent_conversations_key_workspace_links_post")
+    made = link.sync_detailed(agent, "order-42", client=client,
+                              body=models.WorkspaceLinkBody(path="reports/q3.csv", expires_in_s=600))
+    assert made.status_code == 201 and isinstance(made.parsed, models.WorkspaceLink)
+    assert (made.parsed.method, made.parsed.expires_in_s) == (models.WorkspaceLinkMethod.GET, 600)
+    assert requests.get(made.parsed.url, timeout=10).content == data
 
 
 

@@ -132,6 +132,7 @@ _MESSAGE = {
     "arguments": {"type": ["object", "null"]}, "result": {"description": "A tool_result's result (any JSON)"},
     "client_id": _NULLABLE_STRING, "created_at": _TIME, "tokens": _NULLABLE_INTEGER,
 }
+_REMOVED = {"type": "object", "additionalProperties": _INTEGER, "description": "How many of each kind went"}
 SCHEMAS.update({
     "Memory": _object(list(_MEMORY), _MEMORY),
     "MemoryPage": _page("Memory"),
@@ -156,6 +157,18 @@ SCHEMAS.update({
     "Message": _object(["seq", "turn", "role", "created_at"], _MESSAGE),
     "MessagePage": _page("Message"),
     "CompactionStarted": _object(["job_id"], {"job_id": _STRING}, "The summary pass started"),
+    "WorkspaceLink": _object(["url", "method", "path", "expires_in_s", "expires_at", "headers"], {
+        "url": {"type": "string", "description": "Works without a key until `expires_at`"},
+        "method": {"type": "string", "enum": ["GET", "PUT"]}, "path": _STRING, "expires_in_s": _INTEGER,
+        "expires_at": _TIME,
+        "headers": {"type": "object", "additionalProperties": _STRING,
+                    "description": "The headers an upload must send with it"},
+    }),
+    "FileDeleted": _object(["path", "deleted"], {"path": _STRING, "deleted": {"type": "boolean"}}),
+    "AgentPurged": _object(["agent", "removed"], {"agent": _STRING, "removed": _REMOVED}),
+    "UserErased": _object(["user", "removed"], {"user": _STRING, "removed": _REMOVED}),
+    "ConversationDeleted": _object(["conversation", "purged", "removed"], {
+        "conversation": _STRING, "purged": {"type": "boolean"}, "removed": _REMOVED}),
 })
 
 _ENTRY = "/v1/memories/{memory}/entries/{name}"
@@ -188,6 +201,11 @@ TYPED: dict[tuple[str, str], dict[str, str]] = {
     ("get", "/v1/agents/{agent}/conversations/{key}"): {"200": "Conversation"},
     ("get", "/v1/agents/{agent}/conversations/{key}/messages"): {"200": "MessagePage"},
     ("post", "/v1/agents/{agent}/conversations/{key}/compact"): {"202": "CompactionStarted"},
+    ("post", "/v1/agents/{agent}/conversations/{key}/workspace/links"): {"201": "WorkspaceLink"},
+    ("delete", _FILE): {"200": "FileDeleted"},
+    ("post", "/v1/agents/{agent}/purge"): {"200": "AgentPurged"},
+    ("delete", "/v1/users/{user_id}"): {"200": "UserErased"},
+    ("delete", "/v1/agents/{agent}/conversations/{key}"): {"200": "ConversationDeleted"},
 }
 
 
