@@ -56,7 +56,7 @@ def test_the_sdks_and_the_clis_own_variables_do_not_stop_the_server(monkeypatch:
 
 
 @pytest.mark.parametrize(("variable", "named", "hint"), [
-    ("AGENTMEM_SUMMARY_MODEL", "AGENTMEM_SUMMARY_MODEL", "AGENTMEM_SUMMARY_MODEL_ID"),
+    ("AGENTMEM_SUMMARY_MODELID", "AGENTMEM_SUMMARY_MODELID", "AGENTMEM_SUMMARY_MODEL_ID"),
     ("AGENTMEM_EMBEDER", "AGENTMEM_EMBEDER", "AGENTMEM_EMBEDDER"),
     ("AGENTMEM_BEDROCK_MODEL_ID", "AGENTMEM_BEDROCK_MODEL_ID", None),  # the summary model's former name
     ("agentmem_tabel", "agentmem_tabel", "AGENTMEM_TABLE"),
@@ -104,8 +104,8 @@ def test_a_flag_given_to_load_settings_wins_over_the_environment(monkeypatch: py
 
 def test_an_unknown_keyword_is_refused() -> None:
     # the infra tests load each function's environment as keywords: a stray one must not pass silently
-    with pytest.raises(ValidationError, match="summary_model"):
-        Settings(summary_model="amazon.nova-micro-v1:0")  # type: ignore[call-arg]
+    with pytest.raises(ValidationError, match="summary_modelid"):
+        Settings(summary_modelid="amazon.nova-micro-v1:0")  # type: ignore[call-arg]
 
 
 def test_the_region_comes_from_lambdas_variable_and_agentmems_wins(monkeypatch: pytest.MonkeyPatch) -> None:

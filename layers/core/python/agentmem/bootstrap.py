@@ -147,6 +147,15 @@ class Container:
             return BedrockSummariser(self.settings.summary_model_id, boto3_session=aws_session(self.settings))
         from .domain.summary import ExtractiveSummariser
 
+        if self.settings.summariser == "openai":
+            from .adapters.openai_summariser import OpenAICompatibleSummariser
+            from .services.summary_fallback import FallbackSummariser
+
+            model = OpenAICompatibleSummariser(
+                self.settings.summary_url or "", self.settings.summary_model or "",
+                api_key=self.settings.summary_api_key, timeout_s=self.settings.summary_timeout_s,
+            )
+            return FallbackSummariser(model, ExtractiveSummariser())
         return ExtractiveSummariser()
 
     def require_adapters(self) -> Adapters:

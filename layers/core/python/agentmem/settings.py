@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field, ValidationError
+from pydantic import AliasChoices, Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PREFIX = "AGENTMEM_"
@@ -51,8 +51,14 @@ class Settings(BaseSettings):
     # the summariser of conversation summaries (SPEC §4.3): the offline extractive one, or Bedrock's Converse.
     # Nova Micro is Bedrock's cheapest text model; outside us-east-1 name its cross-region inference profile
     # (us., eu., apac. + the model id). The stack sets both on the function that summarises.
-    summariser: Literal["extractive", "bedrock"] = "extractive"
+    # "openai" is any OpenAI-compatible /v1/chat/completions endpoint (Ollama, vLLM, LM Studio, a hosted provider),
+    # with the extractive summary written instead when it fails (adapters/openai_summariser.py)
+    summariser: Literal["extractive", "bedrock", "openai"] = "extractive"
     summary_model_id: str = Field(default="amazon.nova-micro-v1:0", min_length=1)
+    summary_url: str | None = None  # openai: the base URL, e.g. http://localhost:11434/v1
+    summary_model: str | None = None  # openai: the model name
+    summary_api_key: str | None = None  # openai: sent as a Bearer token when set
+    summary_timeout_s: float = Field(default=120.0, gt=0)  # openai: of one request (3 attempts in all)
     # recall (SPEC §6.2): the embedder behind the semantic index. "wordllama" ships its model in its wheel (the
     # offline default); "bedrock" is Titan Text Embeddings V2; "openai" any OpenAI-compatible /v1/embeddings
     # endpoint (Ollama, vLLM, LM Studio, a hosted provider); "hashing" a model-free stand-in; "none" turns the
@@ -97,6 +103,12 @@ class Settings(BaseSettings):
     rate_limit_auth_failures_burst: float = Field(default=1_000.0, ge=1)
     # the deployed stack: the API Gateway usage plan the authorizer adds each account to (adapters/aws/usage_plan.py)
     usage_plan: str | None = None
+
+    @model_validator(mode="after")
+    def _summariser_named(self) -> Settings:
+        if self.summariser == "openai" and not (self.summary_url and self.summary_model):
+            raise ValueError("AGENTMEM_SUMMARISER=openai needs AGENTMEM_SUMMARY_URL and AGENTMEM_SUMMARY_MODEL")
+        return self
 
 
 def known_variables() -> frozenset[str]:

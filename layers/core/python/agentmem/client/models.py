@@ -558,8 +558,8 @@ class MessageHit:
 class Checkpoint(Entry):
     """A conversation's checkpoint: the entry ``context.<hash>`` holding its rolling summary, which
     stands for the journal's messages up to ``covers_through_seq``. ``passes`` lists the newest summary
-    passes that wrote it (``version``, ``at``, ``by``), newest first, and ``passes_total`` counts them all;
-    ``lines_by_hand`` is how many of its lines a person wrote (every pass keeps them)."""
+    passes that wrote it (``version``, ``at``, ``by``, ``summariser``), newest first, and ``passes_total``
+    counts them all; ``lines_by_hand`` is how many of its lines a person wrote (every pass keeps them)."""
 
     covers_through_seq: int = 0
     passes: list[dict[str, Any]] = field(default_factory=list, hash=False)

@@ -33,3 +33,8 @@ class Summariser(ABC):
     @abstractmethod
     def summarise(self, previous: str | None, messages: Sequence[Message]) -> str:
         """The new summary: ``previous`` (None: none yet) plus ``messages``, in journal order."""
+
+    def summarise_named(self, previous: str | None, messages: Sequence[Message]) -> tuple[str, str]:
+        """The new summary and the name of what wrote it (this summariser; another, for one that falls
+        back). The pass records the name with the checkpoint."""
+        return self.summarise(previous, messages), self.name

@@ -29,6 +29,7 @@ from ..domain.errors import AgentmemError, VersionConflictError
 from ..domain.models import EntryDraft, Layer, Principal
 from ..domain.rules import HISTORY_DAYS, LAYER_LIMIT
 from ..domain.screening import screen
+from ..domain.summary_author import checkpoint_description
 from ..domain.surfaces import check_surface, surface_rules
 from ..observability import logger
 from ..ports.summariser import Summariser
@@ -176,14 +177,14 @@ class SummaryPass:
         checkpoint = self._checkpoint(plan)
         previous = checkpoint.content if checkpoint is not None else None
         rows = self._folded(plan)
-        text = self.summariser().summarise(previous, rows)
+        text, written_by = _written(self.summariser(), previous, rows)
         theirs = self._lines_by_hand(plan, checkpoint) if checkpoint is not None else []
         carried = carry(previous or "", text, theirs, rows)
         return {
             "skip": False, "summary": carried.text, "lines_by_hand": list(carried.lines_by_hand),
             "base_version": checkpoint.version if checkpoint else 0,
             "expected_folded_through": plan.record.folded_through, "start": plan.start, "end": plan.end,
-            "tokens": sum(m.tokens for m in rows), "messages": len(rows),
+            "tokens": sum(m.tokens for m in rows), "messages": len(rows), "summariser": written_by,
         }
 
     def _lines_by_hand(self, plan: Plan, checkpoint: Any) -> list[ByHand]:
@@ -215,7 +216,7 @@ class SummaryPass:
         layer = Layer(ref.account_id, plan.agent.own_memory, ref.user_id)
         draft = EntryDraft(
             name=ref.checkpoint_name, content=safe_summary(made["summary"], ref.user_id) or "(nothing to keep)",
-            description=f"Summary of conversation {ref.key} through message {made['end']}"[:200],
+            description=checkpoint_description(ref.key, int(made["end"]), str(made.get("summariser") or "unknown")),
             category="checkpoint", importance=0.5, visibility="private" if ref.user_id else "shared",
             conversation=ref.key, updated_by="system",
         )
@@ -245,7 +246,7 @@ class SummaryPass:
         if record.due_since is not None:  # more than one pass's worth was waiting
             self.conversations.start_pass(record, reason="more")
         return {"skip": False, "checkpoint": entry.name, "version": entry.version, "covers_through_seq": made["end"],
-                "sealed": sealed}
+                "sealed": sealed, "summariser": made.get("summariser")}
 
     @staticmethod
     def _as_flushed(plan: Plan | None, flushed: Mapping[str, Any]) -> Plan | None:
@@ -269,6 +270,15 @@ class SummaryPass:
         results["summarise"] = self.summarise(job, results)
         results["write_checkpoint"] = self.write_checkpoint(job, results)
         return {"job": dict(job), "results": results}
+
+
+def _written(summariser: Summariser, previous: str | None, rows: list[Message]) -> tuple[str, str]:
+    """The summary and the name of what wrote it (a summariser that falls back names the fallback)."""
+    named = getattr(summariser, "summarise_named", None)  # a duck-typed summariser may have only summarise
+    if named is not None:
+        text, by = named(previous, rows)
+        return str(text), str(by)
+    return summariser.summarise(previous, rows), str(getattr(summariser, "name", "unknown"))
 
 
 def safe_summary(text: str, user_id: str | None) -> str:
