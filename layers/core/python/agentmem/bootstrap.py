@@ -105,7 +105,8 @@ class Container:
         from .services.summary_pass import SummaryPass
 
         # looked up at each pass, so a summariser patched in (tests, a settings change) takes effect
-        return SummaryPass(self.conversations, lambda: self.summariser(), self.memories.clock)
+        return SummaryPass(self.conversations, lambda: self.summariser(), self.memories.clock,
+                           embedder=lambda: self.embedder)
 
     @cached_property
     def tools(self) -> ToolService:

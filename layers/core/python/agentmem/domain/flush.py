@@ -3,12 +3,16 @@
 Before a summary pass folds messages, ``extract_facts`` reads the durable facts out of them, to be saved as
 entries of the agent's own memory (each save screened as every write, SPEC §2.5):
 
-* only what the **user** stated counts — never an assistant's guess, never tool output;
+* only what the **user** stated counts — never an assistant's guess, never tool output — and what both sides
+  agreed: a proposal or decision of one side that the other's next message agrees to ("Shall we ship on
+  Monday?" — "Yes, let's do that") is a decision, ``Agreed: …``;
 * the sentences are read by the summary's rules (``domain.summary.user_statements``), so the flush and the
   checkpoint agree on what was remembered, forgotten, stated and decided;
 * each fact has a **stable name** (``[a-z0-9._-]{1,64}``) for what it is about, not for its value, so a later
   value saves over the same entry: ``profile-name``, ``profile-email``, ``preference-reply-language``,
-  ``fact-plan``, ``remembered-door-code``, ``decision-<its first words>``; within one batch the latest
+  ``fact-plan``, ``remembered-door-code`` (also for "remember my code 5521": ``remembered-code``, so a new
+  code saves over the old), ``decision-<its first words>``; family ("my daughter is called Maria", "I have
+  two kids") is part of the profile (``profile-daughter``, ``profile-children``); within one batch the latest
   statement of a name wins, and an item remembered then forgotten in the batch is not extracted at all;
 * secrets are left out (``withheld`` statements), except an item the user asked to remember, which is
   kept word for word: its save is screened like any other (forced into the user's layer, or refused where
@@ -25,17 +29,30 @@ updates it instead of adding a duplicate: the Jaccard overlap of the two texts' 
 ``SAME_FACT_THRESHOLD`` (0.6). Deterministic and conservative: "My email is ana@old.example" and "My email
 is ana@new.example" are the same fact (3 of 5 words), "my door code is 4512" and "my locker code is 4512"
 are not (2 of 4); texts of fewer than two content words are the same only when those words are equal.
+
+With an embedder, meaning goes further (``meaning_candidates``, ``closest``): an entry of the same category
+whose embedding's cosine with the fact's is at least the embedder's threshold (``meaning_threshold``: 0.8
+for the offline WordLlama model, where "I'm vegetarian" ~ "The user is vegetarian" is 0.85 and "I'm
+vegetarian" ~ "I'm allergic to peanuts" 0.18; 0.85 for Titan and OpenAI-compatible models; none for the
+hashing stand-in, whose vectors share letters rather than meaning) is the same fact. Never for remembered
+items (a door code and a locker code embed alike), and never against an entry the flush named for another
+subject of its kind (``profile-location`` "I live in Lisbon" and ``profile-job`` "I work in Lisbon" embed
+alike too): those match by name only. Decisions match any decision, whoever named it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from .conversations import Message
 from .screening import screen
-from .summary import Statement, content_words, forget_hits, user_statements
+from .statements import agrees, assistant_statements
+from .summary import AGREED, Statement, content_words, forget_hits, user_statements
+from .summary_words import fact_key, slug, wordset
 
 __all__ = [
     "CONTENT_MAX",
@@ -44,8 +61,11 @@ __all__ = [
     "SAME_FACT_THRESHOLD",
     "FactCategory",
     "FactDraft",
+    "closest",
     "extract_facts",
     "forgotten_names",
+    "meaning_candidates",
+    "meaning_threshold",
     "same_fact",
     "similarity",
 ]
@@ -92,16 +112,42 @@ def _one_line(text: str, limit: int = DESCRIPTION_MAX) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
+# "my code 5521", "my new locker number B-12": an item without "is", named for its subject, not its value
+_MY_ITEM = re.compile(r"^(?:my|our|the)\s+(?:new\s+)?(?P<s>[a-z][a-z -]{0,40}?)\s+(?P<v>\S*\d\S*)\.?$",
+                      re.IGNORECASE)
+FAMILY = wordset(
+    "wife husband partner spouse daughter son kids children child mother father mum mom dad brother sister "
+    "girlfriend boyfriend fiance fiancee grandmother grandfather baby"
+)
+_HAS_FAMILY = re.compile(
+    r"^i\s+(?:have|have\s+got|'ve\s+got)\s+(?:a|an|one|two|three|four|five|six|\d+)\s+"
+    r"(?:kids?|children|child|sons?|daughters?|brothers?|sisters?|grandchildren|grandkids)\b",
+    re.IGNORECASE,
+)
+
+
+def _remembered_key(st: Statement) -> str:
+    m = _MY_ITEM.match(st.text.strip())
+    if m is not None and st.key.endswith(slug(m.group("v"))):
+        return fact_key(m.group("s")) or st.key
+    return st.key
+
+
+def _family(st: Statement) -> bool:
+    return st.kind == "fact" and st.key in FAMILY
+
+
 def _draft(st: Statement) -> FactDraft | None:
     if not st.text.strip() or len(st.text) > CONTENT_MAX:
         return None
     if st.kind == "remember":
         if screen(st.text).injection is not None:
             return None
-        what = "" if st.key.startswith("item-") else f": {_about(st.key, '')}"
-        return FactDraft(_name("remembered", st.key), _one_line(f"Remembered word for word{what}"), st.text,
+        key = _remembered_key(st)
+        what = "" if key.startswith("item-") else f": {_about(key, '')}"
+        return FactDraft(_name("remembered", key), _one_line(f"Remembered word for word{what}"), st.text,
                          "fact", IMPORTANCE_REMEMBERED)
-    if st.kind == "profile":
+    if st.kind == "profile" or _family(st):
         return FactDraft(_name("profile", st.key), _one_line(f"The user's {_about(st.key, 'profile')}"), st.text,
                          "user_profile", IMPORTANCE_PROFILE)
     if st.kind == "preference":
@@ -116,18 +162,48 @@ def _draft(st: Statement) -> FactDraft | None:
     return None
 
 
+def _statements(content: str) -> list[Statement]:
+    """A user message's statements, with "I have two kids" read as a profile fact."""
+    found = user_statements(content)
+    text = content.strip().rstrip(".!")
+    if _HAS_FAMILY.match(text) is not None and "\n" not in text:
+        found = [st for st in found if st.kind != "fact"] + [Statement("profile", content.strip(), "children")]
+    return found
+
+
+def _agreed(proposal: Statement) -> FactDraft:
+    text = AGREED + proposal.text
+    return FactDraft(_name("decision", proposal.key.removeprefix("decision-")), _one_line(f"Decision: {text}"),
+                     text, "decision", IMPORTANCE_DECISION)
+
+
 def extract_facts(messages: Sequence[Message]) -> list[FactDraft]:
     """The durable facts the user stated in ``messages`` (in journal order), one per name, latest value
-    last-stated wins; ordered by when each was last stated."""
+    last-stated wins, and the decisions both sides agreed to; ordered by when each was last stated."""
     drafts: dict[str, FactDraft] = {}
     remembered: dict[str, str] = {}  # key → item, for "forget …"
     facts: dict[str, tuple[str, str]] = {}  # key → (text, draft name)
     previous_keys: list[str] = []
+    proposed: tuple[str, Statement] | None = None  # (who, what) the last message proposed or decided
     for message in messages:
+        if message.role == "assistant":
+            if proposed is not None and proposed[0] == "user" and agrees(message.content):
+                agreed = _agreed(proposed[1])
+                drafts.pop(agreed.name, None)
+                drafts[agreed.name] = agreed
+            proposed = next((("assistant", st) for st in reversed(assistant_statements(message.content))
+                             if st.kind in ("proposal", "decision")), None)
+            continue
         if message.role != "user":
             continue
+        if proposed is not None and proposed[0] == "assistant" and agrees(message.content):
+            agreed = _agreed(proposed[1])
+            drafts.pop(agreed.name, None)
+            drafts[agreed.name] = agreed
+        statements = _statements(message.content)
+        proposed = next((("user", st) for st in reversed(statements) if st.kind == "proposal"), None)
         remembered_now: list[str] = []
-        for st in user_statements(message.content):
+        for st in statements:
             if st.kind == "forget":
                 if st.key or st.target:
                     keys = forget_hits(st, remembered, match_text=True)
@@ -143,8 +219,8 @@ def extract_facts(messages: Sequence[Message]) -> list[FactDraft]:
             if draft is None:
                 continue
             if st.kind == "remember":
-                remembered[st.key] = st.text
-                remembered_now.append(st.key)
+                remembered[_remembered_key(st)] = st.text
+                remembered_now.append(_remembered_key(st))
             elif st.kind != "decision":
                 facts[st.key] = (st.text, draft.name)
             drafts.pop(draft.name, None)
@@ -194,3 +270,38 @@ def similarity(a_text: str, b_text: str) -> float:
 def same_fact(a_text: str, b_text: str) -> bool:
     """Whether two texts state the same fact, by meaning: ``similarity`` ≥ ``SAME_FACT_THRESHOLD``."""
     return similarity(a_text, b_text) >= SAME_FACT_THRESHOLD
+
+
+# the cosine at which an embedder's vectors say the same fact, by the embedder's family (its name's first part)
+SAME_MEANING = {"wordllama": 0.8, "bedrock": 0.85, "openai": 0.85}
+
+
+def meaning_threshold(embedder_name: str) -> float | None:
+    """The cosine of ``SAME_MEANING`` for an embedder (``wordllama/l2_supercat:256`` → 0.8); None: compare by
+    words only."""
+    return SAME_MEANING.get(embedder_name.split("/", 1)[0])
+
+
+_FLUSH_PREFIXES = {"preference": "preference-", "user_profile": "profile-", "fact": "fact-"}
+
+
+def meaning_candidates(name: str, category: str, entries: Mapping[str, tuple[str, str]]) -> list[str]:
+    """The names among ``entries`` (name → (category, content)) that the fact ``name`` of ``category`` may be
+    by meaning (see the module's notes): same category, not a remembered item, not another subject the flush
+    named."""
+    if name.startswith("remembered-"):
+        return []
+    prefix = _FLUSH_PREFIXES.get(category)
+    return [other for other, (kind, content) in entries.items()
+            if kind == category and content.strip() and not other.startswith("remembered-")
+            and not (prefix is not None and other.startswith(prefix))]
+
+
+def closest(vector: Sequence[float], vectors: Mapping[str, Sequence[float]], threshold: float) -> str | None:
+    """The name whose vector has the highest cosine with ``vector``, if it is at least ``threshold``."""
+    def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+        norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+        return sum(x * y for x, y in zip(a, b, strict=False)) / norm if norm else 0.0
+
+    scored = sorted(((cosine(vector, v), name) for name, v in vectors.items()), reverse=True)
+    return scored[0][1] if scored and scored[0][0] >= threshold else None

@@ -7,7 +7,8 @@ the same thing replaces it (a fact that changed keeps only its latest value):
 * **profile** — name ("my name is …", "call me …"), job ("I work as …", "I'm a nurse at …"), employer ("I
   work at …"), location ("I live in …", "I'm based in …", "I moved to Lisbon"), time zone, allergies;
 * **preference** — "I prefer …", "please always …", "from now on …", "reply in Spanish", a diet ("I'm
-  vegetarian", "I don't eat meat"), "I like / love / hate …", "my favourite … is …", keyed
+  vegetarian", "I don't eat meat", "I eat no fish"), "contact me by e-mail", "I like / love / hate …",
+  "my favourite … is …", keyed
   ``preference-<topic>`` (reply language, length, format, tone, units, contact channel, diet …);
 * **fact** — "my <x> is …", "our <x> is now …", "I'm on the Team plan", "the <x> is now … / has changed
   to … / moved to …", "I switched to the Pro tier" (key ``plan``), "we changed the deadline from May 3 to May 10" (key
@@ -90,7 +91,8 @@ _ALLERGY = re.compile(r"^i(?:'m|\s+am)\s+(?:\w+\s+)?(?:allergic\s+to|intolerant\
 _DIET = re.compile(
     r"^(?:i(?:'m|\s+am)\s+(?:now\s+|strictly\s+|fully\s+|a\s+)*(?:vegetarian|vegan|pescatarian|pescetarian|"
     r"gluten[\s-]free|kosher|halal|teetotal|teetotaller)|i\s+(?:don't|do\s+not|can't|cannot|never)\s+eat|"
-    r"i\s+(?:only\s+)?eat\s+(?:only\s+)?(?:vegetarian|vegan|plant[\s-]based|halal|kosher))\b",
+    r"i\s+(?:only\s+)?eat\s+(?:only\s+)?(?:vegetarian|vegan|plant[\s-]based|halal|kosher)|"
+    r"i\s+(?:eat|have)\s+no\s+(?:meat|fish|pork|beef|dairy|seafood|animal\s+products))\b",
     re.IGNORECASE,
 )
 _CHANGE = re.compile(
@@ -136,7 +138,7 @@ _IMPERATIVES = wordset(
 )
 _PREFERENCE = re.compile(
     r"^(?:(?P<prefer>i(?:'d|\s+would)?\s+(?:much\s+|really\s+|generally\s+|usually\s+)?prefer|"
-    r"i(?:'d|\s+would)\s+rather|my\s+preference\s+is(?:\s+for)?|"
+    r"i(?:'d|\s+would)\s+rather|my\s+preference\s+is(?:\s+for)?|(?:please\s+)?(?:only\s+)?(?:contact|reach)\s+me|"
     r"i\s+(?:really\s+)?(?:like|love|hate|dislike|don't\s+like|do\s+not\s+like)\s+it\s+when|"
     r"i\s+(?:want|need)\s+you\s+to\s+(?:always|never)|please\s+(?:always|never|don't\s+ever|do\s+not\s+ever)|"
     r"from\s+now\s+on,?|going\s+forward,?|in\s+(?:the\s+)?future,?)|(?P<bare>always|never))\s+(?P<v>\S.*)$",

@@ -32,6 +32,7 @@ from ..domain.screening import screen
 from ..domain.summary_author import checkpoint_description
 from ..domain.surfaces import check_surface, surface_rules
 from ..observability import logger
+from ..ports.embedder import Embedder
 from ..ports.summariser import Summariser
 from .agent_memory import CallContext
 from .conversations import ConversationService, keeps_checkpoint
@@ -39,6 +40,7 @@ from .entries import SaveRequest
 
 if TYPE_CHECKING:
     from ..domain.checkpoint_edits import ByHand
+    from ..domain.flush import FactDraft
 
 MAX_FOLD = 500  # messages one pass folds at most; the rest wait for the next pass
 EDIT_HISTORY_READ = 50  # versions of the checkpoint a pass reads back to find the lines a person wrote
@@ -59,11 +61,14 @@ def job_ref(job: Mapping[str, Any]) -> ConversationRef:
 
 class SummaryPass:
     def __init__(
-        self, conversations: ConversationService, summariser: Callable[[], Summariser], clock: Clock = utcnow
+        self, conversations: ConversationService, summariser: Callable[[], Summariser], clock: Clock = utcnow,
+        *, embedder: Callable[[], Embedder | None] = lambda: None,
     ) -> None:
+        """``embedder`` (None: by words only) lets the flush find an entry that already says a fact by meaning."""
         self.conversations = conversations
         self.summariser = summariser
         self.clock = clock
+        self.embedder = embedder
 
     @property
     def store(self) -> Any:
@@ -121,7 +126,7 @@ class SummaryPass:
             folded = self._folded(plan)
             forgotten = self._forget(ctx, folded)
             for fact in extract_facts(folded):
-                name = self._same_as_existing(ctx, fact.name, fact.content) or fact.name
+                name = self._same_as_existing(ctx, fact) or fact.name
                 request = SaveRequest(content=fact.content, description=fact.description, category=fact.category,
                                       importance=fact.importance)
                 try:
@@ -148,23 +153,37 @@ class SummaryPass:
                 logger.info("flush could not forget an entry", extra={"entry": name, "reason": error.code})
         return gone
 
-    def _same_as_existing(self, ctx: CallContext, name: str, content: str) -> str | None:
-        """The name of an entry that already says this (by name, or by meaning), to update rather than add."""
-        from ..domain.flush import same_fact
+    def _same_as_existing(self, ctx: CallContext, fact: FactDraft) -> str | None:
+        """The name of an entry that already says this fact (by name, by its words, or by meaning with the
+        embedder), to update rather than add (``domain.flush``)."""
+        from ..domain.flush import closest, meaning_candidates, meaning_threshold, same_fact
 
         entries = self.conversations.agent_memory.entries
         layer = Layer(ctx.principal.account_id, ctx.agent.own_memory, ctx.user)
         now = iso(self.clock())
-        if entries.store.get(layer, name, now) is not None:
-            return name
+        if entries.store.get(layer, fact.name, now) is not None:
+            return fact.name
         page = entries.store.list_layer(layer, now, limit=100, cursor=None)
+        existing: dict[str, tuple[str, str]] = {}
         for listed in page.items:
             if listed.conversation is not None:
                 continue
-            existing = entries.store.get(layer, listed.name, now)
-            if existing is not None and existing.content and same_fact(existing.content, content):
-                return existing.name
-        return None
+            entry = entries.store.get(layer, listed.name, now)
+            if entry is not None and entry.content:
+                if same_fact(entry.content, fact.content):
+                    return entry.name
+                existing[entry.name] = (entry.category, entry.content)
+        candidates = meaning_candidates(fact.name, fact.category, existing)
+        embedder = self.embedder() if candidates else None
+        threshold = meaning_threshold(embedder.name) if embedder is not None else None
+        if embedder is None or threshold is None:
+            return None
+        try:
+            vectors = embedder.embed([fact.content] + [existing[name][1] for name in candidates])
+        except Exception as error:  # an embedder that fails leaves the match to the words
+            logger.info("flush compared by words only", extra={"fact": fact.name, "reason": type(error).__name__})
+            return None
+        return closest(vectors[0], dict(zip(candidates, vectors[1:], strict=True)), threshold)
 
     def summarise(self, job: Mapping[str, Any], results: Mapping[str, Any]) -> dict[str, Any]:
         """The new summary from the current checkpoint and the folded messages, with the lines a person
