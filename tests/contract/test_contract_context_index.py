@@ -124,3 +124,40 @@ def test_the_index_reads_no_more_entries_than_it_can_show(world: World, jobs: Pa
     assert sum(read) >= index["shown"]
     if shaped:
         assert sum(read) <= index["shown"] + 6000 // 6
+
+
+def test_token_counts_are_kept_per_text_and_counted_again_when_an_entry_changes(
+    world: World, jobs: PassRunner
+) -> None:
+    make_agent(world)
+    fill(world, OWN, "ana", 30, prefix="mine")
+    world.save("prof", "Likes tea.", "About the user", memory=OWN, user="ana", category="user_profile",
+               importance=0.9)
+    service = world.container.conversations
+    service.count_tokens("warm")  # the counter the service would use
+    real = service._count_tokens
+    counted: list[str] = []
+
+    def counting(text: str) -> int:
+        counted.append(text)
+        return real(text)
+
+    service._count_tokens = counting
+    first = Chat(world).context()
+    assert first["pinned"]["text"] in counted and first["memory_index"]["text"] in counted
+    # Building it again with nothing changed counts nothing again, and gives the same counts
+    counted.clear()
+    again = Chat(world).context()
+    assert counted == [] and again["tokens"] == first["tokens"] and again["memory_index"] == first["memory_index"]
+    # A new version of the pinned entry changes the pinned block: it is counted again; the index, whose
+    # text the new content does not change, is not
+    world.clock.advance(seconds=1)
+    world.save("prof", "Likes green tea.", "About the user", memory=OWN, user="ana")
+    after = Chat(world).context()
+    assert "Likes green tea." in after["pinned"]["text"]
+    assert counted == [after["pinned"]["text"]] and after["pinned"]["tokens"] == real(after["pinned"]["text"])
+    # and a new description changes the index: counted again
+    counted.clear()
+    world.save("mine-000", "Content.", "a new description", memory=OWN, user="ana")
+    changed = Chat(world).context()
+    assert counted == [changed["memory_index"]["text"]] and "a new description" in changed["memory_index"]["text"]

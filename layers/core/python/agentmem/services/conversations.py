@@ -52,6 +52,7 @@ READ_LIMIT_MAX = 1000
 SEARCH_LIMIT_DEFAULT = 10
 SEARCH_LIMIT_MAX = 100
 SNIPPET_CHARS = 160
+FIRST_INDEX_PAGE = 40  # entries of a layer the index reads first (about half of what 6,000 characters hold)
 PART_TOKENS_KEPT = 512  # context parts whose token counts are kept (pinned blocks, indexes, summaries)
 PASSES_SHOWN = 20  # the newest passes a checkpoint lists (with the count of all of them)
 PASSES_READ = 60  # versions of its history read for them (edits between passes are versions too)
@@ -550,15 +551,19 @@ class ConversationService:
         store = self.agent_memory.entries.store
         cursor: str | None = None
         read = 0
+        used = 0
         while room >= 0 and read < count:
-            # a line takes at least 6 characters ("- n: d" and its line end): never more read than can show
-            page = store.index_page(layer, now, limit=max(1, min(count - read, room // 6 + 1, 100)),
-                                    cursor=cursor, shadowed_by=shadow)
+            # a first page of 40, then as many as the room takes at the lines' mean length so far, and one
+            wanted = room * read // used + 1 if used else FIRST_INDEX_PAGE
+            page = store.index_page(layer, now, limit=max(1, min(count - read, wanted, 100)), cursor=cursor,
+                                    shadowed_by=shadow)
             for entry in page.items:
                 if not listed:
                     room -= 1 + len(heading)
                 listed.append(entry)
-                room -= 1 + len(index_line(entry))
+                length = 1 + len(index_line(entry))
+                room -= length
+                used += length
             read += len(page.items)
             if page.next_cursor is None:
                 break
