@@ -192,10 +192,16 @@ def test_a_generated_client_parses_a_conversation_and_its_messages(
     models = _module(generated, "models")
     agent = f"agent-{uuid.uuid4().hex[:8]}"
     assert http.put(server.url(f"/v1/agents/{agent}"), json={}, timeout=10).status_code == 201
-    appended = http.post(server.url(f"/v1/agents/{agent}/conversations/chat-1/messages"), timeout=10, json={
-        "messages": [{"role": "user", "content": "Where is my order?"},
-                     {"role": "tool_call", "tool_name": "orders", "tool_call_id": "c1", "arguments": {"id": 42}}]})
-    assert appended.status_code == 201, appended.text
+    append = _module(generated, "api.conversations.append_messages_v1_agents_agent_conversations_key_messages_post")
+    body = models.AppendBody(messages=[
+        models.MessageBody(role=models.MessageBodyRole.USER, content="Where is my order?"),
+        models.MessageBody(role=models.MessageBodyRole.TOOL_CALL, tool_name="orders", tool_call_id="c1",
+                           arguments=models.MessageBodyArgumentsType0.from_dict({"id": 42})),
+    ])
+    appended = append.sync_detailed(agent, "chat-1", client=client, body=body)
+    assert appended.status_code == 201, appended.content
+    assert isinstance(appended.parsed, models.Appended) and appended.parsed.added == 2
+    assert appended.parsed.conversation.messages == 2
     read_conversation = _module(generated, "api.conversations.read_conversation_v1_agents_agent_conversations_key_get")
     read_messages = _module(generated,
                             "api.conversations.read_messages_v1_agents_agent_conversations_key_messages_get")
@@ -207,6 +213,12 @@ def test_a_generated_client_parses_a_conversation_and_its_messages(
     roles = models.MessageRole
     assert [(m.seq, m.role) for m in messages.items] == [(1, roles.USER), (2, roles.TOOL_CALL)]
     assert messages.items[1].arguments.to_dict() == {"id": 42}
+    search = _module(generated, "api.conversations.search_messages_v1_agents_agent_messages_search_get")
+    found = search.sync(agent, client=client, q="order", mode="keyword")
+    assert isinstance(found, models.MessageSearchPage)
+    # (the user's words and the tool call's name: "order" is the stem of both)
+    assert {(hit.conversation, hit.seq) for hit in found.items} == {("chat-1", 1), ("chat-1", 2)}
+    assert all(isinstance(hit.created_at, datetime) for hit in found.items)
 
 
 def test_behind_api_gateway_the_document_and_swagger_ui_name_the_stage(server: Server) -> None:

@@ -157,6 +157,28 @@ SCHEMAS.update({
     "Message": _object(["seq", "turn", "role", "created_at"], _MESSAGE),
     "MessagePage": _page("Message"),
     "CompactionStarted": _object(["job_id"], {"job_id": _STRING}, "The summary pass started"),
+    "Appended": _object(["items", "added", "conversation"], {
+        "items": {"type": "array", "items": {"$ref": "#/components/schemas/Message"},
+                  "description": "The rows of this append, as stored (a retried one's too)"},
+        "added": {**_INTEGER, "description": "Rows newly stored (0: a retry of rows already there)"},
+        "conversation": {"$ref": "#/components/schemas/Conversation"},
+        "format": {"type": "string", "enum": ["bedrock", "anthropic", "openai"]},
+        "skipped": {"type": "array", "items": {"type": "object"},
+                    "description": "With `format=`: the parts of the messages that hold no journal row"},
+    }, "200: every row was there already (a retry); 201: rows were added"),
+    "MessageHit": _object(["conversation", "seq", "role", "snippet", "score", "created_at"], {
+        "conversation": _STRING, "seq": {"type": "integer", "minimum": 1},
+        "role": _MESSAGE["role"], "snippet": _STRING,
+        "score": {"type": "number", "minimum": 0, "maximum": 1}, "created_at": _TIME,
+    }),
+    "MessageSearchPage": _page("MessageHit", mode=SCHEMAS["SearchPage"]["properties"]["mode"],
+                               fallback=SCHEMAS["SearchPage"]["properties"]["fallback"]),
+    "Checkpoint": _object([*_ENTRY_REQUIRED, "content", "covers_through_seq", "passes", "passes_total",
+                           "lines_by_hand"], {
+        **_ENTRY_FIELDS, **_CONTENT_FIELDS, "covers_through_seq": _NULLABLE_INTEGER,
+        "passes": {"type": "array", "items": {"type": "object"}, "description": "The newest 20 passes, newest first"},
+        "passes_total": _INTEGER, "lines_by_hand": {**_INTEGER, "description": "Lines a person wrote into it"},
+    }),
     "WorkspaceLink": _object(["url", "method", "path", "expires_in_s", "expires_at", "headers"], {
         "url": {"type": "string", "description": "Works without a key until `expires_at`"},
         "method": {"type": "string", "enum": ["GET", "PUT"]}, "path": _STRING, "expires_in_s": _INTEGER,
@@ -202,6 +224,9 @@ TYPED: dict[tuple[str, str], dict[str, str]] = {
     ("get", "/v1/agents/{agent}/conversations/{key}/messages"): {"200": "MessagePage"},
     ("post", "/v1/agents/{agent}/conversations/{key}/compact"): {"202": "CompactionStarted"},
     ("post", "/v1/agents/{agent}/conversations/{key}/workspace/links"): {"201": "WorkspaceLink"},
+    ("post", "/v1/agents/{agent}/conversations/{key}/messages"): {"200": "Appended", "201": "Appended"},
+    ("get", "/v1/agents/{agent}/messages/search"): {"200": "MessageSearchPage"},
+    ("get", "/v1/agents/{agent}/conversations/{key}/checkpoint"): {"200": "Checkpoint"},
     ("delete", _FILE): {"200": "FileDeleted"},
     ("post", "/v1/agents/{agent}/purge"): {"200": "AgentPurged"},
     ("delete", "/v1/users/{user_id}"): {"200": "UserErased"},
@@ -215,5 +240,5 @@ def type_responses(spec: dict[str, Any]) -> None:
     for (method, path), codes in TYPED.items():
         responses = spec["paths"][path][method].setdefault("responses", {})
         for code, name in codes.items():
-            response = responses.setdefault(code, {"description": "OK"})
+            response = responses.setdefault(code, {"description": SCHEMAS[name].get("description", "OK")})
             response["content"] = {"application/json": {"schema": {"$ref": f"#/components/schemas/{name}"}}}
