@@ -307,6 +307,7 @@ class FakeOpenSearch:
     requests: list[Recorded] = field(default_factory=list)
     indices: dict[str, Index] = field(default_factory=dict)
     fail_bulk: bool = False
+    fail_with: int | None = None  # every request answered with this status (429: throttled, 5xx: failing)
     race: threading.Barrier | None = None  # lookups of a missing index wait for each other: a setup race
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -317,6 +318,9 @@ class FakeOpenSearch:
         return [r for r in self.requests if (method is None or r.method == method) and r.path.endswith(suffix)]
 
     def answer(self, method: str, url: str, body: bytes) -> Answer:
+        if self.fail_with is not None:
+            kind = "too_many_requests" if self.fail_with == 429 else "internal_server_error"
+            return error(self.fail_with, kind, "injected fault")
         parts = urlsplit(url)
         if "refresh" in parse_qs(parts.query):
             return error(400, "illegal_argument_exception", "refresh is not supported on serverless collections")

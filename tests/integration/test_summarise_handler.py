@@ -352,7 +352,7 @@ def test_a_step_that_fails_raises_its_own_error_for_the_state_machine_to_retry(
     assert record.folded_through == FOLDED_THROUGH
 
 
-@pytest.mark.parametrize("first_answer", ["throttled", "malformed"])
+@pytest.mark.parametrize("first_answer", ["throttled", "unavailable", "malformed"])
 def test_a_bedrock_answer_that_fails_the_step_folds_nothing_and_the_retry_does_the_pass(
     world: World, monkeypatch: pytest.MonkeyPatch, first_answer: str
 ) -> None:
@@ -380,9 +380,12 @@ def test_a_bedrock_answer_that_fails_the_step_folds_nothing_and_the_retry_does_t
         if first_answer == "throttled":
             bedrock.add_client_error("converse", service_error_code="ThrottlingException",
                                      service_message="Too many requests", http_status_code=429)
+        elif first_answer == "unavailable":  # a 5xx: Bedrock failing for a moment
+            bedrock.add_client_error("converse", service_error_code="ServiceUnavailableException",
+                                     service_message="Service unavailable", http_status_code=503)
         else:
             bedrock.add_response("converse", reply("I can't summarise this conversation."))
-        with pytest.raises(ClientError if first_answer == "throttled" else MalformedSummaryError):
+        with pytest.raises(MalformedSummaryError if first_answer == "malformed" else ClientError):
             step("summarise", job, results)
         # Then the step failed cleanly: no checkpoint, nothing folded, every message still there
         with pytest.raises(NotFoundError):

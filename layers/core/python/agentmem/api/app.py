@@ -19,8 +19,16 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
 )
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from ..adapters.aws.failures import is_transient
 from ..bootstrap import Container, get_container
-from ..domain.errors import AgentmemError, InvalidError, MethodNotAllowedError, NotFoundError, UnauthorizedError
+from ..domain.errors import (
+    AgentmemError,
+    InvalidError,
+    MethodNotAllowedError,
+    NotFoundError,
+    UnauthorizedError,
+    UnavailableError,
+)
 from ..domain.models import Principal
 from ..observability import count, count_request, logger, tracer
 from . import openapi
@@ -30,6 +38,7 @@ from .limits import is_file_write, oversized
 from .routes import agents, conversations, entries, keys, mcp, memories, system, tools, workspaces
 
 PUBLIC_PATHS = frozenset({"/v1/health", "/v1/openapi.json", "/v1/docs"})
+TRANSIENT_RETRY_AFTER_S = 1  # a 503 for AWS throttling: the client's own retries already waited seconds
 
 app = APIGatewayRestResolver(enable_validation=True, json_body_deserializer=resolver_json_body)
 for module in (system, keys, memories, entries, agents, conversations, workspaces, tools, mcp):
@@ -59,7 +68,9 @@ def error_body(error: AgentmemError) -> str:
 def error_response(error: AgentmemError) -> Response[str]:
     if error.status >= 500 and error.status != 501:  # 501: a feature not served yet, not a failure
         logger.exception("service error")
-    return Response(status_code=error.status, content_type=content_types.APPLICATION_JSON, body=error_body(error))
+    headers = {"Retry-After": str(error.details["retry_after"])} if "retry_after" in error.details else None
+    return Response(status_code=error.status, content_type=content_types.APPLICATION_JSON, body=error_body(error),
+                    headers=headers)
 
 
 @app.exception_handler(AgentmemError)
@@ -106,6 +117,13 @@ def handle_not_found(_: Exception) -> Response[str]:
 
 @app.exception_handler(Exception)
 def handle_unexpected(error: Exception) -> Response[str]:
+    if is_transient(error):  # AWS throttling or failing for a moment, past the client's retries: not our failure
+        logger.warning("AWS is busy or failing", exc_info=error)
+        count("TransientFailures")
+        return error_response(UnavailableError(
+            "the service's storage is busy or failing for a moment; nothing was changed: retry the request",
+            retry_after=TRANSIENT_RETRY_AFTER_S,
+        ))
     logger.exception("unexpected error")
     count("UnexpectedErrors")
     body = {"error": {"code": "internal", "message": "the service failed; the request may be retried"}}

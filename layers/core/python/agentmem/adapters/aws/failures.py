@@ -1,5 +1,6 @@
 """What a person can do about an AWS failure, in one line: no credentials, an endpoint that does not answer,
-credentials AWS refuses, a table or bucket that is not there.
+credentials AWS refuses, a table or bucket that is not there. And whether a failure is AWS being busy or
+briefly down (``is_transient``), which the API answers 503 with ``Retry-After`` rather than 500.
 
 The CLI (``agentmem serve --backend aws``, ``accounts create --backend aws``, ``reindex``) prints this line
 instead of a traceback. Anything else is not described (None) and is left to raise as it is. botocore is
@@ -14,6 +15,15 @@ from collections.abc import Iterator
 _REFUSED = frozenset({
     "UnrecognizedClientException", "InvalidClientTokenId", "InvalidAccessKeyId", "SignatureDoesNotMatch",
     "InvalidSignatureException", "ExpiredToken", "ExpiredTokenException", "AccessDenied", "AccessDeniedException",
+})
+# error codes of throttling and of a service failing for a moment, whichever service says it (botocore's
+# standard retry mode retries these; one that outlasts the retries is still AWS's, not the request's, fault)
+_TRANSIENT = frozenset({
+    "ProvisionedThroughputExceededException", "ThrottlingException", "Throttling", "ThrottledException",
+    "RequestLimitExceeded", "RequestThrottled", "RequestThrottledException", "TooManyRequestsException",
+    "SlowDown", "TransactionInProgressException", "LimitExceededException", "BandwidthLimitExceeded",
+    "InternalServerError", "InternalServerException", "InternalError", "InternalFailure", "ServiceUnavailable",
+    "ServiceUnavailableException", "ServiceException", "ModelNotReadyException",
 })
 _CREDENTIALS_HINT = ("set AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (any values for emulators: "
                      "`make run-aws` starts them and sets these)")
@@ -59,3 +69,23 @@ def describe_failure(error: BaseException) -> str | None:
                 return (f"{operation} found no such resource ({code}: {message}): deploy the stack, or pass "
                         "--create-resources against emulators")
     return None
+
+
+def is_transient(error: BaseException) -> bool:
+    """Whether ``error`` (or what it wraps) is AWS throttling or failing for a moment, past the client's retries:
+    a throttling or 5xx answer, an endpoint that did not answer in time, or a transaction DynamoDB cancelled for
+    throughput (an exception of ours that says ``transient``). Nothing was written; the request may be retried."""
+    try:
+        from botocore import exceptions as botocore_errors
+    except ImportError:
+        return False
+    for cause in _causes(error):
+        if getattr(cause, "transient", False) is True:
+            return True
+        if isinstance(cause, botocore_errors.EndpointConnectionError | botocore_errors.ConnectTimeoutError
+                      | botocore_errors.ReadTimeoutError | botocore_errors.ConnectionClosedError):
+            return True
+        if isinstance(cause, botocore_errors.ClientError):
+            status = int(cause.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
+            return str(cause.response.get("Error", {}).get("Code", "")) in _TRANSIENT or status >= 500 or status == 429
+    return False

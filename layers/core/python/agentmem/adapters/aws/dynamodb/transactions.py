@@ -9,8 +9,10 @@ action that asked for it, the item as it was), so a caller tells a version confl
 without reading again.
 
 A ``TransactionConflict`` (another transaction was writing one of the items at that moment) means
-nothing was written: it is retried here with backoff. A failed condition is an answer, never retried
-here. botocore's own retries of a transient failure are safe: it fills ``ClientRequestToken`` once per
+nothing was written: it is retried here with backoff. So is a transaction cancelled for throughput
+(``ThrottlingError``, ``ProvisionedThroughputExceeded``: botocore does not retry a cancellation); one that stays
+throttled raises ``Throttled``, which the API answers 503 with ``Retry-After``. A failed condition is an answer,
+never retried here. botocore's own retries of a transient failure are safe: it fills ``ClientRequestToken`` once per
 call, so DynamoDB applies a retried transaction at most once.
 """
 
@@ -33,6 +35,8 @@ ALL_OLD = "ALL_OLD"
 CONFLICT_RETRIES = 12
 CONDITION_FAILED = "ConditionalCheckFailed"
 TRANSACTION_CONFLICT = "TransactionConflict"
+THROUGHPUT_EXCEEDED = frozenset({"ThrottlingError", "ProvisionedThroughputExceeded"})
+THROTTLED_RETRIES = 4
 
 
 @dataclass(frozen=True)
@@ -111,7 +115,8 @@ class WriteSet:
         if not self._actions:
             return
         request = {"TransactItems": [{kind: kwargs} for _, kind, kwargs in self._actions]}
-        for attempt in range(CONFLICT_RETRIES + 1):
+        throttled = 0
+        for attempt in range(CONFLICT_RETRIES + THROTTLED_RETRIES + 1):
             try:
                 self.connection.dispatch("TransactWriteItems", dict(request))
                 return
@@ -121,7 +126,14 @@ class WriteSet:
                     raise
             if any(f.code == CONDITION_FAILED for f in failures.values()):
                 raise Cancelled(failures)
-            if attempt < CONFLICT_RETRIES and all(f.code == TRANSACTION_CONFLICT for f in failures.values()):
+            codes = {f.code for f in failures.values()}
+            if codes <= THROUGHPUT_EXCEEDED | {TRANSACTION_CONFLICT} and codes & THROUGHPUT_EXCEEDED:
+                throttled += 1
+                if throttled > THROTTLED_RETRIES:
+                    raise Throttled(f"transaction cancelled for throughput after {throttled} tries: {codes}")
+                time.sleep(min(2.0, 0.05 * 2**throttled) * random.uniform(0.5, 1.5))
+                continue
+            if attempt < CONFLICT_RETRIES and codes == {TRANSACTION_CONFLICT}:
                 time.sleep(min(0.5, 0.01 * 2**attempt) * random.uniform(0.5, 1.5))
                 continue
             raise Cancelled(failures)
@@ -133,6 +145,12 @@ class WriteSet:
             if reason is not None:
                 failures[name] = Failure(code=reason.code, item=reason.raw_item)
         return failures if failures else None
+
+
+class Throttled(Exception):
+    """DynamoDB cancelled the transaction for throughput, past the retries: nothing was written."""
+
+    transient = True  # adapters/aws/failures.is_transient: the API answers 503 with Retry-After
 
 
 def _old(all_old: bool) -> str | None:
