@@ -7,12 +7,12 @@ import os
 from pathlib import Path
 
 import pytest
-from agentmem.adapters.aws.failures import describe_failure
+from agentmem.adapters.aws.failures import describe_failure, is_transient
 from agentmem.cli import cli
 from agentmem.local.emulators import free_port
 from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError
 from click.testing import CliRunner
-from pynamodb.exceptions import TableError
+from pynamodb.exceptions import PutError, TableError
 
 
 @pytest.fixture
@@ -66,6 +66,31 @@ def test_a_failure_wrapped_by_pynamodb_or_raised_from_another_is_read_through() 
 @pytest.mark.parametrize("error", [ValueError("a bug"), _refused("ValidationException"), KeyError("x")])
 def test_other_errors_are_not_described_and_keep_their_traceback(error: BaseException) -> None:
     assert describe_failure(error) is None
+
+
+def _answered(code: str, status: int) -> ClientError:
+    return ClientError({"Error": {"Code": code, "Message": "busy"}, "ResponseMetadata": {"HTTPStatusCode": status}},
+                       "PutItem")
+
+
+class _Throttled(Exception):
+    transient = True
+
+
+@pytest.mark.parametrize("error", [
+    _answered("ProvisionedThroughputExceededException", 400), _answered("ThrottlingException", 400),
+    _answered("InternalServerError", 500), _answered("SlowDown", 503), _answered("SomethingNew", 502),
+    _answered("TooManyRequestsException", 429), EndpointConnectionError(endpoint_url="http://127.0.0.1:1/"),
+    PutError("Failed to put item", cause=_answered("ThrottlingException", 400)), _Throttled("cancelled"),
+], ids=lambda e: type(e).__name__ + ":" + str(getattr(e, "response", {}).get("Error", {}).get("Code", "")))
+def test_throttling_and_5xx_are_transient_whatever_wraps_them(error: BaseException) -> None:
+    assert is_transient(error)
+
+
+@pytest.mark.parametrize("error", [ValueError("a bug"), _answered("ValidationException", 400),
+                                   _answered("ConditionalCheckFailedException", 400), _refused("AccessDenied")])
+def test_a_bug_or_a_refusal_is_not_transient(error: BaseException) -> None:
+    assert not is_transient(error)
 
 
 def test_serve_on_aws_without_credentials_is_one_line(
