@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from agentmem.adapters.aws.failures import describe_failure, is_transient
@@ -69,8 +70,8 @@ def test_other_errors_are_not_described_and_keep_their_traceback(error: BaseExce
 
 
 def _answered(code: str, status: int) -> ClientError:
-    return ClientError({"Error": {"Code": code, "Message": "busy"}, "ResponseMetadata": {"HTTPStatusCode": status}},
-                       "PutItem")
+    answer: Any = {"Error": {"Code": code, "Message": "busy"}, "ResponseMetadata": {"HTTPStatusCode": status}}
+    return ClientError(answer, "PutItem")
 
 
 class _Throttled(Exception):
