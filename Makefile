@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 NODE_STAMP := node_modules/.installed
 ARCH   ?= arm64
 
-.PHONY: install emulators run run-aws test fuzz lint typecheck unit bench bench-cold-start layers synth clean
+.PHONY: install emulators run run-aws test fuzz lint typecheck unit bench bench-cold-start bench-load bench-crash layers synth clean
 
 RUN_STAMP := $(VENV)/.run-installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 RUN_AWS_STAMP := $(VENV)/.run-aws-installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
@@ -77,6 +77,12 @@ bench: install
 
 bench-cold-start: install
 	$(BIN)/python bench/cold_start.py
+
+bench-load: install emulators  ## concurrent clients on agentmem serve and serve-emulated; every acknowledged write read back
+	$(BIN)/python bench/load.py
+
+bench-crash: install  ## a writer killed with SIGKILL 500 times; every acknowledged write checked after the restart
+	$(BIN)/python bench/crash.py --kills 500
 
 layers: install  ## the Lambda dependency layers: pip for the Lambda platform, no Docker (ARCH=x86_64 for Intel)
 	PYTHON=$(BIN)/python bash layers/deps/build.sh $(ARCH) layers/deps/python
