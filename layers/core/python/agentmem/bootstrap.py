@@ -26,7 +26,7 @@ from .ports.usage import UsageStore
 from .services.agent_memory import AgentMemory
 from .services.agents import AgentService
 from .services.entries import EntryService
-from .services.keys import DEFAULT_ACCOUNT, KeyService
+from .services.keys import DEFAULT_ACCOUNT, KEY_CACHE_SECONDS, KeyService
 from .services.memories import MemoryService
 from .services.recall import SemanticSide
 from .services.usage import UsageMeter
@@ -339,7 +339,10 @@ def build_container(
     container = Container(
         settings=settings,
         stores=stores,
-        keys=KeyService(stores.accounts, clock),
+        # on AWS the authorizer's answer is cached by API Gateway; a process that looks keys up itself (agentmem
+        # serve --backend aws) caches them as long, and the authorizer's function never (functions/authorizer)
+        keys=KeyService(stores.accounts, clock,
+                        cache_seconds=KEY_CACHE_SECONDS if settings.backend == "aws" and not in_lambda() else 0),
         memories=memories,
         entries=entries,
         agents=agents,

@@ -82,6 +82,8 @@ class ErasureService:
         # until its cache does)
         if self.keys is not None:
             for key in self.keys.store.list_keys(account):
-                if key.user_id == user and self.keys.store.delete_key(account, key.key_id):
-                    removed["keys"] += 1
+                if key.user_id == user:
+                    self.keys.forget_key(key.key_id)
+                    if self.keys.store.delete_key(account, key.key_id):
+                        removed["keys"] += 1
         return removed
