@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 from agentmem.domain.errors import ForbiddenError, InvalidError, NotFoundError
-from contract_world import World
+from agentmem.services.entries import SaveRequest
+from contract_world import World, twin_container
 
 
 def test_the_account_layer_and_a_users_layer_hold_separate_entries(world: World) -> None:
@@ -162,6 +163,33 @@ def test_a_save_without_visibility_keeps_a_read_only_entry_read_only(world: Worl
 
     # Then it becomes shared
     assert world.read("house-rules").visibility == "shared"
+
+
+def test_a_read_only_entry_another_process_wrote_stays_read_only_whatever_this_one_knew(world: World) -> None:
+    # Given an entry this process saved shared, which another process then made read_only
+    world.save("house-rules", "Be kind.", "House rules")
+    world.save("desk-rules", "Tidy desks.", "Desk rules")
+    twin = twin_container(world.container, world.clock)
+    for name in ("house-rules", "desk-rules"):
+        twin.entries.save(world.account, world.memory, name,
+                          SaveRequest(content="Read only now.", visibility="read_only"))
+    # and one only the other process has seen
+    twin.entries.save(world.account, world.memory, "lab-rules",
+                      SaveRequest(content="Goggles on.", description="Lab rules", visibility="read_only"))
+
+    # When this process replaces them without saying a visibility (with If-Match, without, never seen)
+    results = [
+        world.save("house-rules", "Be very kind.", None),
+        world.save("desk-rules", "Tidy desks daily.", None, version=2),
+        world.save("lab-rules", "Goggles and gloves on.", None),
+    ]
+
+    # Then each stays read_only, in the answer and when read back, with the new content
+    assert [r.entry.visibility for r in results] == ["read_only"] * 3
+    for name, content in (("house-rules", "Be very kind."), ("desk-rules", "Tidy desks daily."),
+                          ("lab-rules", "Goggles and gloves on.")):
+        stored = world.read(name)
+        assert (stored.visibility, stored.content) == ("read_only", content)
 
 
 def test_a_users_memory_has_only_its_users_layer(world: World) -> None:

@@ -119,6 +119,13 @@ class EntryDraft:
     conversation: str | None = None
     updated_by: UpdatedBy = "api"
     clear_expiry: bool = False  # with expires_at None: remove the expiry (None alone keeps it)
+    keep_read_only: bool = False  # the save did not say: a read_only entry stays read_only (the store decides)
+
+    def visibility_over(self, stored: str | None) -> Visibility:
+        """The visibility the save stores over the live entry's (``stored``; None when it creates one): a save
+        that does not say keeps a read_only entry read_only, as it keeps category and importance. The store
+        applies it to the item it writes over, so the rule costs no read of its own."""
+        return "read_only" if self.keep_read_only and stored == "read_only" else self.visibility
 
 
 @dataclass(frozen=True)

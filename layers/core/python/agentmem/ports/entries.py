@@ -18,6 +18,10 @@ class EntryStore(ABC):
     version. Only ``purge_layer`` (or the purge of the memory) forgets a name's versions.
     """
 
+    # True when ``search_candidates`` returns every live, non-checkpoint entry of each layer, whatever the
+    # words (a store without a word index): a search then knows a layer's names without asking again
+    candidates_are_whole_layers: bool = False
+
     @abstractmethod
     def save(
         self,
@@ -70,9 +74,11 @@ class EntryStore(ABC):
     @abstractmethod
     def delete(
         self, layer: Layer, name: str, *, expected_version: int | None, now: str, keep_history_until: str,
-        updated_by: str,
+        updated_by: str, memory_live: bool = False,
     ) -> Entry:
-        """Remove; raises NotFoundError when absent and VersionConflictError on a mismatch."""
+        """Remove; raises NotFoundError when absent and VersionConflictError on a mismatch. ``memory_live``:
+        also NotFoundError when the layer's memory is gone or in the trash, checked in the delete's own write
+        (a caller's view of the memory may be seconds old); purges of a trashed memory leave it False."""
 
     @abstractmethod
     def list_layer(self, layer: Layer, now: str, *, limit: int, cursor: str | None) -> Page:

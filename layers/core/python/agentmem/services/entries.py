@@ -131,20 +131,16 @@ class EntryService:
             self._editing_a_checkpoint(layer, name, iso(now))
         check_requested_visibility(principal, request.visibility)
         visibility = layer_visibility(layer, request.visibility)
-        if request.visibility is None and layer.user_id is None:
-            # a save that does not say keeps a read_only entry read_only, as it keeps category and importance
-            current = self.store.get(layer, name, iso(now))
-            if current is not None and current.visibility == "read_only":
-                visibility = "read_only"
+        keep_read_only = request.visibility is None  # the store keeps a read_only entry so (EntryDraft)
         decision = decide_write(
             screen(name, draft.description, draft.content), target_user=layer.user_id,
             user_at_hand=agent.user if agent is not None else None,
         )
         if decision.user_id != layer.user_id:
             layer = entry_layer(record, decision.user_id, principal)
-            visibility = "private"
+            visibility, keep_read_only = "private", False
         check_layer_write(principal, layer, "save", agent=agent)
-        draft = replace(draft, visibility=visibility)
+        draft = replace(draft, visibility=visibility, keep_read_only=keep_read_only and layer.user_id is None)
         if draft.description is None and layer.user_id is not None and record.user_id is None:
             draft = self._copy_of_shared(layer, draft, iso(now))
         entry, created = self.store.save(
@@ -233,7 +229,7 @@ class EntryService:
         now = self.clock()
         deleted = self.store.delete(
             layer, name, expected_version=expected, now=iso(now),
-            keep_history_until=iso(now + timedelta(days=HISTORY_DAYS)), updated_by=updated_by,
+            keep_history_until=iso(now + timedelta(days=HISTORY_DAYS)), updated_by=updated_by, memory_live=True,
         )
         if name.startswith(CHECKPOINT_PREFIX):
             for forget in self.checkpoint_deleted:
@@ -297,11 +293,17 @@ class EntryService:
                    if wanted_mode != "keyword" else None)
         found: dict[tuple[str, str | None, str], Entry] = {}
         keyword: dict[tuple[str, str | None, str], float] = {}
+        names_of: dict[Layer, set[str]] = {}  # every name a layer holds, when the candidates told them all
 
         def by_words() -> None:
             keyword_pool = pool(KEYWORD_CANDIDATES, offset, size)
             candidates = self.store.search_candidates(layers, compiled.words, compiled.whole, now,
                                                       limit=keyword_pool)
+            if self.store.candidates_are_whole_layers and (compiled.words or compiled.whole):
+                names_of.update({layer: set() for layer in layers})
+                for candidate in candidates:
+                    held_by = Layer(layers[0].account_id, candidate.memory or "", candidate.user_id)
+                    names_of.setdefault(held_by, set()).add(candidate.name)
             for ranked in compiled.rank(candidates, len(candidates)):
                 key = (ranked.entry.memory or "", ranked.entry.user_id, ranked.entry.name)
                 found[key], keyword[key] = ranked.entry, ranked.score
@@ -327,7 +329,7 @@ class EntryService:
                 if current.conversation is None:
                     found[(layer.memory, layer.user_id, name)] = current
             cosine = {k: score for k, score in near.items() if k in found}
-        keep = self._unshadowed(groups, found, now)
+        keep = self._unshadowed(groups, found, now, names_of)
         signals = {k: Signals(keyword.get(k), cosine.get(k), found[k].importance) for k in found if k in keep}
         fused = fuse(signals, how.mode, self.calibration, min_score=floor)
         ranked_page = [Ranked(found[k], score) for k, score in fused]
@@ -347,14 +349,21 @@ class EntryService:
 
     def _unshadowed(
         self, groups: Sequence[Sequence[Layer]], found: Mapping[tuple[str, str | None, str], Entry], now: str,
+        names_of: Mapping[Layer, set[str]],
     ) -> set[tuple[str, str | None, str]]:
-        """The candidates a user sees: an account entry is hidden by the user's own copy of its name."""
+        """The candidates a user sees: an account entry is hidden by the user's own copy of its name. The
+        user's names come from the search's own read of their layer when it read it whole (``names_of``: no
+        request of its own), else from the store (``existing_names``). A checkpoint never shadows: account
+        candidates are never checkpoints, and no other entry may take a checkpoint's name."""
         keep = set(found)
         for group in groups:
             if len(group) > 1:
                 mine, shared = group[0], group[1]
                 names = [k[2] for k in found if k[0] == shared.memory and k[1] is None]
-                held = self.store.existing_names(mine, names, now) if names else set()
+                if mine in names_of:
+                    held = names_of[mine].intersection(names)
+                else:
+                    held = self.store.existing_names(mine, names, now) if names else set()
                 keep -= {(shared.memory, None, name) for name in held}
         return keep
 

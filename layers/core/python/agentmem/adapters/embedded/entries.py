@@ -137,7 +137,7 @@ class SqliteEntryStore(EntryStore):
                 "importance": draft.importance
                 if draft.importance is not None
                 else (row["importance"] if row is not None else DEFAULT_IMPORTANCE),
-                "visibility": draft.visibility,
+                "visibility": draft.visibility_over(row["visibility"] if row is not None else None),
                 "version": after + 1,
                 "updated_by": draft.updated_by,
                 "created_at": row["created_at"] if row is not None else now,
@@ -179,9 +179,14 @@ class SqliteEntryStore(EntryStore):
         now: str,
         keep_history_until: str,
         updated_by: str,
+        memory_live: bool = False,
     ) -> Entry:
         key = (layer.account_id, layer.memory, layer.user_key, name)
         with self.db.write() as conn:
+            if memory_live and conn.execute(
+                "SELECT 1 FROM memories WHERE account_id=? AND name=? AND deleted_at IS NULL", key[:2]
+            ).fetchone() is None:
+                raise NotFoundError(f"no memory named {layer.memory!r}")
             row = self._live_row(conn, key, now)
             if row is None:
                 raise NotFoundError(f"no entry named {name!r} in this layer")

@@ -70,10 +70,11 @@ def build_dynamodb_stores(
     if create_missing_table:
         create_table(settings, client)
     models = bind_models(settings.table, client.meta.region_name, client)
+    memories = DynamoMemoryStore(models)
     return DynamoDBStores(
         accounts=DynamoAccountStore(models),
-        agents=DynamoAgentStore(models),
-        memories=DynamoMemoryStore(models),
+        agents=DynamoAgentStore(models, memories),
+        memories=memories,
         entries=DynamoEntryStore(models),
         usage=DynamoUsageStore(models),
         conversations=DynamoConversationStore(

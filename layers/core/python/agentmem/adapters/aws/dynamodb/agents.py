@@ -66,9 +66,12 @@ def _attached_error(agent: str, attached: list[str]) -> AttachedError:
 
 
 class DynamoAgentStore(AgentStore):
-    def __init__(self, models: BoundModels) -> None:
+    def __init__(self, models: BoundModels, memories: DynamoMemoryStore | None = None) -> None:
         self.models = models
-        self.memories = DynamoMemoryStore(models)
+        self.memories = memories or DynamoMemoryStore(models)  # its cache forgets the own memory on each change
+
+    def _changed_own_memory(self, account_id: str, agent: str) -> None:
+        self.memories.cache.forget(account_id, own_memory_name(agent))
 
     def _row(self, account_id: str, name: str) -> AgentRow | None:
         try:
@@ -89,6 +92,7 @@ class DynamoAgentStore(AgentStore):
     def save_agent(self, record: AgentRecord, *, expected_version: int) -> AgentRecord:
         now = record.updated_at
         gone: set[str] = set()  # memories to let go of that no longer exist
+        self._changed_own_memory(record.account_id, record.name)  # a save may make it, or purge a stale one
         for _ in range(MAX_WRITE_ATTEMPTS):
             stored = None
             if expected_version != 0:
@@ -223,6 +227,7 @@ class DynamoAgentStore(AgentStore):
                         ) from None
                     with_own = False  # no own memory to take along
                 continue
+            self._changed_own_memory(account_id, name)
             return self._answer(account_id, name)
         raise ConflictError(f"agent {name!r} is being changed by too many writers at once; try again")
 
@@ -248,6 +253,7 @@ class DynamoAgentStore(AgentStore):
                 if cancelled.failed("own") and not cancelled.failed("agent"):
                     with_own = False
                 continue
+            self._changed_own_memory(account_id, name)
             return self._answer(account_id, name)
         raise ConflictError(f"agent {name!r} is being changed by too many writers at once; try again")
 
@@ -310,6 +316,7 @@ class DynamoAgentStore(AgentStore):
         it is purged (and a purge cut short leaves it to the memories' sweep). AttachedError when another
         agent attaches it."""
         own_name = own_memory_name(name)
+        self._changed_own_memory(account_id, name)
         for _ in range(MAX_WRITE_ATTEMPTS):
             own = self._memory(account_id, own_name)
             if own is None:
@@ -327,6 +334,7 @@ class DynamoAgentStore(AgentStore):
                 if error.cause_response_code != CONDITION_FAILED:
                     raise
                 continue
+            self._changed_own_memory(account_id, name)
             return own
         raise ConflictError(f"memory {own_name!r} is being changed by too many writers at once; try again")
 

@@ -66,7 +66,7 @@ from .entry_rows import (
     to_history_item,
     version_of,
 )
-from .layer_space import LayerSpace, count_in_layer, count_in_memory
+from .layer_space import LayerSpace, count_in_layer, count_in_memory, memory_is_live
 from .models import BoundModels, EntryRow, HistoryRow, LastVersionRow
 from .snapshots import Snapshot, SnapshotCache
 from .transactions import Cancelled, WriteSet
@@ -106,6 +106,8 @@ BATCH_GET = 100  # BatchGetItem's limit
 
 
 class DynamoEntryStore(EntryStore):
+    candidates_are_whole_layers = True  # search_candidates reads each layer whole (no word index in DynamoDB)
+
     def __init__(self, models: BoundModels, cache: SnapshotCache | None = None) -> None:
         self.models = models
         self.cache = cache or SnapshotCache()
@@ -163,6 +165,8 @@ class DynamoEntryStore(EntryStore):
             expiring = row.expires_at is not None and is_counted(row)
             if delta or expiring:
                 count_in_memory(writes, self.models, layer, delta, expiring=expiring, require_live=True)
+            else:
+                memory_is_live(writes, self.models, layer)
             try:
                 writes.commit()
             except Cancelled as cancelled:
@@ -232,6 +236,7 @@ class DynamoEntryStore(EntryStore):
         now: str,
         keep_history_until: str,
         updated_by: str,
+        memory_live: bool = False,
     ) -> Entry:
         key = (layout.layer_pk(layer), layout.entry_sk(name))
         snapshot = self.cache.get(key)
@@ -259,7 +264,9 @@ class DynamoEntryStore(EntryStore):
             writes.put("last_version", last_version_row(self.models, layer, name, int(live.version) + 1))
             if is_counted(live):
                 count_in_layer(writes, self.models, layer, -1)
-                count_in_memory(writes, self.models, layer, -1)
+                count_in_memory(writes, self.models, layer, -1, require_live=memory_live)
+            elif memory_live:
+                memory_is_live(writes, self.models, layer)
             try:
                 writes.commit()
             except Cancelled as cancelled:

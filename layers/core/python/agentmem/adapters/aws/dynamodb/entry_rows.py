@@ -57,7 +57,7 @@ def merged_row(
     row.importance = draft.importance if draft.importance is not None else (
         float(live.importance) if live is not None else DEFAULT_IMPORTANCE
     )
-    row.visibility = draft.visibility
+    row.visibility = draft.visibility_over(live.visibility if live is not None else None)
     row.version = version
     row.updated_by = draft.updated_by
     row.created_at = live.created_at if live is not None else now

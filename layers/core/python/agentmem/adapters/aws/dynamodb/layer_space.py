@@ -69,6 +69,15 @@ def count_in_memory(
     writes.update("memory", memory, actions, condition)
 
 
+def memory_is_live(writes: WriteSet, models: BoundModels, layer: Layer) -> None:
+    """The write's condition that the layer's memory exists and is not in the trash, for a transaction that
+    does not change the memory's total (which ``count_in_memory(require_live=True)`` conditions instead): the
+    check is the write's own, so a memory trashed by another process refuses it at once, whatever this
+    process's cache of memory records believes."""
+    writes.check("memory", models.memory, layout.account_pk(layer.account_id), layout.memory_sk(layer.memory),
+                 MemoryRow.sk.exists() & MemoryRow.deleted_at.does_not_exist())
+
+
 class LayerSpace:
     def __init__(self, models: BoundModels) -> None:
         self.models = models

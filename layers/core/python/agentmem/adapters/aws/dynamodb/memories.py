@@ -27,6 +27,7 @@ from ....domain.errors import AttachedError, ConflictError, NotFoundError
 from ....domain.models import Layer, MemoryRecord
 from ....ports.memories import MemoryStore
 from . import layout
+from .memory_cache import MemoryCache
 from .models import BoundModels, EntryRow, MemoryRow
 from .table import BY_MEMORY_EXPIRY
 
@@ -92,8 +93,12 @@ def purge_memory(models: BoundModels, row: MemoryRow) -> int:
 
 
 class DynamoMemoryStore(MemoryStore):
-    def __init__(self, models: BoundModels) -> None:
+    """``cache``: the live memory records this process read lately (``memory_cache.py``); the agents' store
+    shares it, so that its writes to an agent's own memory forget it too."""
+
+    def __init__(self, models: BoundModels, cache: MemoryCache | None = None) -> None:
         self.models = models
+        self.cache = cache or MemoryCache()
 
     def _row(self, account_id: str, name: str) -> MemoryRow | None:
         try:
@@ -118,15 +123,22 @@ class DynamoMemoryStore(MemoryStore):
             if current is None:  # purged between the two requests: make it afresh
                 return self.create_memory(record)
             return current, False
+        self.cache.forget(record.account_id, record.name)
         return _record(row), True
 
     def get_memory(
         self, account_id: str, name: str, now: str, *, viewer: str | None = None, counts: bool = True,
         include_purged: bool = False,
     ) -> MemoryRecord | None:
+        if not counts and not include_purged:
+            kept = self.cache.get(account_id, name)  # live when kept: no trash times to look at
+            if kept is not None:
+                return kept
         row = self._row(account_id, name)
         if row is None:
+            self.cache.forget(account_id, name)
             return None
+        self.cache.keep(_record(row, counts=False))
         if not include_purged and row.purge_after is not None and row.purge_after <= now:
             return None
         if not counts:
@@ -184,6 +196,7 @@ class DynamoMemoryStore(MemoryStore):
         )
 
     def trash_memory(self, account_id: str, name: str, deleted_at: str, purge_after: str) -> MemoryRecord:
+        self.cache.forget(account_id, name)
         row = self.models.memory(layout.account_pk(account_id), layout.memory_sk(name))
         try:
             row.update(
@@ -208,6 +221,7 @@ class DynamoMemoryStore(MemoryStore):
         return record
 
     def restore_memory(self, account_id: str, name: str, now: str) -> MemoryRecord:
+        self.cache.forget(account_id, name)
         row = self._row(account_id, name)
         if row is None or (row.purge_after is not None and row.purge_after <= now):
             raise NotFoundError(f"no memory named {name!r} in the trash")
@@ -232,6 +246,7 @@ class DynamoMemoryStore(MemoryStore):
             row = self._row(due.pk[len("A#"):], due.sk[len(layout.MEMORY_PREFIX):])
             if row is None or row.purge_after is None or row.purge_after > now:
                 continue  # restored, or the index was behind
+            self.cache.forget(row.pk[len("A#"):], row.name)
             purge_memory(self.models, row)
             purged += 1
         return purged
