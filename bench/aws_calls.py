@@ -21,7 +21,9 @@ Two levels:
    (``agentmem.local.events.build_rest_event``), as on Lambda. Each operation runs twice: *authorizer-cached*
    (the event carries ``requestContext.authorizer`` = {account_id, key_id, kind, user_id}, as API Gateway
    passes the cached answer of the API-key authorizer, and the handler trusts it) and *with authenticate*
-   (no authorizer context: the handler looks the key up itself, as the local server does).
+   (no authorizer context: the handler looks the key up itself, as the local server does, and keeps the
+   answer 300 s on the AWS backend). A row above its physical minimum carries the reason (``note``), shown in
+   the tables' last column.
 2. **Store calls**: the DynamoDB adapters called directly (``DynamoEntryStore``, ``DynamoMemoryStore``,
    ``DynamoAccountStore``, ``DynamoConversationStore``), with their cache warm or cold (a new store = a new
    process). A conversation append is one transaction when the process's cache knows the conversation.
@@ -34,9 +36,10 @@ Recall with its semantic side is measured against OpenSearch too: the fake of
 rebuild of ``agentmem reindex``, with the hashing embedder (no model call to count).
 
 Apart from those rows, the entries and these conversation calls only touch DynamoDB: S3, Step Functions and
-OpenSearch are not built by them (the container's adapters stay unbuilt, and the conversation store's journal bucket is made on
-first use, which none of them is; the run checks that no other service was called), so moto's server is not
-started. Sealing and reading sealed messages back are counted by tests/integration/test_dynamodb_journal.py.
+OpenSearch are not built by them (the container's adapters stay unbuilt, and the conversation store's journal
+bucket is made on first use, which none of them is; the run checks that no other service was called), so moto's
+server is not started. Sealing and reading sealed messages back are counted by
+tests/integration/test_dynamodb_journal.py.
 
 DynamoDB Local returns consumed capacity, but nothing is billed, and its figures for transactions do not
 follow AWS's published per-item rule (see ``--markdown`` notes and docs/benchmarks.md); the JSON also
@@ -78,6 +81,8 @@ os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
 os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "agentmem")
 
 RESULTS = ROOT / "bench" / "results" / "aws_calls.json"
+NEW_INSTANCE = "a new instance: GetItem of the memory's record (then kept 5 s); "
+STORE_COLD = "a new store has not seen the entry: GetItem (the transaction is conditioned on the exact stored item)"
 DOCS = ROOT / "docs" / "benchmarks.md"
 BEGIN = "<!-- bench/aws_calls.py --markdown: begin -->"
 END = "<!-- bench/aws_calls.py --markdown: end -->"
@@ -505,13 +510,18 @@ def run() -> dict[str, Any]:
     print("API operations (lambda_handler, API Gateway REST events) ...", flush=True)
 
     # create memory
+    def seen(memory: str, call: Callable[[bool], Any]) -> Callable[[bool], Any]:
+        """The call, once this instance has just seen the memory (its record cached, as in a busy instance)."""
+        bench.setup_call("GET", f"/v1/memories/{memory}")
+        return call
+
     bench.api("create memory", 1, "1 conditional PutItem", lambda tag: (
         lambda cached: bench.call("PUT", f"/v1/memories/fresh-{tag}", cached=cached)[0]))
 
     # save (create)
-    bench.api("save (create)", 1, "1 TransactWriteItems", lambda tag: (
+    bench.api("save (create)", 1, "1 TransactWriteItems", lambda tag: seen("work", (
         lambda cached: bench.call("PUT", entry_path(f"create-{tag}"), body=body(description="Travel approvals"),
-                                  cached=cached)[0]))
+                                  cached=cached)[0])))
 
     def prep_update_version(tag: str) -> Callable[[bool], Any]:
         create(f"upd-v-{tag}")
@@ -537,7 +547,8 @@ def run() -> dict[str, Any]:
                 return bench.call("PUT", entry_path(f"upd-cold-{tag}"), body=body("New text."), cached=cached)[0]
         return act
 
-    bench.api("save (update, no version), cold process", 1, "1 TransactWriteItems", prep_update_cold)
+    bench.api("save (update, no version), cold process", 1, "1 TransactWriteItems", prep_update_cold,
+              note=NEW_INSTANCE + STORE_COLD)
 
     def prep_update_after_read(tag: str) -> Callable[[bool], Any]:
         name = f"upd-read-{tag}"
@@ -554,7 +565,8 @@ def run() -> dict[str, Any]:
         return lambda cached: bench.call("PUT", entry_path(name), "user=u1", body("Aisle, not window."),
                                          headers={"If-Match": '"1"'}, cached=cached)[0]
 
-    bench.api("save (update, with version) in a user's layer", 1, "1 TransactWriteItems", prep_user_layer)
+    bench.api("save (update, with version) in a user's layer", 1, "1 TransactWriteItems", prep_user_layer,
+              note="GetItem: whether the user has their own copy yet (_copy_of_shared, a save without description)")
 
     def prep_conflict(tag: str) -> Callable[[bool], Any]:
         name = f"conflict-{tag}"
@@ -590,8 +602,8 @@ def run() -> dict[str, Any]:
 
     bench.api("read old version", 1, "1 Query of the history rows", prep_read_old)
 
-    bench.api("list page (50 of 500)", 1, "1 Query of the index", lambda tag: (
-        lambda cached: bench.call("GET", "/v1/memories/notes/entries", "limit=50", cached=cached)[0]))
+    bench.api("list page (50 of 500)", 1, "1 Query of the index", lambda tag: seen("notes", (
+        lambda cached: bench.call("GET", "/v1/memories/notes/entries", "limit=50", cached=cached)[0])))
 
     def prep_history(tag: str) -> Callable[[bool], Any]:
         name = f"hist-{tag}"
@@ -615,31 +627,39 @@ def run() -> dict[str, Any]:
                 return bench.call("DELETE", entry_path(f"del-cold-{tag}"), cached=cached)[0]
         return act
 
-    bench.api("delete, cold process", 1, "1 TransactWriteItems", prep_delete_cold)
+    bench.api("delete, cold process", 1, "1 TransactWriteItems", prep_delete_cold,
+              note=NEW_INSTANCE + "GetItem of the entry (the transaction is conditioned on the exact stored item)")
 
     notes, big_info = bench.layers
     q = "q=" + quote_plus(query)
     bench.api(f"search, 500 entries ({notes['mb']:.2f} MB)", notes["min_pages"],
-              f"{notes['min_pages']} Query page (1 per MB)", lambda tag: (
-                  lambda cached: bench.call("GET", "/v1/memories/notes/search", q, cached=cached)[0]))
+              f"{notes['min_pages']} Query page (1 per MB)", lambda tag: seen("notes", (
+                  lambda cached: bench.call("GET", "/v1/memories/notes/search", q, cached=cached)[0])))
     bench.api(f"search, 500 × 6,000 chars ({big_info['mb']:.2f} MB)", big_info["min_pages"],
-              f"{big_info['min_pages']} Query pages (1 per MB)", lambda tag: (
-                  lambda cached: bench.call("GET", "/v1/memories/big/search", q, cached=cached)[0]))
+              f"{big_info['min_pages']} Query pages (1 per MB)", lambda tag: seen("big", (
+                  lambda cached: bench.call("GET", "/v1/memories/big/search", q, cached=cached)[0])))
     bench.api("search as a user (own layer empty + 500-entry account layer)", 2,
-              "2 Query pages (1 per layer, each < 1 MB)", lambda tag: (
-                  lambda cached: bench.call("GET", "/v1/memories/notes/search", q + "&user=u9", cached=cached)[0]))
+              "2 Query pages (1 per layer, each < 1 MB)", lambda tag: seen("notes", (
+                  lambda cached: bench.call("GET", "/v1/memories/notes/search", q + "&user=u9", cached=cached)[0])),
+              note="BatchGetItem: which account names found the user has own copies of (shadowing, 100 keys each)")
 
     recall_rows(bench, query)
 
     print("around the API ...", flush=True)
+    from agentmem.local.server import LocalContext
+
     from functions.authorizer.handler import lambda_handler as authorizer
 
     token_event = {
         "type": "TOKEN", "authorizationToken": f"Bearer {bench.secret}",
         "methodArn": "arn:aws:execute-api:us-east-1:123456789012:abc123/prod/GET/v1/memories",
     }
+    keys = bench.container.keys  # the authorizer's function keeps no answers (API Gateway caches them)
+    keys.cache_seconds, kept = 0, keys.cache_seconds
+    keys.forget_key(bench.principal.key_id)
     bench.store("authorizer Lambda, a cache miss (once per key per 300 s)", 1, "1 GetItem",
-                lambda: authorizer(token_event, None), level="around")
+                lambda: authorizer(token_event, LocalContext()), level="around")
+    keys.cache_seconds = kept
     with bench.meter.paused():
         bench.container.usage.flush()  # what the rows above counted
     for _ in range(3):  # an agent's few seconds: reads, a save, a search
@@ -652,6 +672,7 @@ def run() -> dict[str, Any]:
 
     print("store calls (the DynamoDB adapters called directly) ...", flush=True)
     from agentmem.adapters.aws.dynamodb.entries import DynamoEntryStore
+    from agentmem.adapters.aws.dynamodb.memories import DynamoMemoryStore
     from agentmem.domain.models import MemoryRecord
     from agentmem.services.keys import hash_secret
 
@@ -679,22 +700,26 @@ def run() -> dict[str, Any]:
                 lambda: bench.dynamo.accounts.get_key_by_hash(hash_secret(bench.secret)))
     bench.store("memories.create_memory", 1, "1 PutItem",
                 lambda: bench.dynamo.memories.create_memory(MemoryRecord(bench.account_id, "fresh-s", None, now())))
-    bench.store("memories.get_memory(counts=False)", 1, "1 GetItem",
+    bench.store("memories.get_memory(counts=False), not seen for 5 s", 1, "1 GetItem",
+                lambda: DynamoMemoryStore(models).get_memory(bench.account_id, "work", now(), counts=False))
+    bench.store("memories.get_memory(counts=False), seen within 5 s", 0, "none (the record kept)",
                 lambda: bench.dynamo.memories.get_memory(bench.account_id, "work", now(), counts=False))
     bench.store("entries.save create", 1, "1 TransactWriteItems", lambda: save(warm, "s-create", version=None))
     setup(lambda: save(warm, "s-v", version=None))
     bench.store("entries.save version=N, cache warm", 1, "1 TransactWriteItems", lambda: save(warm, "s-v", version=1))
     setup(lambda: save(warm, "s-vc", version=None))
-    bench.store("entries.save version=N, cold", 1, "1 TransactWriteItems", lambda: save(cold(), "s-vc", version=1))
+    bench.store("entries.save version=N, cold", 1, "1 TransactWriteItems", lambda: save(cold(), "s-vc", version=1),
+                note=STORE_COLD)
     setup(lambda: save(warm, "s-n", version=None))
     bench.store("entries.save no version, cache warm", 1, "1 TransactWriteItems",
                 lambda: save(warm, "s-n", version=None))
     setup(lambda: save(warm, "s-nc", version=None))
     bench.store("entries.save no version, cold, description given", 1, "1 TransactWriteItems",
-                lambda: save(cold(), "s-nc", version=None))
+                lambda: save(cold(), "s-nc", version=None),
+                note="a new store tries a create: the failed condition returns the item (ALL_OLD), then the update")
     setup(lambda: save(warm, "s-nd", version=None))
     bench.store("entries.save no version, cold, no description", 1, "1 TransactWriteItems",
-                lambda: save(cold(), "s-nd", version=None, description=None))
+                lambda: save(cold(), "s-nd", version=None, description=None), note=STORE_COLD)
     setup(lambda: (save(warm, "s-x", version=None), save(warm, "s-x", version=None)))
     bench.store("entries.save stale version, cache current", 1, "1 request",
                 lambda: save(warm, "s-x", version=1))
@@ -714,7 +739,7 @@ def run() -> dict[str, Any]:
     setup(lambda: save(warm, "s-delc", version=None))
     bench.store("entries.delete, cold", 1, "1 TransactWriteItems",
                 lambda: cold().delete(layer, "s-delc", expected_version=None, now=now(),
-                                      keep_history_until=now(), updated_by="api"))
+                                      keep_history_until=now(), updated_by="api"), note=STORE_COLD)
     words = query.split()
     bench.store(f"entries.search_candidates, 500 entries ({notes['mb']:.2f} MB)", notes["min_pages"],
                 f"{notes['min_pages']} Query page", lambda: warm.search_candidates([notes_layer], words, query, now()))
@@ -791,20 +816,22 @@ def recall_rows(bench: Bench, query: str) -> None:
 
         def searching(path: str, extra: str = "") -> Callable[[str], Callable[[bool], Any]]:
             q = "q=" + quote_plus(query) + extra
+            bench.setup_call("GET", "/v1/memories/notes")  # this instance has just seen the memory
+
             return lambda tag: counted(lambda cached: bench.call("GET", path, q, cached=cached)[0])
 
         bench._set_container(container)
         try:
-            why = ("GetItem: the memory's record; the keyword side reads the layer from the table "
+            why = ("the keyword side reads the layer from the table "
                    "(read-your-writes, SPEC §6.2): 1 Query page per MB of each layer")
             bench.api("recall (hybrid), 500 entries", 2, "1 OpenSearch _search + 1 BatchGetItem",
                       searching("/v1/memories/notes/search"), note=why)
             bench.api("recall (hybrid) as a user (own layer empty + 500-entry account layer)", 2,
                       "1 OpenSearch _search + 1 BatchGetItem", searching("/v1/memories/notes/search", "&user=u9"),
-                      note=why + "; a BatchGetItem of the user's copies of the account names found (shadowing)")
+                      note=why + "; the user's copies that shadow account entries come from the same Query")
             bench.api("recall (semantic), 500 entries", 2, "1 OpenSearch _search + 1 BatchGetItem",
                       searching("/v1/memories/notes/search", "&mode=semantic"),
-                      note="GetItem: the memory's record, read before every entry call (as on the rows above)")
+                      note="")
             bench.api("journal search (hybrid), 60 messages", 2, "1 OpenSearch _search + 1 read of the hits",
                       searching("/v1/agents/helper/messages/search"),
                       note="GetItem: the agent's record; two _search (words and meaning, sent in parallel); "
@@ -948,8 +975,8 @@ def markdown(results: dict[str, Any]) -> str:
                "RCU/WCU as DynamoDB Local reports them, authorizer-cached path)")
     out.append("")
     out.append("| operation | requests, authorizer-cached | with authenticate | RCU | WCU | physical minimum "
-               "| meets? |")
-    out.append("|---|---|--:|--:|--:|---|:-:|")
+               "| meets? | why above the minimum |")
+    out.append("|---|---|--:|--:|--:|---|:-:|---|")
     for row in rows:
         if row["level"] != "api":
             continue
@@ -957,7 +984,7 @@ def markdown(results: dict[str, Any]) -> str:
         out.append(
             f"| {row['operation']}{status} | {_requests_text(row['requests'])} | "
             f"{sum((row['with_authenticate'] or {}).values())} | {_units(row['rcu'])} | {_units(row['wcu'])} | "
-            f"{row['minimum_text']} | {_meets(row)} |"
+            f"{row['minimum_text']} | {_meets(row)} | {_why(row)} |"
         )
     out.append("")
     for level, title in (
@@ -966,15 +993,15 @@ def markdown(results: dict[str, Any]) -> str:
     ):
         out.append(title)
         out.append("")
-        out.append("| call | requests | RCU | WCU | physical minimum | meets? |")
-        out.append("|---|---|--:|--:|---|:-:|")
+        out.append("| call | requests | RCU | WCU | physical minimum | meets? | why above the minimum |")
+        out.append("|---|---|--:|--:|---|:-:|---|")
         for row in rows:
             if row["level"] != level:
                 continue
             outcome = f" → {row['outcome']}" if row["outcome"] != "ok" else ""
             out.append(
                 f"| {row['operation']}{outcome} | {_requests_text(row['requests'])} | {_units(row['rcu'])} | "
-                f"{_units(row['wcu'])} | {row['minimum_text']} | {_meets(row)} |"
+                f"{_units(row['wcu'])} | {row['minimum_text']} | {_meets(row)} | {_why(row)} |"
             )
         out.append("")
     out.append("**Search: Query pages per MB** (a consistent Query of the layer's entry items; DynamoDB stops a "
@@ -1006,6 +1033,13 @@ def markdown(results: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def _why(row: dict[str, Any]) -> str:
+    """The reason a row needs more than its minimum (every such row must carry one)."""
+    if row["meets"]:
+        return ""
+    return row.get("note") or "**no reason given**"
+
+
 def print_tables(results: dict[str, Any]) -> None:
     rows = results["rows"]
     width = max(len(r["operation"]) + 10 for r in rows)
@@ -1023,6 +1057,8 @@ def print_tables(results: dict[str, Any]) -> None:
         name = row["operation"] + (f" → {row['outcome']}" if row["outcome"] not in ("ok", "200", "201", "204") else "")
         print(f"{name:<{width}} {row['total']:>2} {kinds:<49} {auth:>4} {row['rcu']:>6g} {row['wcu']:>6g}  "
               f"{row['minimum']:<9} {'yes' if row['meets'] else 'NO'}")
+        if not row["meets"]:
+            print(f"{'':<{width}}    why: {_why(row)}")
     print()
     for layer in results["layers"]:
         print(f"layer {layer['memory']}: {layer['entries']} entries, {layer['bytes']:,} bytes ({layer['mb']} MB), "
