@@ -1,11 +1,12 @@
 """A writer to kill, and the check of what it leaves: crash consistency of the embedded backend.
 
 ``python crash_writer.py DATA_DIR JOURNAL`` imports agentmem once, makes an account and an agent on the data
-dir (in a child process), then, for each line ``round SEED`` read on stdin, forks a child that opens the data
-dir and writes without pause — entry saves and deletes, journal appends (which start summary passes in the
-background, so checkpoints are being written too), workspace files and edits of a checkpoint — and prints
-the child's pid, then ``exit STATUS`` once the child is gone (the caller kills it with SIGKILL). Forking after
-the imports makes a round start in milliseconds, so a test can afford many kills.
+dir (in a child process), then, for each line ``round SEED DELAY`` read on stdin, forks a child that opens the
+data dir and writes without pause — entry saves and deletes, journal appends (which start summary passes in the
+background, so checkpoints are being written too), workspace files and edits of a checkpoint — kills it with
+SIGKILL DELAY seconds later and prints ``exit STATUS``. The writer kills its own child before waiting for it,
+so the pid cannot have gone to another process. Forking after the imports makes a round start in
+milliseconds, so a test can afford many kills.
 
 Before each call the child logs an *intent* to JOURNAL, and only after the call returned its *ack*: one
 ``os.write`` of one line each, so a kill leaves whole lines. ``check`` then opens the data dir again (a restart)
@@ -20,8 +21,10 @@ import hashlib
 import json
 import os
 import random
+import signal
 import sqlite3
 import sys
+import time
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -169,9 +172,13 @@ def main(data_dir: Path, journal_path: Path) -> None:
     print(f"setup {status}", flush=True)
     journal = Journal(journal_path)
     for line in sys.stdin:
-        seed = int(line.split()[1])
+        _, seed_text, delay_text = line.split()
+        seed = int(seed_text)
         pid = _fork(lambda seed=seed: _round(data_dir, journal, seed))
-        print(pid, flush=True)
+        time.sleep(float(delay_text))
+        # the child is ours and not yet waited for (running, or a zombie if it finished): its pid cannot
+        # have been reused, so the kill reaches it and nothing else
+        os.kill(pid, signal.SIGKILL)
         _, status = os.waitpid(pid, 0)
         print(f"exit {status}", flush=True)
 
@@ -379,18 +386,13 @@ def _check_vector_index(container: Any, data_dir: Path, report: Report) -> None:
 
 def kill_rounds(proc: Any, kills: int, rng: random.Random, delay: tuple[float, float] = (0.01, 0.3),
                 long_delay: tuple[float, float] = (0.8, 2.0), long_share: float = 0.2) -> Iterator[bool]:
-    """Run ``kills`` rounds of the writer ``proc``, each killed with SIGKILL after a random delay (a share of
+    """Run ``kills`` rounds of the writer ``proc``, each killed by it with SIGKILL after a random delay (a share of
     them long enough for a summary pass to write its checkpoint); yields whether the round was killed mid-way
     (True) or had finished its writes first."""
-    import signal
-    import time
-
     for _ in range(kills):
-        proc.stdin.write(f"round {rng.randrange(1 << 30)}\n")
+        seconds = rng.uniform(*(long_delay if rng.random() < long_share else delay))
+        proc.stdin.write(f"round {rng.randrange(1 << 30)} {seconds:.3f}\n")
         proc.stdin.flush()
-        pid = int(proc.stdout.readline())
-        time.sleep(rng.uniform(*(long_delay if rng.random() < long_share else delay)))
-        os.kill(pid, signal.SIGKILL)  # a child that finished is a zombie until waited for: still safe
         status = int(proc.stdout.readline().split()[1])
         yield os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
 
