@@ -163,3 +163,13 @@ def test_settings_choose_it_with_its_fallback_and_refuse_it_half_named(monkeypat
     # nothing answers on port 1: the pass still gets a summary, the extractive one, and says so
     text, by = built.summarise_named(None, MESSAGES)
     assert by.startswith("extractive (fallback:") and "my locker code is 7731-B" in text
+
+
+def test_a_remembered_item_the_model_only_quoted_as_a_topic_is_put_back_under_remembered(api: FakeChatAPI) -> None:
+    asked = [msg(1, "user", "Can you keep in mind that our wifi network is QX-3391?"), msg(2, "assistant", "Noted.")]
+    api.script = [("text", "# Conversation summary\n\n## Remembered\n(none)\n\n## Recent topics\n"
+                           "- Can you keep in mind that our wifi network is QX-3391?")]
+    text = summariser(api).summarise(None, asked)
+
+    remembered = text.split("## Remembered\n", 1)[1].split("\n## ", 1)[0]
+    assert "our wifi network is QX-3391" in remembered and "(none)" not in remembered

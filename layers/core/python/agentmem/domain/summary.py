@@ -454,10 +454,23 @@ def track_remembered(previous: str | None, messages: Sequence[Message]) -> tuple
     return remembered, [t for t in state.forgotten if t not in remembered]
 
 
+def _remembered_section(lines: Sequence[str]) -> str:
+    """The text under ``## Remembered`` ("" when there is none)."""
+    for i, line in enumerate(lines):
+        m = SECTION.match(line)
+        if m is not None and m.group("t").lower() == "remembered":
+            end = i + 1
+            while end < len(lines) and HEADING.match(lines[end]) is None:
+                end += 1
+            return "\n".join(lines[i + 1 : end])
+    return ""
+
+
 def keep_remembered(text: str, *, remembered: Sequence[str], forgotten: Sequence[str] = ()) -> str:
     """A summary written by someone else (a model) made to keep the remembered-items rule: every line that
-    quotes a forgotten item (or its value) goes, and every remembered item missing word for word is added
-    under ``## Remembered`` (the section is added when missing)."""
+    quotes a forgotten item (or its value) goes, and every remembered item missing word for word from the
+    ``## Remembered`` section (quoted elsewhere or not at all) is added under it (the section is added when
+    missing)."""
     purge: list[str] = []
     for item in forgotten:
         purge += [ln.strip() for ln in item.splitlines() if len(ln.strip()) >= 4]
@@ -470,7 +483,8 @@ def keep_remembered(text: str, *, remembered: Sequence[str], forgotten: Sequence
         if not any(p in ln for p in purge) or any(k in ln for k in keep_lines if len(k) >= 4)
     ]
     body = "\n".join(lines)
-    missing = [item for item in remembered if not all(ln.strip() in body for ln in item.splitlines())]
+    kept = _remembered_section(lines)  # an item quoted elsewhere (a recent topic) is not kept by that
+    missing = [item for item in remembered if not all(ln.strip() in kept for ln in item.splitlines())]
     if not missing:
         return body.rstrip() + "\n"
     added = [_bullet(item) for item in missing]
