@@ -24,6 +24,13 @@ Prints the tables, writes ``bench/results/summary_quality.json`` and the plot ``
 (``--quick``: ``bench/results/summary_quality-quick.*``), and rewrites the generated block of the summary
 section in ``docs/benchmarks.md``. The summariser measured is the extractive one (the embedded backend's); a
 model-backed summariser can be measured the same way with ``--summariser``. A benchmark: nothing is asserted.
+
+``--scripted lossless|lossy`` measures the OpenAI-compatible summariser (``AGENTMEM_SUMMARISER=openai``)
+against a scripted local endpoint (``tests/support/fake_chat_api.py``) instead: ``lossless`` answers the
+extractive summary of the previous summary and the messages its prompt holds (what the adapter's prompt and
+answer handling lose on top of the reading), ``lossy`` a deliberately poor one (the sections empty, the last
+two rows as topics: what the adapter's own rules save from a bad model). Results go to
+``bench/results/summary_quality-scripted-<mode>.json`` and its plot; the generated block is left alone.
 """
 
 from __future__ import annotations
@@ -49,6 +56,7 @@ from agentmem.adapters.embedded.jobs import ThreadJobRunner
 from agentmem.bootstrap import Container, build_container
 from agentmem.domain.conversations import MessageDraft
 from agentmem.domain.summary import HARD_MAX_TOKENS, SUMMARY_MAX_TOKENS
+from agentmem.domain.summary_author import summariser_of
 from agentmem.domain.tokens import count_tokens
 from agentmem.services.agents import AgentSettings
 from agentmem.services.entries import SaveRequest
@@ -181,6 +189,7 @@ def play(container: Container, conversation: Conversation, seed: int) -> list[di
         row = measure(conversation, folded, entry.content or "", edits)
         row["pass"] = len(rows) + 1
         row["pass_ms"] = round(1000 * statistics.mean(passes.seconds[before:]), 2)
+        row["by"] = summariser_of(entry.description or "")  # a model summariser that fell back says so
         rows.append(row)
         if row["pass"] % EDIT_EVERY == 2:  # a person puts a line in, anywhere
             lines = (entry.content or "").split("\n")
@@ -199,13 +208,14 @@ def play(container: Container, conversation: Conversation, seed: int) -> list[di
     return rows
 
 
-def run(summariser: str, seed: int, conversations: int, messages: int) -> dict[str, Any]:
+def run(summariser: str, seed: int, conversations: int, messages: int, **more: Any) -> dict[str, Any]:
     logging.getLogger("agentmem").setLevel(logging.WARNING)  # two lines per pass otherwise
     results: list[dict[str, Any]] = []
     for n in range(conversations):
         conversation = make_conversation(seed + n, messages, key=f"long-{n}")
         with tempfile.TemporaryDirectory(prefix="agentmem-summary-") as tmp:
-            container = build_container(Settings(backend="embedded", data_dir=Path(tmp), summariser=summariser))
+            container = build_container(Settings(backend="embedded", data_dir=Path(tmp), summariser=summariser,
+                                                 **more))
             _, secret = container.keys.create_account("bench")
             container.bench_principal = container.keys.authenticate("Bearer " + secret)  # type: ignore[attr-defined]
             container.agents.put(container.bench_principal, AGENT, AgentSettings())  # type: ignore[attr-defined]
@@ -378,6 +388,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--messages", type=int, default=None, help="messages in each (default 2,400; --quick 600)")
     parser.add_argument("--quick", action="store_true", help="one conversation of 600 messages")
     parser.add_argument("--summariser", default="extractive", help="the summariser setting (default extractive)")
+    parser.add_argument("--scripted", choices=("lossless", "lossy"), default=None,
+                        help="the openai summariser against a scripted local endpoint")
     args = parser.parse_args(argv)
     conversations = args.conversations or (1 if args.quick else 3)
     messages = args.messages or (600 if args.quick else 2_400)
@@ -385,7 +397,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                         ("POWERTOOLS_LOG_LEVEL", "WARNING")):
         os.environ.setdefault(name, value)
     started = time.perf_counter()
-    part = run(args.summariser, args.seed, conversations, messages)
+    if args.scripted:
+        sys.path.insert(0, str(ROOT / "tests" / "support"))
+        from fake_chat_api import FakeChatAPI, serve_chat_api
+
+        with serve_chat_api(FakeChatAPI(lossy=args.scripted == "lossy")) as api:
+            part = run("openai", args.seed, conversations, messages, summary_url=api.url,
+                       summary_model=f"scripted-{args.scripted}")
+        written = [r["by"] for c in part["conversations"] for r in c["passes"]]
+        by_model = written.count(f"openai:scripted-{args.scripted}")
+        fell_back = sum("fallback" in (b or "") for b in written)
+        log(f"the scripted endpoint answered {len(api.seen):,} requests; {by_model} of {len(written)} passes "
+            f"written by it, {fell_back} fell back")
+    else:
+        part = run(args.summariser, args.seed, conversations, messages)
     results: dict[str, Any] = {
         "benchmark": "summary_quality", "quick": args.quick, "seed": args.seed, "machine": machine(),
         "setup": {"conversations": conversations, "messages": messages, "edit_every_passes": EDIT_EVERY,
@@ -396,13 +421,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     print_report(results)
     out_dir = ROOT / "bench" / "results"
     out_dir.mkdir(parents=True, exist_ok=True)
-    if args.quick:
+    if args.scripted:
+        stem = f"summary_quality-scripted-{args.scripted}{'-quick' if args.quick else ''}"
+        json_path, png = out_dir / f"{stem}.json", out_dir / f"{stem}.png"
+    elif args.quick:
         json_path, png = out_dir / "summary_quality-quick.json", out_dir / "summary_quality-quick.png"
     else:
         json_path, png = out_dir / "summary_quality.json", ROOT / "docs" / "img" / "summary_quality.png"
     json_path.write_text(dumps(results))
     plot(results, png)
-    rewrote = not args.quick and replace_block(ROOT / "docs" / "benchmarks.md", BEGIN, END, markdown(results))
+    rewrote = not args.quick and not args.scripted and replace_block(ROOT / "docs" / "benchmarks.md", BEGIN, END,
+                                                                     markdown(results))
     print(f"wrote {json_path.relative_to(ROOT)} and {png.relative_to(ROOT)}"
           f"{' and docs/benchmarks.md' if rewrote else ''} in {results['seconds']} s")
     return 0

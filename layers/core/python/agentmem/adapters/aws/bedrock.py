@@ -2,8 +2,9 @@
 
 One ``converse`` call per pass: a system prompt with the summary's sections and rules, and one user message
 holding the previous summary and the folded messages as a transcript (tool calls and results shown with
-their tool's name, results truncated). The model's answer is then made to keep the rules whatever it wrote
-(defence in depth):
+their tool's name, results truncated) — the prompt every model summariser sends, ``domain.summary_prompt``
+(the OpenAI-compatible one in ``adapters.openai_summariser`` too). The model's answer is then made to keep
+the rules whatever it wrote (defence in depth, ``domain.summary_prompt.finish``):
 
 * every credential in it is left out (``domain.summary.leave_out_secrets``), except in what the user asked
   to remember — the same filter runs over the transcript before it is sent, so the model rarely sees one;
