@@ -188,11 +188,22 @@ def test_search_sees_every_write_at_once(world: World) -> None:
     assert world.found("refunds") == []
     assert world.found("exchanges") == ["policy"]
 
+    # When only its description changes, then only its importance, then only its content
+    world.save("policy", "Exchanges within 14 days.", "Trades")
+    assert world.found("swaps") == [] and world.found("trades") == ["policy"]
+    assert world.found("exchanges") == ["policy"]
+    world.save("policy", "Exchanges within 14 days.", None, importance=0.9)
+    assert world.found("trades") == ["policy"] and world.found("exchanges") == ["policy"]
+    world.save("policy", "Repairs within 14 days.", None)
+    # Then each search sees the words of the version saved last, whatever else stayed the same
+    assert world.found("exchanges") == [] and world.found("repairs") == ["policy"]
+    assert world.found("trades") == ["policy"]
+
     # When it is deleted
     world.container.entries.delete(world.account, world.memory, "policy")
 
     # Then nothing finds it
-    assert world.found("exchanges") == []
+    assert world.found("repairs") == [] and world.found("trades") == []
 
 
 def test_search_stays_within_its_memory(world: World) -> None:

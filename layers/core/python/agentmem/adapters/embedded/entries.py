@@ -25,6 +25,7 @@ _NAME_KEY = "account_id=? AND memory=? AND layer_user=? AND name=?"
 _LIVE_E = "(e.expires_at IS NULL OR e.expires_at > ?)"
 # what qualifies for the pinned block (domain.context.qualifies_for_pinning), as migration 11's index says it
 _PINNABLE = ("conversation IS NULL AND (visibility = 'read_only' OR (category = 'user_profile' AND importance >= 0.7))")
+_KEY_COLUMNS = frozenset({"account_id", "memory", "layer_user", "name"})  # equal in a row and its update
 _META_COLUMNS = (
     "name, description, category, importance, visibility, version, updated_by, created_at, updated_at, "
     "expires_at, conversation, content_hash, memory, layer_user"
@@ -152,16 +153,22 @@ class SqliteEntryStore(EntryStore):
             }
             columns = ", ".join(values)
             marks = ", ".join(f":{c}" for c in values)
+            words_kept = False  # the entry's FTS row holds its name, description and content as saved now
             if row is None:
                 cursor = conn.execute(f"INSERT INTO entries ({columns}) VALUES ({marks})", values)
                 rowid = cast(int, cursor.lastrowid)
                 conn.execute(f"DELETE FROM entry_last_versions WHERE {_NAME_KEY}", key)  # the entry holds it now
             else:
                 rowid = row["rowid"]
-                assignments = ", ".join(f"{c}=:{c}" for c in values)
-                conn.execute(f"UPDATE entries SET {assignments} WHERE rowid=:rowid", {**values, "rowid": rowid})
-                conn.execute("DELETE FROM entries_fts WHERE rowid=?", (rowid,))
-            if values["conversation"] is None:
+                # only what changed is set: an index none of whose columns changed keeps its pages (a new
+                # content rewrites the row, the newest-first index and history, not the key or entries_live)
+                changed = {c: v for c, v in values.items() if c not in _KEY_COLUMNS and row[c] != v}
+                assignments = ", ".join(f"{c}=:{c}" for c in changed)
+                conn.execute(f"UPDATE entries SET {assignments} WHERE rowid=:rowid", {**changed, "rowid": rowid})
+                words_kept = not changed.keys() & {"description", "content", "conversation"}
+                if not words_kept:
+                    conn.execute("DELETE FROM entries_fts WHERE rowid=?", (rowid,))
+            if values["conversation"] is None and not words_kept:
                 conn.execute(
                     "INSERT INTO entries_fts (rowid, scope, name, description, content) VALUES (?, ?, ?, ?, ?)",
                     (rowid, _scope_token(layer), draft.name, values["description"], draft.content),
