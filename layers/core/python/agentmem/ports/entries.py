@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
 
 from ..domain.models import Entry, EntryDraft, HistoryItem, Layer, Page
 
@@ -105,46 +108,71 @@ class EntryStore(ABC):
         The domain ranking decides."""
 
     # --- what the context for a turn reads (SPEC §5): only what it shows ---------------------------
+    # A store with queries shaped for these overrides them. These defaults list each layer whole, once per
+    # context build (``context_reads``), and answer all three from that listing.
 
     def index_page(
         self, layer: Layer, now: str, *, limit: int, cursor: str | None, shadowed_by: Layer | None = None
     ) -> Page:
         """The memory index's entries of one layer, without content, newest ``updated_at`` first: live and
         not checkpoints, and with ``shadowed_by`` (the user's layer of the same memory) none whose name has a
-        live entry there. A store with a query shaped for it overrides this; this one filters pages of
-        ``list_layer``, so its pages may hold fewer than ``limit``."""
-        page = self.list_layer(layer, now, limit=limit, cursor=cursor)
-        items = [e for e in page.items if e.conversation is None]
-        if shadowed_by is not None and items:
-            shadowing = self.existing_names(shadowed_by, [e.name for e in items], now)
-            items = [e for e in items if e.name not in shadowing]
-        return Page(items=items, next_cursor=page.next_cursor)
+        live entry there. ``cursor``: the one the previous page gave."""
+        listed = self._index_listing(layer, now, shadowed_by)
+        start = int(cursor) if cursor else 0
+        items = listed[start : start + limit]
+        return Page(items=items, next_cursor=str(start + limit) if start + limit < len(listed) else None)
 
     def index_count(self, layer: Layer, now: str, *, shadowed_by: Layer | None = None) -> int:
-        """How many entries ``index_page`` would give over all its pages."""
-        total, cursor = 0, None
-        while True:
-            page = self.index_page(layer, now, limit=100, cursor=cursor, shadowed_by=shadowed_by)
-            total += len(page.items)
-            if page.next_cursor is None:
-                return total
-            cursor = page.next_cursor
+        """How many entries ``index_page`` gives over all its pages."""
+        return len(self._index_listing(layer, now, shadowed_by))
 
     def pinning_candidates(self, layer: Layer, now: str, *, limit: int) -> list[Entry]:
-        """The layer's best ``limit`` live entries (with content, checkpoints left out) that qualify for the
-        pinned block (``domain.context.qualifies_for_pinning``): highest importance first, then newest."""
+        """The layer's best ``limit`` live entries (checkpoints left out) that qualify for the pinned block
+        (``domain.context.qualifies_for_pinning``): highest importance first, then newest. With their content
+        when the store has it at hand; the caller reads the content of those it keeps (``get_many``)."""
         from ..domain.context import qualifies_for_pinning
 
+        found = [e for e in self._listing(layer, now) if qualifies_for_pinning(e)]
+        found.sort(key=lambda e: e.name)
+        found.sort(key=lambda e: e.updated_at, reverse=True)
+        found.sort(key=lambda e: -e.importance)
+        return found[:limit]
+
+    def _index_listing(self, layer: Layer, now: str, shadowed_by: Layer | None) -> list[Entry]:
+        listed = self._listing(layer, now)
+        if shadowed_by is None:
+            return listed
+        shadowing = {e.name for e in self._listing(shadowed_by, now)}
+        return [e for e in listed if e.name not in shadowing]
+
+    @contextmanager
+    def context_reads(self) -> Iterator[None]:
+        """One context build's reads: the listings these defaults make inside are shared by its calls, and
+        forgotten when it ends (a later build lists again, and sees every write made since)."""
+        previous = getattr(_LISTINGS, "memo", None)
+        _LISTINGS.memo = {}
+        try:
+            yield
+        finally:
+            _LISTINGS.memo = previous
+
+    def _listing(self, layer: Layer, now: str) -> list[Entry]:
+        """The layer's live entries without checkpoints, newest first (once per build in ``context_reads``)."""
+        memo: dict[Any, list[Entry]] | None = getattr(_LISTINGS, "memo", None)
+        key = (id(self), layer, now)
+        if memo is not None and key in memo:
+            return memo[key]
         found: list[Entry] = []
         cursor: str | None = None
         while True:
             page = self.list_layer(layer, now, limit=100, cursor=cursor)
-            found += [e for e in page.items if e.conversation is None and qualifies_for_pinning(e)]
+            found += [e for e in page.items if e.conversation is None]
             if page.next_cursor is None:
                 break
             cursor = page.next_cursor
-        found.sort(key=lambda e: e.name)
-        found.sort(key=lambda e: e.updated_at, reverse=True)
-        found.sort(key=lambda e: -e.importance)
-        read = (self.get(layer, e.name, now) for e in found[:limit])
-        return [e for e in read if e is not None]
+        if memo is not None:
+            memo[key] = found
+        return found
+
+
+_LISTINGS = threading.local()  # per thread, the listings of the context build under way (context_reads)

@@ -5,12 +5,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from ..domain.agents import AgentRecord, agent_of_memory, check_window_messages
-from ..domain.clock import Clock, iso, utcnow
-from ..domain.context import row_text
+from ..domain.clock import Clock, iso, parse_iso, utcnow
+from ..domain.context import (
+    PINNED_MAX,
+    IndexSection,
+    Pinned,
+    index_line,
+    index_room,
+    pinned_block,
+    row_text,
+    section_heading,
+)
 from ..domain.conversations import (
     APPEND_BATCH_MAX,
     AppendResult,
@@ -25,7 +34,7 @@ from ..domain.cursor import decode_cursor, encode_cursor
 from ..domain.errors import ForbiddenError, InvalidError, NotFoundError, NotImplementedYetError, UnavailableError
 from ..domain.model_formats import check_model_format, render
 from ..domain.model_messages import Skipped, parse_messages
-from ..domain.models import Entry, Layer, Principal
+from ..domain.models import Entry, Layer, MemoryRecord, Principal
 from ..domain.recall import (
     KEYWORD_CANDIDATES,
     SEMANTIC_CANDIDATES,
@@ -490,16 +499,7 @@ class ConversationService:
     ) -> dict[str, Any]:
         """What the model sees next turn: pinned block, memory index, summary, recent window. Reads only.
         With ``format`` (bedrock, anthropic, openai) its ``messages`` (and ``system``) are in that API's shape."""
-        from ..domain.context import (
-            PINNED_MAX,
-            IndexSection,
-            SummaryPart,
-            assemble,
-            index_room,
-            memory_index,
-            pinned_block,
-            section_heading,
-        )
+        from ..domain.context import SummaryPart, assemble, memory_index
         from ..domain.window import effective_cap, recent_window
 
         fmt = check_model_format(format)
@@ -511,6 +511,21 @@ class ConversationService:
         cap = effective_cap(ctx.agent.window_messages, record.window_messages if record else None)
         window = recent_window(self.store.tail(ref, cap), cap) if record is not None else []
         readable = sorted(self.agent_memory.readable(ctx), key=lambda m: m.name != ctx.agent.own_memory)
+        with self.agent_memory.entries.store.context_reads():
+            sections, pinned = self._memory_parts(ctx, readable, ref.account_id, now, moment)
+        summary = None
+        checkpoint = self.checkpoint_entry(ctx, ref) if record is not None else None
+        if checkpoint is not None and checkpoint.content:
+            summary = SummaryPart(checkpoint.content, record.folded_through if record else 0)
+        built = assemble(pinned, memory_index(sections, now=moment), summary, window, self.part_tokens, cap=cap)
+        if fmt is not None:
+            built.update(format=fmt, **render(built["messages"], fmt))
+        return {"conversation": key, "agent": ctx.agent.name, "user_id": ctx.user, "surface": ctx.surface, **built}
+
+    def _memory_parts(
+        self, ctx: CallContext, readable: list[MemoryRecord], account_id: str, now: str, moment: datetime,
+    ) -> tuple[list[IndexSection], Pinned]:
+        """The memory index's sections (read as far as they can show) and the pinned block."""
         store = self.agent_memory.entries.store
         sections: list[IndexSection] = []
         candidates: list[Entry] = []
@@ -518,7 +533,7 @@ class ConversationService:
         for memory in readable:
             own = memory.name == ctx.agent.own_memory
             users = [memory.user_id] if memory.user_id is not None else ([ctx.user, None] if ctx.user else [None])
-            layers = [Layer(ref.account_id, memory.name, u) for u in users]
+            layers = [Layer(account_id, memory.name, u) for u in users]
             listed: list[Entry] = []
             total = 0
             heading = section_heading(memory.name, own)
@@ -529,15 +544,7 @@ class ConversationService:
                 room = self._index_read(layer, now, shadow, count, room, listed, heading)
                 candidates += store.pinning_candidates(layer, now, limit=PINNED_MAX)
             sections.append(IndexSection(memory.name, listed, own=own, total=total))
-        pinned = pinned_block(candidates, moment)
-        summary = None
-        checkpoint = self.checkpoint_entry(ctx, ref) if record is not None else None
-        if checkpoint is not None and checkpoint.content:
-            summary = SummaryPart(checkpoint.content, record.folded_through if record else 0)
-        built = assemble(pinned, memory_index(sections, now=moment), summary, window, self.part_tokens, cap=cap)
-        if fmt is not None:
-            built.update(format=fmt, **render(built["messages"], fmt))
-        return {"conversation": key, "agent": ctx.agent.name, "user_id": ctx.user, "surface": ctx.surface, **built}
+        return sections, pinned_block(self._with_content(candidates, account_id, now), moment)
 
     def _index_read(
         self, layer: Layer, now: str, shadow: Layer | None, count: int, room: int, listed: list[Entry],
@@ -546,8 +553,6 @@ class ConversationService:
         """Read the layer's index entries, newest first, into ``listed`` (its memory's, under ``heading``)
         while the index has ``room`` left (negative: full, nothing more is read); returns the room left.
         The room counts as ``memory_index`` measures the text, so whatever could show has been read."""
-        from ..domain.context import index_line
-
         store = self.agent_memory.entries.store
         cursor: str | None = None
         read = 0
@@ -571,6 +576,17 @@ class ConversationService:
         if read < count:
             room = -1  # the layer is not read to its end: what follows is only counted
         return room
+
+    def _with_content(self, candidates: list[Entry], account_id: str, now: str) -> list[Entry]:
+        """The pinning candidates that can make the block, with their content: the best ``PINNED_MAX`` of all
+        layers in the block's order, those that came without it read in one ``get_many``."""
+        best = sorted(candidates, key=lambda e: (-e.importance, -parse_iso(e.updated_at).timestamp(), e.name,
+                                                 e.memory, e.user_id or ""))[:PINNED_MAX]
+        missing = [(Layer(account_id, e.memory, e.user_id), e.name) for e in best if e.content is None]
+        read = self.agent_memory.entries.store.get_many(missing, now) if missing else {}
+        whole = [e if e.content is not None else read.get((Layer(account_id, e.memory, e.user_id), e.name))
+                 for e in best]
+        return [e for e in whole if e is not None]
 
     def part_tokens(self, text: str) -> int:
         """The tokens of a context part, counted once per text: the same entries at the same versions give
