@@ -124,12 +124,16 @@ def test_serve_on_aws_with_an_emulator_that_is_not_there_is_one_line(
 
 
 def test_an_unknown_setting_is_one_line_before_anything_starts(
-    no_aws: dict[str, str | None], tmp_path: Path,
+    no_aws: dict[str, str | None], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    env = {**no_aws, "AGENTMEM_SUMMARY_MODEL": "amazon.nova-micro-v1:0"}
+    def started(*_: object, **__: object) -> None:  # were the check missing, fail rather than serve forever
+        raise AssertionError("the server started despite an unknown setting")
+
+    monkeypatch.setattr("agentmem.local.server.serve", started)
+    env = {**no_aws, "AGENTMEM_SUMARY_MODEL_ID": "amazon.nova-micro-v1:0"}  # SUMMARY misspelt
     result = CliRunner().invoke(cli, ["serve", "--port", "0", "--data-dir", str(tmp_path)], env=env)
     assert result.exit_code == 2
-    assert result.output.strip() == ("error: unknown setting AGENTMEM_SUMMARY_MODEL (did you mean "
+    assert result.output.strip() == ("error: unknown setting AGENTMEM_SUMARY_MODEL_ID (did you mean "
                                      "AGENTMEM_SUMMARY_MODEL_ID?): docs/guide.md lists the AGENTMEM_* variables")
     assert not (tmp_path / "agentmem.db").exists()  # nothing was created
 
