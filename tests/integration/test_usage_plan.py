@@ -11,6 +11,7 @@ import boto3
 import pytest
 from agentmem.adapters.aws.usage_plan import UsagePlanKeys, usage_key_value
 from agentmem.bootstrap import Container, build_container, set_container
+from agentmem.local.server import LocalContext
 from agentmem.settings import Settings
 from moto import mock_aws
 
@@ -91,7 +92,7 @@ def test_the_authorizer_names_the_accounts_key_as_the_usage_identifier(container
     _, other = container.keys.create_account("globex")
     # When API Gateway asks about each
     answers = [lambda_handler({"type": "TOKEN", "methodArn": METHOD_ARN, "authorizationToken": f"Bearer {secret}"},
-                              None) for secret in (first, second, other)]
+                              LocalContext()) for secret in (first, second, other)]
     # Then both keys of the account name its one usage key, and the other account its own: each account is
     # throttled by the plan on its own
     identifiers = [answer["usageIdentifierKey"] for answer in answers]
@@ -103,6 +104,7 @@ def test_the_authorizer_names_the_accounts_key_as_the_usage_identifier(container
 def test_without_a_usage_plan_the_authorizer_names_none(container: Container) -> None:
     # Given no AGENTMEM_USAGE_PLAN (or the embedded backend)
     _, secret = container.keys.create_account("acme")
-    answer = lambda_handler({"type": "TOKEN", "methodArn": METHOD_ARN, "authorizationToken": f"Bearer {secret}"}, None)
+    token = {"type": "TOKEN", "methodArn": METHOD_ARN, "authorizationToken": f"Bearer {secret}"}
+    answer = lambda_handler(token, LocalContext())
     assert "usageIdentifierKey" not in answer
     assert container.usage_plan_keys is None
