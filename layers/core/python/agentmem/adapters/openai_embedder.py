@@ -17,55 +17,20 @@ from __future__ import annotations
 
 import logging
 import math
-import random
 import time
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 import requests
 
 from ..ports.embedder import Embedder
 from .embedding_errors import EmbeddingError
+from .openai_http import BACKOFF_BASE_S, RETRY_AFTER_MAX_S, JsonEndpoint, retry_after_s  # noqa: F401 (tests read the retry rules here)
 
 DEFAULT_BATCH_SIZE = 64
 DEFAULT_TIMEOUT_S = 10.0
 DEFAULT_MAX_ATTEMPTS = 3
-RETRY_AFTER_MAX_S = 10.0  # a longer Retry-After is a quota, not a hiccup: wait this much, then fail if still so
-BACKOFF_BASE_S = 0.5  # the ceiling of the first wait; it doubles with each failed attempt ...
-BACKOFF_MAX_S = 8.0  # ... up to this
-BODY_CHARS = 200  # of an error answer, in the message
-_RETRYABLE_ERRORS = (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError)
-
 _log = logging.getLogger(__name__)
-
-
-def backoff_delay(attempt: int) -> float:
-    """The wait after failed attempt ``attempt`` (1, 2, …): between half the ceiling and the ceiling, which
-    doubles each time."""
-    ceiling = min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2.0 ** (attempt - 1))
-    return ceiling / 2 + random.uniform(0, ceiling / 2)
-
-
-def retry_after_s(value: str | None) -> float | None:
-    """The wait a ``Retry-After`` header asks for (seconds or an HTTP date), at most ``RETRY_AFTER_MAX_S``;
-    ``None`` when there is none worth reading."""
-    if not value or not value.strip():
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        seconds = (when - datetime.now(UTC)).total_seconds()
-    if not math.isfinite(seconds):
-        return None
-    return min(RETRY_AFTER_MAX_S, max(0.0, seconds))
 
 
 class OpenAICompatibleEmbedder(Embedder):
@@ -110,10 +75,9 @@ class OpenAICompatibleEmbedder(Embedder):
         self.timeout_s = timeout_s
         self.max_attempts = max_attempts
         self.session = session or requests.Session()
-        self._sleep = sleep
-        self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if self._api_key:
-            self._headers["Authorization"] = f"Bearer {self._api_key}"
+        self._http = JsonEndpoint(self.url, where=self._where, doing="embedding", error=EmbeddingError,
+                                  api_key=self._api_key, timeout_s=timeout_s, max_attempts=max_attempts,
+                                  session=self.session, sleep=sleep, log=_log)
 
     @property
     def dimension(self) -> int:
@@ -138,29 +102,7 @@ class OpenAICompatibleEmbedder(Embedder):
         payload: dict[str, Any] = {"model": self.model, "input": batch, "encoding_format": "float"}
         if self.send_dimensions:
             payload["dimensions"] = self._dimension
-        attempt = 1
-        while True:
-            wait: float | None = None
-            try:
-                response = self.session.post(self.url, json=payload, headers=self._headers,
-                                             timeout=self.timeout_s, allow_redirects=False)
-            except _RETRYABLE_ERRORS as error:
-                reason = f"{type(error).__name__}: {self._scrub(str(error))}"
-            else:
-                status = response.status_code
-                if status == 429 or status >= 500:
-                    reason = f"HTTP {status}: {self._body(response)}"
-                    wait = retry_after_s(response.headers.get("Retry-After"))
-                elif 200 <= status < 300:
-                    return self._vectors(response, len(batch))
-                else:  # a refused request (or a redirect, which would lose the POST): the same next time
-                    raise EmbeddingError(f"{self._where} answered HTTP {status}: {self._body(response)}")
-            if attempt >= self.max_attempts:
-                raise EmbeddingError(f"{self._where} failed after {attempt} attempts ({reason})")
-            _log.warning("embedding with %s failed (attempt %d of %d): %s", self._where, attempt,
-                         self.max_attempts, reason)
-            self._sleep(wait if wait is not None else backoff_delay(attempt))
-            attempt += 1
+        return self._vectors(self._http.post(payload), len(batch))
 
     def _vectors(self, response: requests.Response, count: int) -> list[list[float]]:
         """The rows of a 2xx answer, in the order of their ``index``."""
@@ -201,8 +143,5 @@ class OpenAICompatibleEmbedder(Embedder):
     def _where(self) -> str:
         return f"{self.model} at {self.url}"
 
-    def _scrub(self, text: str) -> str:
-        return text.replace(self._api_key, "***") if self._api_key else text
-
     def _body(self, response: requests.Response) -> str:
-        return self._scrub(response.text)[:BODY_CHARS] or "(empty body)"
+        return self._http.body(response)

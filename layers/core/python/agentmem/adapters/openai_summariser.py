@@ -7,7 +7,7 @@ out of both), and the answer read by the same rules (a fenced answer unfenced; n
 summary is a ``MalformedSummaryError``; credentials left out of it but for remembered items; every
 remembered item there word for word; cut under the hard bound).
 
-HTTP as the OpenAI-compatible embedder does it (``adapters.openai_embedder``): a timeout per request;
+HTTP as every OpenAI-compatible adapter speaks it (``adapters.openai_http``): a timeout per request;
 429, a 5xx, a dropped or timed-out connection retried with backoff (waiting what a ``Retry-After`` asks
 for, up to 10 s); any other status a ``SummariserError`` at once; the api key, sent as a bearer token, is
 never in a message. Whatever fails propagates: ``bootstrap`` puts this summariser behind
@@ -27,11 +27,10 @@ from ..domain.conversations import Message
 from ..domain.summary import track_remembered
 from ..domain.summary_prompt import DEFAULT_MAX_TOKENS, SYSTEM_PROMPT, MalformedSummaryError, finish, user_prompt
 from ..ports.summariser import Summariser
-from .openai_embedder import BODY_CHARS, backoff_delay, retry_after_s
+from .openai_http import JsonEndpoint
 
 DEFAULT_TIMEOUT_S = 120.0  # a local model on a CPU writes a 2,000-token summary for a while
 DEFAULT_MAX_ATTEMPTS = 3
-_RETRYABLE_ERRORS = (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError)
 
 _log = logging.getLogger(__name__)
 
@@ -74,10 +73,9 @@ class OpenAICompatibleSummariser(Summariser):
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.session = session or requests.Session()
-        self._sleep = sleep
-        self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if self._api_key:
-            self._headers["Authorization"] = f"Bearer {self._api_key}"
+        self._http = JsonEndpoint(self.url, where=self._where, doing="summarising", error=SummariserError,
+                                  api_key=self._api_key, timeout_s=timeout_s, max_attempts=max_attempts,
+                                  session=self.session, sleep=sleep, log=_log)
 
     @property
     def name(self) -> str:
@@ -105,33 +103,12 @@ class OpenAICompatibleSummariser(Summariser):
     # --- one request -----------------------------------------------------------------------------
 
     def _post(self, payload: dict[str, Any]) -> Any:
-        attempt = 1
-        while True:
-            wait: float | None = None
-            try:
-                response = self.session.post(self.url, json=payload, headers=self._headers,
-                                             timeout=self.timeout_s, allow_redirects=False)
-            except _RETRYABLE_ERRORS as error:
-                reason = f"{type(error).__name__}: {self._scrub(str(error))}"
-            else:
-                status = response.status_code
-                if status == 429 or status >= 500:
-                    reason = f"HTTP {status}: {self._body(response)}"
-                    wait = retry_after_s(response.headers.get("Retry-After"))
-                elif 200 <= status < 300:
-                    try:
-                        return response.json()
-                    except ValueError:
-                        raise MalformedSummaryError(f"{self._where} answered HTTP {status} that is not JSON: "
-                                                    f"{len(response.content):,} bytes") from None
-                else:  # a refused request (or a redirect, which would lose the POST): the same next time
-                    raise SummariserError(f"{self._where} answered HTTP {status}: {self._body(response)}")
-            if attempt >= self.max_attempts:
-                raise SummariserError(f"{self._where} failed after {attempt} attempts ({reason})")
-            _log.warning("summarising with %s failed (attempt %d of %d): %s", self._where, attempt,
-                         self.max_attempts, reason)
-            self._sleep(wait if wait is not None else backoff_delay(attempt))
-            attempt += 1
+        response = self._http.post(payload)
+        try:
+            return response.json()
+        except ValueError:
+            raise MalformedSummaryError(f"{self._where} answered HTTP {response.status_code} that is not JSON: "
+                                        f"{len(response.content):,} bytes") from None
 
     def _text(self, answer: Any) -> tuple[str, object]:
         """The first choice's text and finish reason; ``MalformedSummaryError`` for any other shape."""
@@ -151,8 +128,3 @@ class OpenAICompatibleSummariser(Summariser):
     def _where(self) -> str:
         return f"{self.model} at {self.url}"
 
-    def _scrub(self, text: str) -> str:
-        return text.replace(self._api_key, "***") if self._api_key else text
-
-    def _body(self, response: requests.Response) -> str:
-        return self._scrub(response.text)[:BODY_CHARS] or "(empty body)"
