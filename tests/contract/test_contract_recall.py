@@ -212,3 +212,20 @@ def test_the_store_reads_many_entries_at_once_as_it_reads_one(world: World) -> N
         assert entry == store.get(layer, name, now)
     assert found[(ana, "refunds")].content == "Ana's own refund terms."
     assert (account, "brief") not in later and len(later) == 3
+
+
+def test_the_store_reads_more_entries_at_once_than_one_statement_holds(world: World) -> None:
+    # Given 130 entries, and 250 keys asked at once: each entry once, each twice in a user's layer, and 90
+    # names nobody holds
+    for i in range(130):
+        world.save(f"note-{i:03d}", f"Note number {i}.", f"Note {i}")
+    store = world.container.entries.store
+    account = Layer(world.account.account_id, world.memory, None)
+    ana = Layer(world.account.account_id, world.memory, "ana")
+    keys = [(account, f"note-{i:03d}") for i in range(130)] + [(ana, f"note-{i:03d}") for i in range(30)]
+    keys += [(account, f"none-{i:03d}") for i in range(90)]
+    # When they are read at once
+    found = store.get_many(keys, iso(world.clock()))
+    # Then every entry that exists is there, under its own key, and nothing else
+    assert set(found) == {(account, f"note-{i:03d}") for i in range(130)}
+    assert all(found[(account, f"note-{i:03d}")].content == f"Note number {i}." for i in range(130))

@@ -27,7 +27,10 @@ Fallback = Literal["index_unavailable", "timeout", "not_configured"]
 Fusion = Literal["weighted", "rrf"]
 MODES: tuple[str, ...] = get_args(Mode)
 K = TypeVar("K", bound=Hashable)
-KEYWORD_CANDIDATES = 200  # the most relevant candidates the words offer a search (entries or messages) ...
+KEYWORD_CANDIDATES = 200  # the most relevant candidates the words offer a journal search ...
+# ... and an entry search: ten pages of the default size. Entries are few and their words telling, so the
+# words' best 100 hold the page (bench/recall_quality.py); each candidate more costs a ranking in Python
+ENTRY_KEYWORD_CANDIDATES = 100
 SEMANTIC_CANDIDATES = 50  # ... and the nearest the semantic index offers (each is read again from the store)
 
 

@@ -65,21 +65,24 @@ def bm25_weight(tf: float, length: float, average: float, df: int, total: int) -
 
 class _Field:
     """One field of one entry, as the ranking reads it: how often each stem occurs, and its distinct words in
-    order (for the prefix rule, found by bisection)."""
+    order with their stems (for the prefix rule, found by bisection)."""
 
-    __slots__ = ("length", "stems", "words")
+    __slots__ = ("length", "stems", "word_stems", "words")
 
     def __init__(self, text: str) -> None:
         raw = words(text)
         self.length = len(raw)
         self.stems = Counter(stem(w) for w in raw)
         self.words = sorted(set(raw))
+        self.word_stems = [stem(w) for w in self.words]
 
     def tf(self, word: str, term: str) -> float:
         count = float(self.stems.get(term, 0))
-        at = bisect_left(self.words, word)
-        while at < len(self.words) and self.words[at].startswith(word):
-            if stem(self.words[at]) != term:  # a longer word it starts, not one of its stem's
+        listed = self.words
+        at = bisect_left(listed, word)
+        end = len(listed)
+        while at < end and listed[at].startswith(word):
+            if self.word_stems[at] != term:  # a longer word it starts, not one of its stem's
                 count += PREFIX_WEIGHT
             at += 1
         return count
@@ -88,11 +91,14 @@ class _Field:
 class _Analysed:
     """One entry's fields, analysed once per version (``analysed`` keeps the latest few thousand)."""
 
-    __slots__ = ("fields", "length")
+    __slots__ = ("fields", "length", "meta", "weighted")
 
     def __init__(self, name: str, description: str, content: str) -> None:
         self.fields = {"name": _Field(name), "description": _Field(description), "content": _Field(content)}
         self.length = sum(FIELD_WEIGHTS[f] * field.length for f, field in self.fields.items())
+        self.meta = f"{name}\n{description}".lower()  # where the whole query may be found
+        # (weight, is the name or description, field), for the scoring loop
+        self.weighted = tuple((FIELD_WEIGHTS[f], f != "content", field) for f, field in self.fields.items())
 
 
 _ANALYSED: OrderedDict[tuple[str, ...], _Analysed] = OrderedDict()
@@ -135,6 +141,7 @@ class Query:
         self.whole = " ".join(text.lower().split())
         self.words = query_words(text)
         self.terms = [stem(w) for w in self.words]
+        self._pairs = list(zip(self.words, self.terms, strict=True))
 
     def held(self, text: str) -> set[str]:
         """The query words ``text`` holds: its stem, or a word it starts."""
@@ -144,16 +151,27 @@ class Query:
         return {word for word, term in zip(self.words, self.terms, strict=True) if field.tf(word, term) > 0}
 
     def _weighted_tfs(self, analysed: _Analysed) -> list[tuple[float, bool]]:
-        """For each query word: its field-weighted term frequency, and whether the name or description holds it."""
+        """For each query word: its field-weighted term frequency, and whether the name or description holds it.
+        (``_Field.tf`` inlined: this loop runs for every candidate of every search.)"""
         found = []
-        for word, term in zip(self.words, self.terms, strict=True):
+        weighted = analysed.weighted
+        for word, term in self._pairs:
             tf = 0.0
             in_meta = False
-            for field, text in analysed.fields.items():
-                count = text.tf(word, term)
+            for weight, meta, field in weighted:
+                count = float(field.stems.get(term, 0))
+                listed = field.words
+                at = bisect_left(listed, word)
+                if at < len(listed) and listed[at].startswith(word):
+                    stems = field.word_stems
+                    end = len(listed)
+                    while at < end and listed[at].startswith(word):
+                        if stems[at] != term:
+                            count += PREFIX_WEIGHT
+                        at += 1
                 if count:
-                    tf += FIELD_WEIGHTS[field] * count
-                    in_meta = in_meta or field != "content"
+                    tf += weight * count
+                    in_meta = in_meta or meta
             found.append((tf, in_meta))
         return found
 
@@ -170,17 +188,20 @@ class Query:
         self, entry: Entry, analysed: _Analysed, tfs: list[tuple[float, bool]], df: Sequence[int] | None,
         total: int, average: float,
     ) -> float | None:
-        held = sum(1 for tf, _ in tfs if tf > 0)
-        in_meta = sum(1 for tf, meta in tfs if tf > 0 and meta)
-        whole = bool(self.whole) and self.whole in f"{entry.name}\n{entry.description}".lower()
+        held = in_meta = 0
+        bm25 = 0.0
+        length = analysed.length
+        mean = average or length
+        for i, (tf, meta) in enumerate(tfs):
+            if tf > 0:
+                held += 1
+                in_meta += meta
+                d = df[i] if df else 1
+                bm25 += bm25_weight(tf, length, mean, d, max(total, d))
+        whole = bool(self.whole) and self.whole in analysed.meta
         if not held and not whole:
             return None
         n = max(len(self.words), 1)
-        frequencies = df or [1] * len(tfs)
-        bm25 = sum(
-            bm25_weight(tf, analysed.length, average or analysed.length, d, max(total, d))
-            for (tf, _), d in zip(tfs, frequencies, strict=True)
-        )
         # lexicographic order folded into one number: held words, then words in the name or description,
         # then the whole query, then BM25 (squashed below the whole query's notch)
         return held + 0.5 * in_meta / n + (0.25 / n if whole else 0.0) + (0.2 / n) * bm25 / (bm25 + 1.0)

@@ -21,7 +21,7 @@ from ..domain.errors import InvalidError, NotFoundError
 from ..domain.history import visible_history
 from ..domain.models import Entry, EntryDraft, HistoryItem, Layer, Page, Principal, SaveResult, UpdatedBy, Visibility
 from ..domain.recall import (
-    KEYWORD_CANDIDATES,
+    ENTRY_KEYWORD_CANDIDATES,
     SEMANTIC_CANDIDATES,
     Calibration,
     Fallback,
@@ -296,7 +296,7 @@ class EntryService:
         names_of: dict[Layer, set[str]] = {}  # every name a layer holds, when the candidates told them all
 
         def by_words() -> None:
-            keyword_pool = pool(KEYWORD_CANDIDATES, offset, size)
+            keyword_pool = pool(ENTRY_KEYWORD_CANDIDATES, offset, size)
             candidates = self.store.search_candidates(layers, compiled.words, compiled.whole, now,
                                                       limit=keyword_pool)
             if self.store.candidates_are_whole_layers and (compiled.words or compiled.whole):

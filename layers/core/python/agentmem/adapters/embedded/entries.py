@@ -23,6 +23,7 @@ from .database import Database
 _LIVE = "(expires_at IS NULL OR expires_at > ?)"
 _NAME_KEY = "account_id=? AND memory=? AND layer_user=? AND name=?"
 _LIVE_E = "(e.expires_at IS NULL OR e.expires_at > ?)"
+_LAYERS_A_STATEMENT = 100  # layers (or keys) one compound SELECT reads (SQLite allows 500 terms)
 # what qualifies for the pinned block (domain.context.qualifies_for_pinning), as migration 11's index says it
 _PINNABLE = ("conversation IS NULL AND (visibility = 'read_only' OR (category = 'user_profile' AND importance >= 0.7))")
 _KEY_COLUMNS = frozenset({"account_id", "memory", "layer_user", "name"})  # equal in a row and its update
@@ -286,6 +287,21 @@ class SqliteEntryStore(EntryStore):
         ).fetchone()
         return _row_to_entry(row, with_content=True) if row is not None else None
 
+    def get_many(self, keys: Sequence[tuple[Layer, str]], now: str) -> dict[tuple[Layer, str], Entry]:
+        """Many ``get``s in few statements (each a primary-key lookup, joined by UNION ALL)."""
+        found: dict[tuple[Layer, str], Entry] = {}
+        wanted = {(layer.account_id, layer.memory, layer.user_key, name): (layer, name) for layer, name in keys}
+        one = f"SELECT * FROM entries WHERE account_id=? AND memory=? AND layer_user=? AND name=? AND {_LIVE}"
+        listed = list(wanted)
+        conn = self.db.connection()
+        for start in range(0, len(listed), _LAYERS_A_STATEMENT):
+            chunk = listed[start:start + _LAYERS_A_STATEMENT]
+            params = [value for key in chunk for value in (*key, now)]
+            for row in conn.execute(" UNION ALL ".join([one] * len(chunk)), params):
+                key = (row["account_id"], row["memory"], row["layer_user"], row["name"])
+                found[wanted[key]] = _row_to_entry(row, with_content=True)
+        return found
+
     def list_layer(self, layer: Layer, now: str, *, limit: int, cursor: str | None) -> Page:
         params: list[Any] = [layer.account_id, layer.memory, layer.user_key, now]
         after = ""
@@ -378,30 +394,53 @@ class SqliteEntryStore(EntryStore):
             ).fetchall()
             for r in rows:
                 found[(r["memory"], r["layer_user"], r["name"])] = _row_to_entry(r, with_content=True)
-        if whole:
-            for r in self._holding_whole(conn, layers, whole, now):
+        # the whole query found inside a word: such an entry holds no query word, so it ranks below every one
+        # that does, and is worth reading only when the words did not fill the candidates
+        if whole and (limit is None or len(found) < limit):
+            cap = None if limit is None else limit + len(found)  # (the scan finds those the words found too)
+            held = [r for r in self._holding_whole(conn, layers, whole, now, cap)
+                    if (r["memory"], r["layer_user"], r["name"]) not in found]
+            for r in self._rows([r["rowid"] for r in held]):
                 found.setdefault((r["memory"], r["layer_user"], r["name"]), _row_to_entry(r, with_content=True))
         return list(found.values())
 
-    def _holding_whole(self, conn: sqlite3.Connection, layers: Sequence[Layer], whole: str, now: str) -> list[Any]:
-        """Entries of the layers whose name or description holds ``whole`` (lower-cased), even inside a word."""
+    def _rows(self, rowids: Sequence[int]) -> list[Any]:
+        if not rowids:
+            return []
+        return self.db.connection().execute(
+            f"SELECT * FROM entries WHERE rowid IN ({','.join('?' * len(rowids))})", tuple(rowids)
+        ).fetchall()
+
+    def _holding_whole(
+        self, conn: sqlite3.Connection, layers: Sequence[Layer], whole: str, now: str, limit: int | None = None
+    ) -> list[Any]:
+        """(rowid, memory, layer_user, name) of the layers' entries whose name or description holds ``whole``
+        (lower-cased), even inside a word: one statement for many layers, each read from ``entries_live``;
+        at most ``limit`` of each statement, in the ranking's order for them (importance, newest, name)."""
+        # SQLite's lower() folds ASCII letters only, which is all an ASCII query can match; otherwise Python
+        # compares ("HEIZÖL" must hold "zöl")
+        ascii_only = whole.isascii()
+        columns = "rowid, memory, layer_user, name, importance, updated_at" + ("" if ascii_only else ", description")
+        test = " AND instr(lower(name || char(10) || description), ?) > 0" if ascii_only else ""
+        one = (f"SELECT {columns} FROM entries WHERE account_id=? AND memory=? AND layer_user=? "
+               f"AND conversation IS NULL AND {_LIVE}{test}")
         rows: list[Any] = []
-        for layer in layers:
-            where = (f"account_id=? AND memory=? AND layer_user=? AND conversation IS NULL AND {_LIVE}")
-            params: tuple[Any, ...] = (layer.account_id, layer.memory, layer.user_key, now)
-            if whole.isascii():
-                # SQLite's lower() folds ASCII letters only, which is all an ASCII query can match
-                rows += conn.execute(
-                    f"SELECT * FROM entries WHERE {where} AND instr(lower(name || char(10) || description), ?) > 0",
-                    (*params, whole),
-                ).fetchall()
-                continue
-            # compare in Python otherwise ("HEIZÖL" must hold "zöl")
-            metas = conn.execute(f"SELECT rowid, name, description FROM entries WHERE {where}", params).fetchall()
-            hits = [m[0] for m in metas if whole in f"{m[1]}\n{m[2]}".lower()]
-            if hits:
-                rows += conn.execute(f"SELECT * FROM entries WHERE rowid IN ({','.join('?' * len(hits))})",
-                                     hits).fetchall()
+        for start in range(0, len(layers), _LAYERS_A_STATEMENT):
+            chunk = layers[start:start + _LAYERS_A_STATEMENT]
+            params: list[Any] = []
+            for layer in chunk:
+                params += [layer.account_id, layer.memory, layer.user_key, now] + ([whole] if ascii_only else [])
+            statement = " UNION ALL ".join([one] * len(chunk))
+            if limit is not None and ascii_only:
+                statement += f" ORDER BY importance DESC, updated_at DESC, name LIMIT {int(limit)}"
+            rows += conn.execute(statement, params).fetchall()
+        if not ascii_only:
+            rows = [m for m in rows if whole in f"{m['name']}\n{m['description']}".lower()]
+            if limit is not None:
+                rows.sort(key=lambda m: m["name"])  # stable sorts, least significant first
+                rows.sort(key=lambda m: m["updated_at"], reverse=True)
+                rows.sort(key=lambda m: -m["importance"])
+                rows = rows[:limit]
         return rows
 
     def purge_expired(self, now: str) -> int:
