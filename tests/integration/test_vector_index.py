@@ -156,3 +156,73 @@ def test_reindex_rebuilds_for_a_new_embedder_and_never_mixes_the_old_ones(
     assert fresh.vectors() == 30
     assert "reindexed: 30 vectors by wordllama/l2_supercat:256" in out.out and "queued 30 rows" in out.err
     assert len(near(fresh, again, "refunds", entries)) == 5
+
+
+# --- several processes on one data dir (the workers of `agentmem serve --workers N`) --------------------------
+
+
+def second_process(tmp_path: Path, **settings: object) -> tuple[Container, SqliteVectorIndex]:
+    """Another process's container on the same data dir: its own connections and in-memory partitions."""
+    other = build_container(Settings(data_dir=tmp_path, **settings))  # type: ignore[arg-type]
+    index = other.search_index
+    assert isinstance(index, SqliteVectorIndex)
+    return other, index
+
+
+def test_what_another_process_removes_or_changes_leaves_the_partitions_this_one_holds(tmp_path: Path) -> None:
+    # Given two processes on one data dir, the second holding the memory's partition with both entries in it
+    container, account, index = make(tmp_path, embedder="hashing", embedding_dimension=64)
+    other, other_index = second_process(tmp_path, embedder="hashing", embedding_dimension=64)
+    entries = {"kind": "entry", "account": account.account_id, "memory": "company", "user": ""}
+    container.entries.save(account, "company", "cat", SaveRequest("Tom the tabby cat sleeps on the printer.", "Pet"))
+    container.entries.save(account, "company", "vpn", SaveRequest("Connect to the VPN before the printer.", "Access"))
+    index.catch_up()
+    assert {h.fields["name"] for h in near(other_index, other, "printer", entries)} == {"cat", "vpn"}
+    # When the first process deletes one and rewrites the other, and indexes both changes itself
+    container.entries.delete(account, "company", "cat")
+    container.entries.save(account, "company", "vpn", SaveRequest("Bring pastries on Fridays.", "Breakfast"))
+    assert index.catch_up() > 0
+    # Then the second process no longer finds the deleted one, and finds the other by its new text only
+    assert other_index.pending() == 0  # (nothing left for it to apply itself)
+    assert [h.fields["name"] for h in near(other_index, other, "tabby cat", entries)] == ["vpn"]
+    hits = near(other_index, other, "pastries Fridays", entries)
+    assert [h.fields["name"] for h in hits] == ["vpn"]
+    assert hits[0].score == pytest.approx(near(index, container, "pastries Fridays", entries)[0].score)
+    # And an entry created again comes back in both
+    container.entries.save(account, "company", "cat", SaveRequest("Tom the tabby cat is back.", "Pet"))
+    index.catch_up()
+    assert "cat" in {h.fields["name"] for h in near(other_index, other, "tabby cat", entries)}
+
+
+def test_a_process_too_far_behind_the_removal_log_loads_its_partitions_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a second process holding a partition, and a removal log that keeps only the newest 2 removals
+    monkeypatch.setattr(vector_index, "KEEP_REMOVALS", 2)
+    container, account, index = make(tmp_path, embedder="hashing", embedding_dimension=64)
+    other, other_index = second_process(tmp_path, embedder="hashing", embedding_dimension=64)
+    entries = {"kind": "entry", "account": account.account_id, "memory": "company", "user": ""}
+    for n in range(6):
+        container.entries.save(account, "company", f"note-{n}", SaveRequest(f"Note {n} about refunds.", "A"))
+    index.catch_up()
+    assert len(near(other_index, other, "refunds", entries, k=10)) == 6
+    # When the first process removes 5 of them (the log forgets the first 3 of those removals)
+    for n in range(5):
+        container.entries.delete(account, "company", f"note-{n}")
+        index.catch_up()
+    # Then the second still holds exactly what the table holds
+    assert [h.fields["name"] for h in near(other_index, other, "refunds", entries, k=10)] == ["note-5"]
+
+
+def test_one_catch_up_at_a_time_across_processes(tmp_path: Path) -> None:
+    # Given two processes on one data dir and a change queued
+    container, account, index = make(tmp_path, embedder="hashing", embedding_dimension=64)
+    _, other_index = second_process(tmp_path, embedder="hashing", embedding_dimension=64)
+    container.entries.save(account, "company", "cat", SaveRequest("Tom the tabby cat.", "Pet"))
+    # When one holds the data dir's catch-up lock, Then the other does not catch up beside it
+    with index._drain_lock(True) as held:
+        assert held
+        assert other_index.catch_up(wait=False) == 0
+        assert other_index.pending() > 0
+    # And once it is free, the other catches up
+    assert other_index.catch_up(wait=False) > 0 and other_index.pending() == 0

@@ -279,4 +279,16 @@ MIGRATIONS: list[Migration] = [
     CREATE INDEX entries_pinnable ON entries(account_id, memory, layer_user, importance DESC, updated_at DESC, name)
         WHERE conversation IS NULL AND (visibility = 'read_only' OR (category = 'user_profile' AND importance >= 0.7));
     """,
+    # 12: every vector removed, logged as it goes (a trigger: no path can forget), so that each server process
+    # drops it from the partitions it holds in memory, as it adds new vectors by id (vector_index.py _refresh)
+    """
+    CREATE TABLE vector_removals (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        partition TEXT NOT NULL,
+        source INTEGER NOT NULL
+    );
+    CREATE TRIGGER vectors_removed AFTER DELETE ON vectors BEGIN
+        INSERT INTO vector_removals (partition, source) VALUES (old.partition, old.source);
+    END;
+    """,
 ]

@@ -9,7 +9,12 @@ A thread of ``agentmem serve`` runs ``catch_up`` continuously (``IndexWorker``),
 what is queued, so a save is found by meaning at once in process and within moments on a busy server.
 
 Vectors are grouped in *partitions* — one per layer of a memory, one per (agent, user) pair of a journal.
-A partition is loaded into memory on its first query and kept up to date by ``catch_up`` from then on:
+A partition is loaded into memory on its first query and kept up to date from the database from then on: new
+vectors by their id, removed ones from the log a trigger writes as each leaves ``vectors`` (``vector_removals``),
+so every process on the data dir (the workers of ``agentmem serve --workers N``, ``agentmem reindex``) holds
+what the database holds, whichever of them wrote it. One ``catch_up`` runs at a time across those processes
+(a lock on a file beside the database): two embedding the same queued change could otherwise let the older
+text's vector land last.
 
 - up to ``ANN_THRESHOLD`` vectors, a float32 matrix searched exactly (one matrix-vector product: ~3 ms for
   50,000 vectors of 256 dimensions);
@@ -23,7 +28,11 @@ Each vector records the embedder that wrote it; vectors of another embedder are 
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
+import os
+import sqlite3
 import sys
 import threading
 from array import array
@@ -39,11 +48,13 @@ from ...observability import logger
 from ...ports.embedder import Embedder
 from ...ports.search_index import Filters, SearchHit, SearchIndex, check_filters, filter_values
 from .database import Database
+from .private_files import open_private_file
 
 BATCH = 512
 QUERY_CATCH_UP = 2000  # queued changes a query applies first; the worker takes a longer backlog
 ANN_THRESHOLD = 50_000  # vectors in one partition above which a graph answers instead of a full scan
 LOAD_CHUNK = 20_000
+KEEP_REMOVALS = 100_000  # removals logged at most; a process further behind reloads its partitions
 Vectors = np.ndarray[Any, np.dtype[np.float32]]
 _SEP = "\x1f"
 
@@ -253,8 +264,10 @@ class SqliteVectorIndex(SearchIndex):
         self.embedder = embedder
         self._partitions: dict[str, _Partition] = {}
         self._seen = 0  # the newest vector row the loaded partitions hold (ids only grow: AUTOINCREMENT)
+        self._removed = 0  # the newest removal they have applied (``vector_removals``, AUTOINCREMENT too)
         self._lock = threading.Lock()  # the in-memory partitions
-        self._draining = threading.Lock()  # one catch-up at a time
+        self._draining = threading.Lock()  # one catch-up at a time in this process
+        self._drain_fd: int | None = None  # and across processes: a lock on this file (opened on first use)
 
     @property
     def dimension(self) -> int:
@@ -280,19 +293,36 @@ class SqliteVectorIndex(SearchIndex):
 
     def catch_up(self, limit: int | None = None, *, wait: bool = True) -> int:
         """Apply queued changes (at most ``limit``; all when None); how many queue items were applied.
-        ``wait=False`` returns 0 at once when another thread is catching up."""
+        ``wait=False`` returns at once when another thread or process is catching up."""
         if not self._draining.acquire(blocking=wait):
             return 0
         try:
             done = 0
             while limit is None or done < limit:
-                applied = self._apply_batch(BATCH if limit is None else min(BATCH, limit - done))
+                with self._drain_lock(wait) as held:  # batch by batch: another process waits one batch at most
+                    applied = self._apply_batch(BATCH if limit is None else min(BATCH, limit - done)) if held else 0
                 if not applied:
                     break
                 done += applied
             return done
         finally:
             self._draining.release()
+
+    @contextlib.contextmanager
+    def _drain_lock(self, wait: bool) -> Iterator[bool]:
+        """Hold the data dir's catch-up lock (an flock, released by the kernel if the process dies); yields
+        whether it is held (``wait=False``: not when another process holds it)."""
+        if self._drain_fd is None:
+            self._drain_fd = open_private_file(self.db.path.with_name(self.db.path.name + ".indexing"), os.O_RDWR)
+        try:
+            fcntl.flock(self._drain_fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(self._drain_fd, fcntl.LOCK_UN)
 
     def _apply_batch(self, size: int) -> int:
         conn = self.db.connection()
@@ -312,6 +342,10 @@ class SqliteVectorIndex(SearchIndex):
         gone = [(kind, s, known[(kind, s)][0]) for kind, sources in (("entry", entries), ("message", messages))
                 for s in sources if (kind, s) not in present and (kind, s) in known]
         with self.db.write() as write:
+            # a vector moving to another partition leaves its old one through the removal log (a REPLACE fires
+            # no delete trigger)
+            write.executemany("DELETE FROM vectors WHERE kind=? AND source=? AND partition != ?",
+                              [(d.kind, d.source, d.partition) for d in fresh])
             write.executemany(
                 "INSERT OR REPLACE INTO vectors (kind, source, partition, embedder, text_hash, label, seq, vector) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -320,7 +354,9 @@ class SqliteVectorIndex(SearchIndex):
             )
             write.executemany("DELETE FROM vectors WHERE kind=? AND source=?", [(k, s) for k, s, _ in gone])
             write.execute("DELETE FROM index_queue WHERE id <= ?", (last,))
-        self._apply_in_memory(fresh, vectors, gone, known)
+            write.execute("DELETE FROM vector_removals WHERE id <= (SELECT max(id) FROM vector_removals) - ?",
+                          (KEEP_REMOVALS,))
+        self._refresh()
         return len(queued)
 
     def _embed(self, texts: list[str]) -> Vectors:
@@ -333,33 +369,20 @@ class SqliteVectorIndex(SearchIndex):
             raise ValueError(f"the embedder {self.embedder.name} answered vectors of shape {vectors.shape}")
         return vectors
 
-    def _apply_in_memory(
-        self, fresh: list[_Doc], vectors: Vectors, gone: list[tuple[str, int, str]],
-        known: Mapping[tuple[str, int], tuple[str, str, str]],
-    ) -> None:
-        """Removals reach the loaded partitions here; additions through ``_refresh``, which also brings in what
-        another process (a second server on the same data dir, ``agentmem reindex``) wrote."""
-        with self._lock:
-            moved: dict[str, list[int]] = {}
-            for d in fresh:  # a vector that moved to another partition leaves its old one
-                old = known.get((d.kind, d.source))
-                if old is not None and old[0] != d.partition:
-                    moved.setdefault(old[0], []).append(d.source)
-            for _, source, partition in gone:
-                moved.setdefault(partition, []).append(source)
-            for partition, sources in moved.items():
-                if partition in self._partitions:
-                    self._partitions[partition].remove(sources)
-        self._refresh()
-
     def _refresh(self) -> None:
-        """Bring the loaded partitions up to date with vectors written since they were loaded."""
+        """Bring the loaded partitions up to date with the database, whoever wrote it: the vectors removed since
+        they were loaded leave them, then the vectors written since come in (a removed source added again is
+        added back, as it is in the table)."""
         conn = self.db.connection()
-        newest = conn.execute("SELECT coalesce(max(id), 0) FROM vectors").fetchone()[0]
+        newest, removed = conn.execute(  # one statement: one snapshot of both
+            "SELECT (SELECT coalesce(max(id), 0) FROM vectors), (SELECT coalesce(max(id), 0) FROM vector_removals)"
+        ).fetchone()
         with self._lock:
-            if newest <= self._seen:
+            if newest <= self._seen and removed <= self._removed:
                 return
-            if self._partitions:
+            if self._partitions and removed > self._removed:
+                self._apply_removals(conn, removed)
+            if self._partitions and newest > self._seen:
                 cursor = conn.execute(
                     "SELECT partition, source, label, seq, vector FROM vectors WHERE id > ? AND id <= ? AND embedder=? "
                     "ORDER BY id", (self._seen, newest, self.embedder.name),
@@ -371,7 +394,22 @@ class SqliteVectorIndex(SearchIndex):
                             by_partition.setdefault(row[0], []).append(row)
                     for name, found in by_partition.items():
                         self._partitions[name].add(*_columns(found, self.dimension))
-            self._seen = newest
+            self._seen, self._removed = max(newest, self._seen), removed
+
+    def _apply_removals(self, conn: sqlite3.Connection, removed: int) -> None:
+        """Drop from the loaded partitions the vectors removed after ``_removed`` up to ``removed``; when the log
+        no longer goes back that far (``KEEP_REMOVALS``), forget the partitions: they are loaded again."""
+        rows = conn.execute("SELECT partition, source FROM vector_removals WHERE id > ? AND id <= ?",
+                            (self._removed, removed)).fetchall()
+        if len(rows) != removed - self._removed:
+            self._partitions.clear()
+            return
+        by_partition: dict[str, list[int]] = {}
+        for partition, source in rows:
+            if partition in self._partitions:
+                by_partition.setdefault(partition, []).append(int(source))
+        for name, sources in by_partition.items():
+            self._partitions[name].remove(sources)
 
     def _entry_docs(self, rowids: Sequence[int]) -> list[_Doc]:
         if not rowids:
