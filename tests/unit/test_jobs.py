@@ -5,10 +5,13 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
+from agentmem.adapters.embedded.job_runs import INTERRUPTED, SharedRuns
 from agentmem.adapters.embedded.jobs import ThreadJobRunner
+from agentmem.adapters.embedded.server_state import ServerState
 from agentmem.domain.errors import NotFoundError
 from agentmem.ports.jobs import MAX_RUN_NAME, run_name
 from hypothesis import given
@@ -166,3 +169,77 @@ def test_run_names_are_valid_execution_names_and_tell_runs_apart(a: str, da: str
     first, second = run_name(a, da), run_name(b, db)
     assert SFN_NAME.match(first) and len(first) <= MAX_RUN_NAME
     assert (first == second) == ((a, da) == (b, db))
+
+
+# --- the workers of one server: runs claimed in the file they share (job_runs.py) -------------------------------
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_pass_running_in_one_worker_is_the_answer_to_a_start_in_another(
+    runs: list[ThreadJobRunner], tmp_path: Path
+) -> None:
+    # Given two workers' runners on one shared file, and a pass of c1 held mid-run in the first
+    work_a, work_b = Work(), Work()
+    work_a.gate.clear()
+    first = runner_for(runs, work_a, shared=SharedRuns(ServerState(tmp_path)))
+    second = runner_for(runs, work_b, shared=SharedRuns(ServerState(tmp_path)))
+    running = first.start("summary/c1", {"n": 1}, discriminator="41")
+    assert work_a.entered.wait(5)
+    # When the second worker is asked for the same pass, and for a later one of the same conversation
+    assert second.start("summary/c1", {"n": 2}, discriminator="41") == running
+    assert second.start("summary/c1", {"n": 3}, discriminator="57") == running
+    # Then it runs nothing, and says where the first's run stands, to its end
+    assert second.describe(running).state == "running"
+    work_a.gate.set()
+    finished = second.wait(running, timeout=5)
+    assert finished.state == "succeeded" and finished.output == {"done": True, "n": 1}
+    assert work_b.calls == [] and [call["n"] for call in work_a.calls] == [1]
+    # And a run that has run is not run again by either; another conversation's runs where it is started
+    assert second.start("summary/c1", {"n": 4}, discriminator="41") == running
+    other = second.start("summary/c2", {"n": 5})
+    assert second.wait(other, timeout=5).state == "succeeded" and [c["n"] for c in work_b.calls] == [5]
+    assert first.describe(other).state == "succeeded"
+
+
+def test_a_run_whose_worker_died_is_interrupted_once_its_lease_runs_out(
+    runs: list[ThreadJobRunner], tmp_path: Path
+) -> None:
+    # Given a run claimed by a worker that then died (it never renews its lease)
+    clock = Clock()
+    dead = SharedRuns(ServerState(tmp_path), lease_s=30, clock=clock)
+    claimed, mine = dead.claim("summary/c1", "c1-run-41")
+    assert mine
+    work = Work()
+    alive = runner_for(runs, work, shared=SharedRuns(ServerState(tmp_path), lease_s=30, clock=clock))
+    # While its lease holds, another worker's start answers it and runs nothing
+    assert alive.start("summary/c1", {"n": 1}, discriminator="57") == claimed
+    assert work.calls == []
+    # When the lease has run out, Then a start runs the pass, and the dead one's run is failed (interrupted)
+    clock.now += 31
+    again = alive.start("summary/c1", {"n": 2}, discriminator="57")
+    assert again != claimed
+    assert alive.wait(again, timeout=5).state == "succeeded" and [c["n"] for c in work.calls] == [2]
+    lost = alive.describe(claimed)
+    assert lost.state == "failed" and lost.error == INTERRUPTED
+
+
+def test_a_worker_renews_the_lease_of_its_run_while_it_goes_on(runs: list[ThreadJobRunner], tmp_path: Path) -> None:
+    # Given a run held mid-run under a short lease
+    work = Work()
+    work.gate.clear()
+    jobs = runner_for(runs, work, shared=SharedRuns(ServerState(tmp_path), lease_s=0.3))
+    running = jobs.start("summary/c1", {"n": 1})
+    assert work.entered.wait(5)
+    # When several leases' worth of time passes, Then another worker still finds it running, and starts nothing
+    threading.Event().wait(1.0)
+    other = runner_for(runs, Work(), shared=SharedRuns(ServerState(tmp_path), lease_s=0.3))
+    assert other.start("summary/c1", {"n": 2}) == running
+    work.gate.set()
+    assert jobs.wait(running, timeout=5).state == "succeeded"

@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # built on first use: the authorizer's cold start needs none 
 
     from .adapters.aws.usage_plan import UsagePlanKeys
     from .adapters.embedded.database import Database
+    from .adapters.embedded.server_state import ServerState
     from .local.rate_limit import RateLimiter
     from .services.conversations import ConversationService
     from .services.erasure import ErasureService
@@ -81,6 +82,8 @@ class Container:
     _jobs: Jobs | None = None
     # the local server's rate limits (agentmem serve sets them); on AWS, API Gateway's usage plan limits instead
     rate_limiter: RateLimiter | None = None
+    # a worker of `agentmem serve --workers N`: the file the workers share (rate limits, job runs)
+    shared: ServerState | None = None
 
     # Conversations, summaries, tools and erasure are built on first use: the authorizer (which only
     # checks keys) never pays for their imports.
@@ -136,9 +139,11 @@ class Container:
             if not passes_in_process(self.settings):
                 self._jobs = self.require_adapters().jobs
             else:
+                from .adapters.embedded.job_runs import SharedRuns
                 from .adapters.embedded.jobs import ThreadJobRunner
 
-                self._jobs = ThreadJobRunner(self.summary_pass.run)
+                self._jobs = ThreadJobRunner(self.summary_pass.run,
+                                             shared=None if self.shared is None else SharedRuns(self.shared))
         return self._jobs
 
     def summariser(self) -> Summariser:
