@@ -1,8 +1,14 @@
-"""The local server's token buckets (local/rate_limit.py), on a clock the test moves."""
+"""The local server's token buckets (local/rate_limit.py), on a clock the test moves: in the process, and in the
+file the workers of one server share (every limit the same, whichever worker a request reaches)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
 import pytest
+from agentmem.adapters.embedded.server_state import ServerState
 from agentmem.domain.errors import RateLimitedError
 from agentmem.domain.models import Principal
 from agentmem.local.rate_limit import Rate, RateLimiter, TokenBuckets, retry_after_s
@@ -22,9 +28,31 @@ BEN = Principal(account_id="acct_a", key_id="key_ben", kind="user", user_id="ben
 OTHER = Principal(account_id="acct_b", key_id="key_other", kind="account")
 
 
-def limiter(clock: Clock, key: Rate = Rate(2, 3), account: Rate = Rate(3, 5),
-            failures: Rate = Rate(1, 2)) -> RateLimiter:
-    return RateLimiter(key=key, account=account, failures=failures, clock=clock)
+Limiter = Callable[[Clock], RateLimiter]
+
+
+@pytest.fixture(params=["in the process", "shared by workers"])
+def limiter(request: pytest.FixtureRequest, tmp_path: Path) -> Limiter:
+    """Limits of 3 per key (2 a second back), 5 per account (3), 2 failures per source (1): kept in the process,
+    or each call another worker's limiter on the same shared file."""
+    shared = ServerState(tmp_path) if request.param == "shared by workers" else None
+
+    def make(clock: Clock) -> RateLimiter:
+        return RateLimiter(key=Rate(2, 3), account=Rate(3, 5), failures=Rate(1, 2), clock=clock, shared=shared)
+
+    return make
+
+
+class Workers:
+    """Each request to a different worker's limiter, round robin."""
+
+    def __init__(self, limiters: list[RateLimiter]) -> None:
+        self.limiters = limiters
+        self.turn = 0
+
+    def __getattr__(self, name: str) -> Any:
+        self.turn += 1
+        return getattr(self.limiters[self.turn % len(self.limiters)], name)
 
 
 def test_a_bucket_serves_its_burst_then_one_per_refill() -> None:
@@ -58,7 +86,7 @@ def test_retry_after_is_whole_seconds_at_least_one() -> None:
     assert retry_after_s(1.2) == 2
 
 
-def test_a_key_is_refused_once_its_bucket_is_empty_and_served_after_retry_after() -> None:
+def test_a_key_is_refused_once_its_bucket_is_empty_and_served_after_retry_after(limiter: Limiter) -> None:
     clock = Clock()
     limits = limiter(clock)
     for _ in range(3):
@@ -71,7 +99,7 @@ def test_a_key_is_refused_once_its_bucket_is_empty_and_served_after_retry_after(
     limits.admit(ANA)
 
 
-def test_the_account_bucket_holds_across_its_keys_and_a_refusal_takes_nothing() -> None:
+def test_the_account_bucket_holds_across_its_keys_and_a_refusal_takes_nothing(limiter: Limiter) -> None:
     clock = Clock()
     limits = limiter(clock)  # 3 per key, 5 per account
     for _ in range(3):
@@ -88,7 +116,7 @@ def test_the_account_bucket_holds_across_its_keys_and_a_refusal_takes_nothing() 
         limits.admit(OTHER)
 
 
-def test_failed_keys_use_up_their_sources_budget_only() -> None:
+def test_failed_keys_use_up_their_sources_budget_only(limiter: Limiter) -> None:
     clock = Clock()
     limits = limiter(clock)  # 2 failures, 1 a second back
     limits.check_source("10.0.0.1")
@@ -110,3 +138,44 @@ def test_the_settings_turn_the_limits_off_or_size_them() -> None:
     with pytest.raises(RateLimitedError) as refused:
         sized.admit(ANA)
     assert refused.value.details["retry_after"] == 2
+
+
+def test_workers_sharing_the_file_share_every_budget(tmp_path: Path) -> None:
+    # Given three workers' limiters on one shared file (3 per key, 5 per account, 2 failures per source)
+    clock = Clock()
+    shared = ServerState(tmp_path)
+    workers = Workers([RateLimiter(key=Rate(2, 3), account=Rate(3, 5), failures=Rate(1, 2), clock=clock,
+                                   shared=ServerState(tmp_path)) for _ in range(3)])
+    # When requests go to each in turn, Then the key's burst is 3 in all, not 3 in each
+    for _ in range(3):
+        workers.admit(ANA)
+    with pytest.raises(RateLimitedError):
+        workers.admit(ANA)
+    # And the account's 5 and the source's 2 are the server's too
+    workers.admit(BEN)
+    workers.admit(BEN)
+    with pytest.raises(RateLimitedError) as refused:
+        workers.admit(BEN)
+    assert refused.value.details["scope"] == "account"
+    workers.failed("10.0.0.1")
+    workers.failed("10.0.0.1")
+    for _ in range(3):
+        with pytest.raises(RateLimitedError):
+            workers.check_source("10.0.0.1")
+    # And the file holds one bucket per name, whichever worker took from it
+    rows = shared.connection().execute("SELECT kind, name FROM buckets ORDER BY kind, name").fetchall()
+    assert rows == [("account", "acct_a"), ("key", "key_ana"), ("key", "key_ben"), ("source", "10.0.0.1")]
+
+
+def test_shared_buckets_full_again_are_forgotten(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentmem.local import rate_limit
+
+    monkeypatch.setattr(rate_limit, "PRUNE_EVERY", 2)
+    clock = Clock()
+    shared = ServerState(tmp_path)
+    limits = RateLimiter(key=Rate(2, 3), account=Rate(3, 5), failures=Rate(1, 2), clock=clock, shared=shared)
+    limits.admit(ANA)  # full again after 1.5 s (key) and 5/3 s (account)
+    clock.now += 2
+    limits.admit(OTHER)
+    names = {row[0] for row in shared.connection().execute("SELECT name FROM buckets")}
+    assert names == {"key_other", "acct_b"}

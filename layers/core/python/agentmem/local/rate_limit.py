@@ -7,26 +7,37 @@ is back (``Retry-After``), and takes nothing from either. A request that present
 know takes a token from its source's bucket; while that bucket is empty every request from the source
 (keyed or not) is refused, so a guess that happens to be right gains nothing.
 
-The buckets live in this process (one lock, constant work per request): with several server processes
-each keeps its own. The deployed stack limits per account in API Gateway instead (infra/constructs/api.py).
+With one server process the buckets live in it (one lock, constant work per request). With several
+(``agentmem serve --workers N``) they live in the file the workers share (``ServerState``, ``SharedTokenBuckets``),
+read and written in one transaction per check, so a limit holds for the server as a whole: dividing each budget
+by N would not, since a client's connections are not spread evenly (one kept-alive connection stays with one
+worker, which would give it 1/N of its budget). The deployed stack limits per account in API Gateway instead
+(infra/constructs/api.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..domain.errors import RateLimitedError
 from ..domain.models import Principal
 from ..settings import Settings
 
+if TYPE_CHECKING:
+    from ..adapters.embedded.server_state import ServerState
+
 # Buckets remembered per kind; past this the least recently used is forgotten (it starts full again). It bounds
 # memory when a flood comes from many addresses.
 MAX_BUCKETS = 50_000
+PRUNE_EVERY = 1024  # shared buckets: takes between two sweeps of the buckets that are full again
 
 
 @dataclass(frozen=True)
@@ -46,9 +57,19 @@ class TokenBuckets:
         self._max = max_buckets
         self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # name → (tokens, at)
 
+    def _held(self, name: str) -> tuple[float, float] | None:
+        """The bucket's (tokens, at) as last taken from; None for one never used (or forgotten): full."""
+        return self._buckets.get(name)
+
+    def _keep(self, name: str, tokens: float, at: float) -> None:
+        self._buckets[name] = (tokens, at)
+        self._buckets.move_to_end(name)
+        while len(self._buckets) > self._max:
+            self._buckets.popitem(last=False)
+
     def _tokens(self, name: str, now: float) -> float:
-        tokens, at = self._buckets.get(name, (self.rate.burst, now))
-        return min(self.rate.burst, tokens + (now - at) * self.rate.per_s)
+        tokens, at = self._held(name) or (self.rate.burst, now)
+        return min(self.rate.burst, tokens + max(0.0, now - at) * self.rate.per_s)
 
     def wait_s(self, name: str, now: float) -> float:
         """Seconds until the bucket holds a token (0: it holds one now)."""
@@ -56,10 +77,33 @@ class TokenBuckets:
         return 0.0 if missing <= 0 else missing / self.rate.per_s
 
     def take(self, name: str, now: float) -> None:
-        self._buckets[name] = (self._tokens(name, now) - 1.0, now)
-        self._buckets.move_to_end(name)
-        while len(self._buckets) > self._max:
-            self._buckets.popitem(last=False)
+        self._keep(name, self._tokens(name, now) - 1.0, now)
+
+
+class SharedTokenBuckets(TokenBuckets):
+    """The same buckets, in the file every worker of the server shares: read and written on this thread's
+    connection, inside the transaction ``RateLimiter`` holds. A bucket left alone until it is full again is
+    forgotten (every ``PRUNE_EVERY`` takes): forgetting it changes nothing, and bounds the file."""
+
+    def __init__(self, rate: Rate, state: ServerState, kind: str) -> None:
+        super().__init__(rate)
+        self._state = state
+        self._kind = kind
+        self._takes = 0
+
+    def _held(self, name: str) -> tuple[float, float] | None:
+        row = self._state.connection().execute(
+            "SELECT tokens, at FROM buckets WHERE kind=? AND name=?", (self._kind, name)).fetchone()
+        return None if row is None else (float(row[0]), float(row[1]))
+
+    def _keep(self, name: str, tokens: float, at: float) -> None:
+        conn = self._state.connection()
+        conn.execute("INSERT INTO buckets (kind, name, tokens, at) VALUES (?, ?, ?, ?) ON CONFLICT (kind, name) "
+                     "DO UPDATE SET tokens = excluded.tokens, at = excluded.at", (self._kind, name, tokens, at))
+        self._takes += 1
+        if self._takes % PRUNE_EVERY == 0:
+            full_after = self.rate.burst / self.rate.per_s
+            conn.execute("DELETE FROM buckets WHERE kind=? AND at < ?", (self._kind, at - full_after))
 
 
 def retry_after_s(wait_s: float) -> int:
@@ -68,27 +112,41 @@ def retry_after_s(wait_s: float) -> int:
 
 
 class RateLimiter:
-    def __init__(self, key: Rate, account: Rate, failures: Rate, clock: Callable[[], float] = time.monotonic) -> None:
-        self._keys = TokenBuckets(key)
-        self._accounts = TokenBuckets(account)
-        self._sources = TokenBuckets(failures)
+    def __init__(self, key: Rate, account: Rate, failures: Rate, clock: Callable[[], float] = time.monotonic,
+                 *, shared: ServerState | None = None) -> None:
+        """``shared``: the buckets live in the file the server's workers share (and the clock, which must then
+        read the same in every process, is the wall clock unless one is given)."""
         self._clock = clock
-        self._lock = threading.Lock()
+        if shared is None:
+            self._keys, self._accounts, self._sources = TokenBuckets(key), TokenBuckets(account), TokenBuckets(failures)
+            lock = threading.Lock()
+            self._writing: Callable[[], AbstractContextManager[object]] = lambda: lock
+            self._reading: Callable[[], AbstractContextManager[object]] = lambda: lock
+        else:
+            self._keys = SharedTokenBuckets(key, shared, "key")
+            self._accounts = SharedTokenBuckets(account, shared, "account")
+            self._sources = SharedTokenBuckets(failures, shared, "source")
+            self._writing = shared.write
+            self._reading = contextlib.nullcontext  # one SELECT reads one snapshot
+            if clock is time.monotonic:
+                self._clock = time.time
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> RateLimiter | None:
-        """The limits the settings ask for; None when they are turned off (``AGENTMEM_RATE_LIMITS=false``)."""
+    def from_settings(cls, settings: Settings, *, shared: ServerState | None = None) -> RateLimiter | None:
+        """The limits the settings ask for; None when they are turned off (``AGENTMEM_RATE_LIMITS=false``).
+        ``shared``: the file of the server's workers, where the buckets then live."""
         if not settings.rate_limits:
             return None
         return cls(
             key=Rate(settings.rate_limit_key_per_s, settings.rate_limit_key_burst),
             account=Rate(settings.rate_limit_account_per_s, settings.rate_limit_account_burst),
             failures=Rate(settings.rate_limit_auth_failures_per_s, settings.rate_limit_auth_failures_burst),
+            shared=shared,
         )
 
     def check_source(self, source: str) -> None:
         """Refuse a source whose failed authentications used up its budget."""
-        with self._lock:
+        with self._reading():
             wait = self._sources.wait_s(source, self._clock())
         if wait > 0:
             raise _limited("too many requests with an invalid API key from this address", "source",
@@ -96,12 +154,12 @@ class RateLimiter:
 
     def failed(self, source: str) -> None:
         """A request from ``source`` presented a key that is not valid."""
-        with self._lock:
+        with self._writing():
             self._sources.take(source, self._clock())
 
     def admit(self, principal: Principal) -> None:
         """Take a token from the key's bucket and the account's, or refuse (taking none) when either is empty."""
-        with self._lock:
+        with self._writing():
             now = self._clock()
             key_wait = self._keys.wait_s(principal.key_id, now)
             account_wait = self._accounts.wait_s(principal.account_id, now)
