@@ -35,6 +35,7 @@ from .settings import Settings, load_settings
 if TYPE_CHECKING:  # built on first use: the authorizer's cold start needs none of them
     import boto3
 
+    from .adapters.aws.cloudfront_links import CloudFrontLinkSigner
     from .adapters.aws.usage_plan import UsagePlanKeys
     from .adapters.embedded.database import Database
     from .adapters.embedded.server_state import ServerState
@@ -286,6 +287,17 @@ def build_calibration(settings: Settings) -> Calibration:
     )
 
 
+def build_download_links(settings: Settings, session: boto3.Session) -> CloudFrontLinkSigner | None:
+    """CloudFront signed download links where the stack has the distribution; None: S3 presigned links. The
+    private key is read from its secret on the first link made, not here."""
+    if not (settings.download_domain and settings.download_key_pair_id and settings.download_key_secret_arn):
+        return None
+    from .adapters.aws.cloudfront_links import CloudFrontLinkSigner, secret_reader
+
+    return CloudFrontLinkSigner(settings.download_domain, settings.download_key_pair_id,
+                                secret_reader(settings.download_key_secret_arn, session))
+
+
 def build_adapters(settings: Settings, *, create_resources: bool = False, db: Database | None = None) -> Adapters:
     """Blob stores, jobs and the search index of the configured backend (imported only when used); ``db`` is the
     embedded backend's database, where its vectors live."""
@@ -295,7 +307,8 @@ def build_adapters(settings: Settings, *, create_resources: bool = False, db: Da
 
         session = aws_session(settings)
         journal = S3BlobStore(settings.journal_bucket, boto3_session=session)
-        workspaces = S3BlobStore(settings.workspace_bucket, boto3_session=session)
+        workspaces = S3BlobStore(settings.workspace_bucket, boto3_session=session,
+                                 downloads=build_download_links(settings, session))
         if create_resources:
             journal.ensure_bucket()
             workspaces.ensure_bucket()

@@ -44,6 +44,12 @@ class Settings(BaseSettings):
     workspace_bucket: str = "agentmem-workspace"
     state_machine_arn: str | None = None
     opensearch_endpoint: str | None = None
+    # AWS: workspace download links as CloudFront signed URLs (adapters/aws/cloudfront_links.py): the distribution's
+    # domain, its key group's public key id, and the secret holding the private key (the stack sets all three on the
+    # API function). Unset (agentmem serve --backend aws): S3 presigned links
+    download_domain: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9.-]*$")
+    download_key_pair_id: str | None = Field(default=None, pattern=r"^[A-Z0-9]+$")
+    download_key_secret_arn: str | None = Field(default=None, pattern=r"^arn:[^:]+:secretsmanager:")
     # the region of every AWS client (Lambda sets AWS_REGION); unset: boto3's own lookup, then us-east-1
     region: str | None = Field(
         default=None, validation_alias=AliasChoices("AGENTMEM_REGION", "AWS_REGION", "AWS_DEFAULT_REGION")
@@ -130,6 +136,14 @@ def unknown_variables(environ: Mapping[str, str]) -> list[str]:
 def _variable(location: tuple[int | str, ...]) -> str:
     name = str(location[0]) if location else "settings"
     return name if name.upper().startswith(PREFIX) else PREFIX + name.upper()
+
+    @model_validator(mode="after")
+    def _download_links_whole(self) -> Settings:
+        given = [self.download_domain, self.download_key_pair_id, self.download_key_secret_arn]
+        if any(given) and not all(given):
+            raise ValueError("CloudFront download links need all of AGENTMEM_DOWNLOAD_DOMAIN, "
+                             "AGENTMEM_DOWNLOAD_KEY_PAIR_ID and AGENTMEM_DOWNLOAD_KEY_SECRET_ARN")
+        return self
 
 
 def load_settings(**overrides: object) -> Settings:

@@ -24,6 +24,8 @@ from .config import client_config
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
+    from .cloudfront_links import CloudFrontLinkSigner
+
 _CONFLICT_RETRIES = 3
 _CONFLICT_PAUSE_S = 0.05
 _EXISTS_CODES = frozenset({"PreconditionFailed", "412"})
@@ -42,8 +44,11 @@ class S3BlobStore(BlobStore):
         boto3_client: S3Client | None = None,
         boto3_session: boto3.session.Session | None = None,
         page_size: int = 1000,
+        downloads: CloudFrontLinkSigner | None = None,
     ) -> None:
         self.bucket = bucket
+        # download links as CloudFront signed URLs (the deployed stack); None: S3 presigned, like upload links
+        self.downloads = downloads
         self.page_size = page_size  # keys per ListObjectsV2 page (S3's maximum is 1000)
         self._session = boto3_session or boto3.session.Session()
         self.client: S3Client = boto3_client or self._session.client("s3", config=client_config())
@@ -142,13 +147,16 @@ class S3BlobStore(BlobStore):
         self, key: str, *, method: str, expires_in_s: int, size: int | None = None, filename: str | None = None,
         content_type: str | None = None,
     ) -> str:
-        """A SigV4 presigned URL. A PUT link signs ``Content-Length``, so S3 takes exactly ``size`` bytes."""
+        """A SigV4 presigned URL. A PUT link signs ``Content-Length``, so S3 takes exactly ``size`` bytes.
+        With ``downloads``, a GET link is a CloudFront signed URL instead, which outlives the signing session."""
         check_key(key)
         params: dict[str, object] = {"Bucket": self.bucket, "Key": key}
         if method == "PUT":
             if size is not None:
                 params["ContentLength"] = size
             return self.presigner.generate_presigned_url("put_object", Params=params, ExpiresIn=expires_in_s)
+        if self.downloads is not None:
+            return self.downloads.url(key, expires_in_s=expires_in_s, filename=filename, content_type=content_type)
         if filename:
             params["ResponseContentDisposition"] = content_disposition(filename)
         if content_type:
