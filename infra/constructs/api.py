@@ -145,6 +145,8 @@ class AgentmemApi(Construct):
             api, shared.workspace_bucket, OBJECT_READ + OBJECT_WRITE + OBJECT_DELETE,
             arn_label=shared.workspace_arn_label, list_objects=True,
         )
+        # download links are CloudFront signed URLs: the key group's private key, read once per cold start
+        api.grant(["secretsmanager:GetSecretValue"], [shared.downloads["AGENTMEM_DOWNLOAD_KEY_SECRET_ARN"]])
         grant_start_execution(api, state_machine_arn)
         if self.config.search_collection:
             grant_bedrock_model(api, self.config.embedding_model_id)  # a recall query is embedded first

@@ -15,6 +15,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from ..config import DeploymentConfig
+from ..constructs.download_links import DownloadLinks
 from ..constructs.search import SearchCollection, collection_name
 from ..constructs.storage import Storage
 
@@ -24,7 +25,8 @@ def export_name(config: DeploymentConfig, key: str) -> str:
 
 
 def publish(
-    scope: Construct, config: DeploymentConfig, storage: Storage, search: SearchCollection | None
+    scope: Construct, config: DeploymentConfig, storage: Storage, search: SearchCollection | None,
+    downloads: DownloadLinks,
 ) -> None:
     """The stateful stack's outputs, exported under stable names (also what an operator reads). Without a
     search collection (``agentmem:searchCollection=false``) its two are left out."""
@@ -39,6 +41,11 @@ def publish(
         ),
         "WorkspaceBucketArn": (
             "workspace-bucket-arn", storage.workspace_bucket.bucket_arn, "the workspace bucket's ARN"
+        ),
+        "DownloadDomain": ("download-domain", downloads.domain_name, "AGENTMEM_DOWNLOAD_DOMAIN"),
+        "DownloadKeyPairId": ("download-key-pair-id", downloads.key_pair_id, "AGENTMEM_DOWNLOAD_KEY_PAIR_ID"),
+        "DownloadKeySecretArn": (
+            "download-key-secret-arn", downloads.secret.secret_arn, "AGENTMEM_DOWNLOAD_KEY_SECRET_ARN"
         ),
     }
     if search is not None:
@@ -66,6 +73,7 @@ class SharedResources:
     journal_bucket: s3.IBucket
     workspace_bucket: s3.IBucket
     search: SharedCollection | None  # None: the deployment has no search collection
+    downloads: dict[str, str]  # the download links' settings (the API's): distribution domain, key pair id, secret
     journal_arn_label: str  # how cdk-nag names the imported bucket ARNs in its findings
     workspace_arn_label: str
 
@@ -90,6 +98,11 @@ class SharedResources:
             search=SharedCollection(
                 name=collection_name(config), arn=imported("collection-arn"), endpoint=imported("collection-endpoint"),
             ) if config.search_collection else None,
+            downloads={
+                "AGENTMEM_DOWNLOAD_DOMAIN": imported("download-domain"),
+                "AGENTMEM_DOWNLOAD_KEY_PAIR_ID": imported("download-key-pair-id"),
+                "AGENTMEM_DOWNLOAD_KEY_SECRET_ARN": imported("download-key-secret-arn"),
+            },
             journal_arn_label=export_name(config, "journal-bucket-arn"),
             workspace_arn_label=export_name(config, "workspace-bucket-arn"),
         )

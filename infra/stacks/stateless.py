@@ -60,9 +60,10 @@ class StatelessStack(Stack):
             self, "Summaries", config=config, layers=layers, environment=summarising, shared=shared
         )
         machine = {"AGENTMEM_STATE_MACHINE_ARN": self.summaries.state_machine_arn}
-        # the MCP function runs agent tools only (entries in the table): it starts no summary pass
+        # the MCP function runs agent tools only (entries in the table): it starts no summary pass; the API alone
+        # makes workspace links (download links signed for the CloudFront distribution, with its key)
         self.api = AgentmemApi(
-            self, "Api", config=config, layers=layers, environment={**recalling, **machine},
+            self, "Api", config=config, layers=layers, environment={**recalling, **machine, **shared.downloads},
             mcp_environment=recalling, authorizer_environment=settings,
             shared=shared, state_machine_arn=self.summaries.state_machine_arn,
         )

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from agentmem.adapters.aws.bedrock import BedrockSummariser
 from agentmem.adapters.aws.bedrock_embedder import BedrockTitanEmbedder
+from agentmem.adapters.aws.cloudfront_links import CloudFrontLinkSigner
 from agentmem.adapters.aws.dynamodb.accounts import DynamoAccountStore
 from agentmem.adapters.aws.dynamodb.agents import DynamoAgentStore
 from agentmem.adapters.aws.dynamodb.conversations import DynamoConversationStore
@@ -40,6 +41,9 @@ RESOLVED = {
     "AGENTMEM_WORKSPACE_BUCKET": "agentmem-workspace-from-the-stack",
     "AGENTMEM_OPENSEARCH_ENDPOINT": f"https://0123456789abcdef.{REGION}.aoss.amazonaws.com",
     "AGENTMEM_STATE_MACHINE_ARN": f"arn:aws:states:{REGION}:123456789012:stateMachine:agentmem-summary",
+    "AGENTMEM_DOWNLOAD_DOMAIN": "d111111abcdef8.cloudfront.net",
+    "AGENTMEM_DOWNLOAD_KEY_PAIR_ID": "K2JCJMDEHXQW5F",
+    "AGENTMEM_DOWNLOAD_KEY_SECRET_ARN": f"arn:aws:secretsmanager:{REGION}:123456789012:secret:agentmem-link-key-AbCdEf",
 }
 EMBEDDING_MODEL = "amazon.titan-embed-text-v2:0"
 SUMMARY_MODEL = "amazon.nova-micro-v1:0"
@@ -53,11 +57,13 @@ class Expected:
     index: type | None  # the search index it queries or writes
     embedder: type | None
     summariser: type
+    download_links: bool = False  # it makes workspace download links: CloudFront signed URLs, with the key's secret
 
 
 EXPECTED = {
-    # the API starts passes on the state machine, recalls (the index, a query embedded) and summarises nothing
-    "api": Expected(StepFunctionsJobs, OpenSearchIndex, BedrockTitanEmbedder, ExtractiveSummariser),
+    # the API starts passes on the state machine, recalls (the index, a query embedded), summarises nothing, and
+    # makes the workspace links
+    "api": Expected(StepFunctionsJobs, OpenSearchIndex, BedrockTitanEmbedder, ExtractiveSummariser, True),
     # the agent tools recall like the API, and start no pass
     "mcp": Expected(None, OpenSearchIndex, BedrockTitanEmbedder, ExtractiveSummariser),
     "authorizer": Expected(None, None, None, ExtractiveSummariser),
@@ -69,7 +75,8 @@ EXPECTED = {
 # a small install (agentmem:searchCollection=false): no function has an index or embeds; recall answers in keyword
 # mode, saying "not_configured" (tests/contract/test_contract_recall.py, on the AWS backend without an index)
 EXPECTED_SMALL = {
-    name: Expected(expected.jobs, None, None, expected.summariser) for name, expected in EXPECTED.items()
+    name: Expected(expected.jobs, None, None, expected.summariser, expected.download_links)
+    for name, expected in EXPECTED.items()
 }
 INSTALLS = {"default": ("synthesis", EXPECTED), "small install": ("small_synthesis", EXPECTED_SMALL)}
 
@@ -90,21 +97,37 @@ def _environment(function: dict[str, Any]) -> dict[str, str]:
     return env
 
 
+def _role_statements(synthesis: Any, function: dict[str, Any]) -> list[dict[str, Any]]:
+    role = function["Properties"]["Role"]["Fn::GetAtt"][0]
+    return [
+        statement
+        for policy in synthesis.resources("Stateless", "AWS::IAM::Policy").values()
+        if any(r.get("Ref") == role for r in policy["Properties"].get("Roles", []))
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+
+
+def _granted_secrets(synthesis: Any, function: dict[str, Any]) -> list[Any]:
+    """What the function's role may read of Secrets Manager: (actions, resource) of each statement."""
+    found = []
+    for statement in _role_statements(synthesis, function):
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        if any(a.startswith("secretsmanager:") for a in actions):
+            found.append((actions, statement["Resource"]))
+    return found
+
+
 def _granted_models(synthesis: Any, function: dict[str, Any]) -> set[str]:
     """The Bedrock models (or inference profiles) the function's role may invoke."""
-    role = function["Properties"]["Role"]["Fn::GetAtt"][0]
     models: set[str] = set()
-    for policy in synthesis.resources("Stateless", "AWS::IAM::Policy").values():
-        if not any(r.get("Ref") == role for r in policy["Properties"].get("Roles", [])):
+    for statement in _role_statements(synthesis, function):
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        if not any(a.startswith("bedrock:") for a in actions):
             continue
-        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
-            actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
-            if not any(a.startswith("bedrock:") for a in actions):
-                continue
-            assert actions == ["bedrock:InvokeModel"], actions  # Converse and InvokeModel need this one action
-            found = re.findall(r"(?:foundation-model|inference-profile)/([^\"\]]+)", json.dumps(statement["Resource"]))
-            assert found, statement
-            models |= set(found)
+        assert actions == ["bedrock:InvokeModel"], actions  # Converse and InvokeModel need this one action
+        found = re.findall(r"(?:foundation-model|inference-profile)/([^\"\]]+)", json.dumps(statement["Resource"]))
+        assert found, statement
+        models |= set(found)
     return models
 
 
@@ -181,6 +204,22 @@ def test_each_function_builds_the_adapters_its_environment_and_role_promise(
     if isinstance(summariser, BedrockSummariser):
         assert summariser.model_id == env["AGENTMEM_SUMMARY_MODEL_ID"] == SUMMARY_MODEL
         assert summariser.client.meta.region_name == REGION
+    # and its download links are CloudFront signed URLs on the stack's distribution where it makes links (the API:
+    # the key pair id of the key group, the key read from the stack's secret on the first link, not at start), and
+    # no other function can read that secret
+    downloads = adapters.workspaces.downloads
+    if expected.download_links:
+        assert isinstance(downloads, CloudFrontLinkSigner), (name, downloads)
+        assert (downloads.domain, downloads.key_pair_id) == (
+            RESOLVED["AGENTMEM_DOWNLOAD_DOMAIN"], RESOLVED["AGENTMEM_DOWNLOAD_KEY_PAIR_ID"])
+        assert downloads._signer is None  # nothing read yet: the cold start does not pay for the secret
+        secret = function["Properties"]["Environment"]["Variables"]["AGENTMEM_DOWNLOAD_KEY_SECRET_ARN"]
+        assert _granted_secrets(synthesis, function) == [(["secretsmanager:GetSecretValue"], secret)], name
+        link = adapters.workspaces.signed_url("w/a/f/q3.csv", method="PUT", expires_in_s=60, size=3)
+        assert "X-Amz-Signature=" in link  # upload links stay S3 presigned, their size signed
+    else:
+        assert downloads is None, (name, downloads)
+        assert _granted_secrets(synthesis, function) == [], name
     # And its role may invoke exactly the models its adapters call, which are the model ids its environment
     # names, and no other
     called = {m.model_id for m in (embedder, summariser) if isinstance(m, BedrockTitanEmbedder | BedrockSummariser)}

@@ -1,0 +1,1 @@
+"""The deploy-time custom resource behind the download links' key pair (a Lambda function's code)."""
