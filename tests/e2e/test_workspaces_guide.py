@@ -5,8 +5,9 @@ The page's Python blocks run in order in one namespace (the page says to run the
 the SDK's default client pointed at it: its links are real URLs, fetched with `requests` as the page does.
 Every `print(...)  # value` (and the comment lines right under a print) must be what the block printed, and
 afterwards the test checks what the service kept and removed. The curl and CLI blocks run in bash against
-another such server. The limits the page states are the service's constants; the S3 link it shows has the
-shape the AWS backend signs; AGENTMEM_PUBLIC_URL changes the links as the page says; the README's example runs.
+another such server. The limits the page states are the service's constants; the links it shows for AWS (a
+CloudFront download link, an S3 upload link) have the shapes the AWS backend signs; AGENTMEM_PUBLIC_URL changes
+the links as the page says; the README's example runs.
 """
 
 from __future__ import annotations
@@ -118,11 +119,46 @@ def test_the_page_states_the_service_limits() -> None:
 # --- links -----------------------------------------------------------------------------------------------
 
 
-def test_the_s3_link_shown_is_the_shape_the_aws_backend_signs(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Given the S3 link the page shows, joined onto one line
-    [shown] = [b for b in fenced_blocks(section("On AWS"), "text") if "X-Amz-Signature" in b]
-    page_link = "".join(line.strip() for line in shown.splitlines())
-    # When the AWS backend signs a download link for the same file (offline: presigning sends nothing)
+def _shown_link(marker: str) -> str:
+    """The link of the "On AWS" section that holds ``marker``, joined onto one line."""
+    [shown] = [b for b in fenced_blocks(section("On AWS"), "text") if marker in b]
+    return "".join(line.strip() for line in shown.splitlines())
+
+
+def _same_shape(page_link: str, signed: str, host: str, file_path: str) -> tuple[dict[str, str], dict[str, str]]:
+    """Both links have the host, the kind of key and the query parameters (in order); their queries."""
+    ours, theirs = urlsplit(page_link), urlsplit(signed)
+    assert ours.netloc == theirs.netloc == host
+    assert ours.path.split("/")[1::5] == theirs.path.split("/")[1::5] == ["w", "f"]
+    assert ours.path.endswith(f"/f/{file_path}") and theirs.path.endswith(f"/f/{file_path}")
+    assert [k for k, _ in parse_qsl(ours.query)] == [k for k, _ in parse_qsl(theirs.query)]
+    return dict(parse_qsl(ours.query)), dict(parse_qsl(theirs.query))
+
+
+def test_the_cloudfront_download_link_shown_is_the_shape_the_aws_backend_signs() -> None:
+    # Given the CloudFront download link the page shows
+    page_link = _shown_link("Key-Pair-Id=")
+    # When the deployed stack's signer signs a download link for the same file (offline: a key made here)
+    from agentmem.adapters.aws.cloudfront_links import CloudFrontLinkSigner
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    pem = rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode()
+    signer = CloudFrontLinkSigner("d111111abcdef8.cloudfront.net", "K2JCJMDEHXQW5F", lambda: pem)
+    ref = limits.WorkspaceRef("acct", "support", "user_42", "ticket-7")
+    signed = signer.url(ref.direct_key("reports/invoices.csv"), expires_in_s=600, filename="invoices.csv",
+                        content_type=limits.content_type("invoices.csv"))
+    # Then both have the same host, the same kind of key and the same query parameters, in the same order
+    page_query, signed_query = _same_shape(page_link, signed, "d111111abcdef8.cloudfront.net", "reports/invoices.csv")
+    for name in ("response-content-disposition", "response-content-type", "Key-Pair-Id"):
+        assert page_query[name] == signed_query[name], name
+
+
+def test_the_s3_upload_link_shown_is_the_shape_the_aws_backend_signs(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given the S3 upload link the page shows
+    page_link = _shown_link("X-Amz-Signature")
+    # When the AWS backend signs an upload link for the same file (offline: presigning sends nothing)
     import boto3
     from agentmem.adapters.aws.s3 import S3BlobStore
 
@@ -133,16 +169,11 @@ def test_the_s3_link_shown_is_the_shape_the_aws_backend_signs(monkeypatch: pytes
         monkeypatch.delenv(name, raising=False)
     store = S3BlobStore("agentmem-workspace-abc123", boto3_session=boto3.session.Session(region_name="eu-west-1"))
     ref = limits.WorkspaceRef("acct", "support", "user_42", "ticket-7")
-    signed = store.signed_url(ref.direct_key("reports/invoices.csv"), method="GET", expires_in_s=600,
-                              filename="invoices.csv", content_type=limits.content_type("invoices.csv"))
+    signed = store.signed_url(ref.direct_key("reports/big.bin"), method="PUT", expires_in_s=600, size=52_428_800)
     # Then both have the same host, the same kind of key and the same query parameters, in the same order
-    ours, theirs = urlsplit(page_link), urlsplit(signed)
-    assert ours.netloc == theirs.netloc == "agentmem-workspace-abc123.s3.eu-west-1.amazonaws.com"
-    assert ours.path.split("/")[1::5] == theirs.path.split("/")[1::5] == ["w", "f"]
-    assert ours.path.endswith("/f/reports/invoices.csv") and theirs.path.endswith("/f/reports/invoices.csv")
-    assert [k for k, _ in parse_qsl(ours.query)] == [k for k, _ in parse_qsl(theirs.query)]
-    page_query, signed_query = dict(parse_qsl(ours.query)), dict(parse_qsl(theirs.query))
-    for name in ("response-content-disposition", "response-content-type", "X-Amz-Expires", "X-Amz-SignedHeaders"):
+    page_query, signed_query = _same_shape(
+        page_link, signed, "agentmem-workspace-abc123.s3.eu-west-1.amazonaws.com", "reports/big.bin")
+    for name in ("X-Amz-Expires", "X-Amz-SignedHeaders"):
         assert page_query[name] == signed_query[name], name
 
 
