@@ -1,5 +1,6 @@
 """The embedded journal's search leaves out words so common that scoring them costs more than they tell
-(adapters/embedded/conversations.py ``_telling``), once the journal is large."""
+(adapters/embedded/conversations.py ``_telling``), once the journal is large, and scores a bounded window of
+the newest messages holding its words, with the messages holding all of them found at any age."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ from pathlib import Path
 
 import pytest
 from agentmem.adapters.embedded import conversations as embedded
-from agentmem.bootstrap import build_container
+from agentmem.bootstrap import Container, build_container
 from agentmem.domain.conversations import MessageDraft
+from agentmem.domain.models import Principal
 from agentmem.services.agents import AgentSettings
 from agentmem.settings import Settings
 
@@ -29,8 +31,8 @@ def test_a_word_most_messages_hold_is_left_out_while_rarer_ones_remain(
     store = container.stores.conversations
     assert isinstance(store, embedded.SqliteConversationStore)
     # Then "meeting" is not worth scoring beside "dentist", and two common words are both kept, rarest first
-    assert store._telling(["meeting", "dentist"]) == (["dentist"], False)
-    assert store._telling(["meeting", "monday"]) == (["monday", "meeting"], True)
+    assert store._telling(["meeting", "dentist"])[:2] == (["dentist"], False)
+    assert store._telling(["meeting", "monday"])[:2] == (["monday", "meeting"], True)
     # and the search finds the dentist message first, by the word that tells
     hits = store.search_candidates(account.account_id, "support", "ana", ["meeting", "dentist"], limit=10)
     assert [(h.conversation, h.message.seq) for h in hits] == [("c40", 38)]
@@ -39,4 +41,70 @@ def test_a_word_most_messages_hold_is_left_out_while_rarer_ones_remain(
     assert len(both) == 119 and ("c40", 38) not in [(h.conversation, h.message.seq) for h in both]
     # while a small journal scores every word
     monkeypatch.setattr(embedded, "SEARCH_TERM_MIN_MESSAGES", 1_000)
-    assert store._telling(["meeting", "dentist"]) == (["meeting", "dentist"], False)
+    assert store._telling(["meeting", "dentist"])[:2] == (["meeting", "dentist"], False)
+
+
+def _journal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[embedded.SqliteConversationStore, str, tuple[Container, Principal]]:
+    monkeypatch.setattr(embedded, "SEARCH_TERM_MIN_MESSAGES", 50)
+    monkeypatch.setattr(embedded, "SEARCH_TERM_SHARE", 0.9)
+    monkeypatch.setattr(embedded, "SEARCH_SCORED", 20)  # each pass scores about 20 messages
+    container = build_container(Settings(data_dir=tmp_path, embedder="none"))
+    _, secret = container.keys.create_account("acme")
+    account = container.keys.authenticate("Bearer " + secret)
+    container.agents.put(account, "support", AgentSettings())
+    store = container.stores.conversations
+    assert isinstance(store, embedded.SqliteConversationStore)
+    return store, account.account_id, (container, account)
+
+
+def test_a_large_journal_scores_a_window_of_its_newest_messages_and_the_ones_holding_every_word(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, account_id, (container, account) = _journal(tmp_path, monkeypatch)
+    # Given the oldest message holding both words, then 200 messages holding one of them each
+    lines = ["Ana moved to Lisbon in May."] + [f"{'Lisbon' if n % 2 else 'Ana'} note {n}." for n in range(200)]
+    drafts = [MessageDraft("user", line) for line in lines]
+    for start in range(0, len(drafts), 40):
+        container.conversations.append(account, "support", f"c{start:03d}", drafts[start:start + 40], user="ana")
+    # When the words are searched with a page smaller than what holds them
+    hits = store.search_candidates(account_id, "support", "ana", ["ana", "lisbon"], limit=10)
+    found = [(h.conversation, h.message.seq) for h in hits]
+    # Then the old message holding both comes first, and the rest are the newest window's
+    assert found[0] == ("c000", 1)
+    assert len(found) == 10
+    assert all(conversation >= "c120" for conversation, _ in found[1:])
+
+
+def test_a_window_too_sparse_is_widened_until_the_page_is_full(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store, account_id, (container, account) = _journal(tmp_path, monkeypatch)
+    # Given a word held by 12 old messages, then 200 messages without it
+    drafts = [MessageDraft("user", f"The dentist visit {n}." if n < 12 else f"Monday note {n}.") for n in range(212)]
+    for start in range(0, len(drafts), 40):
+        container.conversations.append(account, "support", f"c{start:03d}", drafts[start:start + 40], user="ana")
+    monkeypatch.setattr(embedded, "SEARCH_SCORED", 1)  # a first window of the newest 1/12 of the ids holds none
+    hits = store.search_candidates(account_id, "support", "ana", ["dentist"], limit=12)
+    assert sorted(h.message.seq for h in hits) == list(range(1, 13))
+
+
+def test_a_pair_holding_most_of_the_journal_gets_only_its_own_messages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, account_id, (container, account) = _journal(tmp_path, monkeypatch)
+    # Given Ana's 150 messages about the invoice, and Bob's 60 that outscore hers (shorter, the word twice)
+    ana = [MessageDraft("user", f"Ana asks about the invoice number {n} for the flat.") for n in range(150)]
+    bob = [MessageDraft("user", "Invoice invoice.") for _ in range(60)]
+    for start in range(0, 150, 40):
+        container.conversations.append(account, "support", f"a{start:03d}", ana[start:start + 40], user="ana")
+    for start in range(0, 60, 40):
+        container.conversations.append(account, "support", f"b{start:03d}", bob[start:start + 40], user="bob")
+    pair = store._pair_share(account_id, "support", "ana", 210)
+    assert pair.share > embedded.SEARCH_UNSCOPED_SHARE  # her pair is searched without its token
+    # When Ana searches, asking for more than the unscoped query's extra rows can hold beside Bob's
+    hits = store.search_candidates(account_id, "support", "ana", ["invoice"], limit=50)
+    # Then she gets a full page of her own messages, none of Bob's
+    assert len(hits) == 50 and all(h.conversation.startswith("a") for h in hits)
+    # and Bob gets only his
+    bobs = store.search_candidates(account_id, "support", "bob", ["invoice"], limit=100)
+    assert len(bobs) == 60 and all(h.conversation.startswith("b") for h in bobs)

@@ -11,6 +11,7 @@ import hashlib
 import json
 import sqlite3
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
 from ...domain.conversations import (
@@ -31,12 +32,21 @@ from .entries import exact_terms, prefix_terms
 
 SEARCH_TERM_SHARE = 0.01  # a query word held by more of the messages than this is not worth scoring ...
 SEARCH_TERM_MIN_MESSAGES = 20_000  # ... once the journal index is this large
+SEARCH_UNSCOPED_SHARE = 0.5  # a pair holding this share of the journal index is searched without its token
+HELD_COUNTS_KEPT = 20_000  # stems whose message counts a store keeps in memory
+SEARCH_SCORED = 12_000  # messages one pass of a journal search scores by BM25, at most (about 15 ms)
 
 _MESSAGE_COLUMNS = (
     "m.seq, m.turn, m.role, m.content, m.created_at, m.tool_name, m.tool_call_id, m.arguments, m.result, "
     "m.client_id, m.tokens"
 )
 _REF_WHERE = "account_id=? AND agent=? AND user_key=? AND key=?"
+
+
+@dataclass(frozen=True)
+class _PairShare:
+    key: tuple[str, str, str]  # account, agent, user key
+    share: float  # of the messages in the journal index
 
 
 def _user_key(user_id: str | None) -> str:
@@ -101,6 +111,9 @@ def _over(tokens: int, messages: int, thresholds: tuple[int, int]) -> bool:
 class SqliteConversationStore(ConversationStore):
     def __init__(self, db: Database) -> None:
         self.db = db
+        # how many messages hold each stem (or a longer word it starts), and the journal's newest id then: a
+        # count is read again once the journal grew by a tenth (it only chooses words and sizes windows)
+        self._held_counts: dict[str, tuple[int, int]] = {}
 
     @staticmethod
     def _row(conn: sqlite3.Connection, ref: ConversationRef) -> sqlite3.Row | None:
@@ -301,57 +314,129 @@ class SqliteConversationStore(ConversationStore):
         self, account_id: str, agent: str, user_id: str | None, words: Sequence[str], *,
         conversation: str | None = None, limit: int = 200,
     ) -> list[MessageHit]:
+        """The best ``limit`` messages by BM25 over stems (FTS5's, the scope column weighing nothing).
+
+        Scoring is what a large journal pays for (about a microsecond a message held), so the words' pass scores
+        at most ``SEARCH_SCORED`` messages: when its words are held by more, it scores the newest of them, its
+        *window* (scores stay comparable: BM25's idf is the whole index's), and a pass for the messages holding
+        every telling word at once (AND: few, even when each word is common) brings the best evidence of any age.
+        Then the words as the start of longer words, at half weight (the prefix rule), when that left room.
+        When every word is common: the messages holding the three rarest, else those holding the rarest.
+        """
         if not words or limit <= 0:
             return []
         scope = (_pair_token(account_id, agent, user_id) if conversation is None
                  else _conversation_token(ConversationRef(account_id, agent, user_id, conversation)))
-        words, common = self._telling(words)
-        # whole words (by their stems) rank by BM25; messages that hold a query word only as the start of a longer
-        # word come after, at half weight (the prefix rule finds them; it should not let them crowd the words).
-        # When every word is common, the messages holding all of them are the best anyway, and far fewer to score
-        joined = " AND " if common else " OR "
-        passes = [(exact_terms(words, joined), 1.0), (prefix_terms(words, joined), PREFIX_WEIGHT)]
+        telling, common, held, newest = self._telling(words)
+        # (terms, weight, how many messages hold them at most (0: score them all), widen the window while it
+        # holds too few, when to stop after it: "full" with ``limit`` found, "any" with one)
+        passes: list[tuple[str, float, int, bool, str]] = []
         if common:
-            passes.append((exact_terms(words[:1]), 1.0))  # nothing holds them all: the rarest alone
+            passes += [(exact_terms(telling, " AND "), 1.0, 0, False, "any"),
+                       (exact_terms(telling[:1]), 1.0, held[telling[0]], True, "any")]
+        else:
+            every = sum(held[w] for w in telling)
+            if len(telling) > 1 and every > SEARCH_SCORED:  # the words' pass will score only its newest window
+                passes.append((exact_terms(telling, " AND "), 1.0, 0, False, "never"))
+            passes += [(exact_terms(telling), 1.0, every, True, "full"),
+                       (prefix_terms(telling), PREFIX_WEIGHT, every, False, "full")]
         found: dict[int, tuple[float, Any]] = {}
-        for terms, weight in passes:
-            match = f"scope : {scope} AND {{content tool_name}} : ({terms})"
-            # the best by BM25 (FTS5's rank: lower is better; the scope column weighs nothing), newest on a tie
-            rows = self.db.connection().execute(
-                f"SELECT f.rowid AS id, c.key, -f.score AS score, {_MESSAGE_COLUMNS} FROM "
-                "(SELECT rowid, bm25(messages_fts, 0.0, 1.0, 0.5) AS score FROM messages_fts "
-                " WHERE messages_fts MATCH ? ORDER BY score, rowid DESC LIMIT ?) f "
-                "JOIN messages m ON m.id = f.rowid JOIN conversations c ON c.id = m.conversation_id",
-                (match, limit),
-            ).fetchall()
-            for r in rows:
-                if r["id"] not in found:
-                    found[r["id"]] = (weight * float(r["score"]), r)
-            if len(found) >= limit or (common and found):
+        pair = None if conversation is not None else self._pair_share(account_id, agent, user_id, newest)
+        for terms, weight, bound, widen, stop in passes:
+            words_match = f"{{content tool_name}} : ({terms})"
+            spread = newest if pair is not None else 0
+            for r in self._scored(words_match, scope, pair, limit, bound, spread, widen=widen):
+                score = weight * float(r["score"])
+                if r["id"] not in found or found[r["id"]][0] < score:
+                    found[r["id"]] = (score, r)
+            if (stop == "full" and len(found) >= limit) or (stop == "any" and found):
                 break
         best = sorted(found.items(), key=lambda item: (-item[1][0], -item[0]))[:limit]
         return [MessageHit(conversation=r["key"], message=_message(r), score=score) for _, (score, r) in best]
 
-    def _telling(self, words: Sequence[str]) -> tuple[list[str], bool]:
-        """The query words worth scoring, and whether they are all common. In a large journal, a word held by
-        more than ``SEARCH_TERM_SHARE`` of the messages adds almost nothing to BM25 (its idf is near zero) and
-        costs a scan of all of them, so it is left out while rarer words remain; when every word is that common,
-        the three rarest stay, rarest first, and the search asks for messages holding them all."""
+    def _scored(
+        self, words_match: str, scope: str, pair: _PairShare | None, limit: int, bound: int, newest: int, *,
+        widen: bool = True,
+    ) -> list[Any]:
+        """The best ``limit`` messages of the scope matching ``words_match``, by BM25, scoring at most about
+        ``SEARCH_SCORED`` of them: the newest window of ids that holds that many of the ``bound`` messages the
+        words are held by (spread over ids 1..``newest``), widened (when ``widen``) while it holds fewer than
+        ``limit``.
+
+        FTS5's ``bm25()`` first counts the messages holding each phrase of the query, the scope's token too: a
+        pair (agent, user) that holds most of the journal would cost a count of all of it, every search. Such a
+        pair is asked for without its token, a few more rows, and its own kept (the scores are the same: the
+        token weighs nothing); when that leaves too few, the scoped query answers."""
+        share = 1.0 if bound <= SEARCH_SCORED or newest <= 0 else SEARCH_SCORED / bound
         conn = self.db.connection()
-        total = int(conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0])
-        if total < SEARCH_TERM_MIN_MESSAGES or len(words) < 2:
-            return list(words), False
+        while True:
+            since = 0 if share >= 1.0 else int(newest * (1.0 - share))
+            if pair is not None and pair.share >= SEARCH_UNSCOPED_SHARE:
+                asked = min(int(limit / pair.share) + limit // 4 + 1, 4 * limit)
+                rows = conn.execute(
+                    f"SELECT f.rowid AS id, c.key, -f.score AS score, {_MESSAGE_COLUMNS} FROM "
+                    "(SELECT rowid, bm25(messages_fts, 0.0, 1.0, 0.5) AS score FROM messages_fts "
+                    " WHERE messages_fts MATCH ? AND rowid > ? ORDER BY score, rowid DESC LIMIT ?) f "
+                    # (CROSS JOIN: the best rows first, then their conversations, never the pair's every message)
+                    "CROSS JOIN messages m ON m.id = f.rowid CROSS JOIN conversations c ON c.id = m.conversation_id "
+                    "WHERE c.account_id=? AND c.agent=? AND c.user_key=? ORDER BY f.score, f.rowid DESC LIMIT ?",
+                    (words_match, since, asked, *pair.key, limit),
+                ).fetchall()
+                if len(rows) < limit and conn.execute(  # others' rows took the places: ask with the token
+                    "SELECT count(*) FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? AND rowid > ? "
+                    "LIMIT ?)", (words_match, since, asked),
+                ).fetchone()[0] >= asked:
+                    rows = self._scoped(f"scope : {scope} AND {words_match}", since, limit)
+            else:
+                rows = self._scoped(f"scope : {scope} AND {words_match}", since, limit)
+            if len(rows) >= limit or since == 0 or not widen:
+                return rows
+            share = min(1.0, share * 4)
+
+    def _scoped(self, match: str, since: int, limit: int) -> list[Any]:
+        return self.db.connection().execute(
+            f"SELECT f.rowid AS id, c.key, -f.score AS score, {_MESSAGE_COLUMNS} FROM "
+            "(SELECT rowid, bm25(messages_fts, 0.0, 1.0, 0.5) AS score FROM messages_fts "
+            " WHERE messages_fts MATCH ? AND rowid > ? ORDER BY score, rowid DESC LIMIT ?) f "
+            "JOIN messages m ON m.id = f.rowid JOIN conversations c ON c.id = m.conversation_id",
+            (match, since, limit),
+        ).fetchall()
+
+    def _pair_share(self, account_id: str, agent: str, user_id: str | None, newest: int) -> _PairShare:
+        """How much of the journal index one pair's messages are (from its conversations' last seqs)."""
+        key = (account_id, agent, _user_key(user_id))
+        held = int(self.db.connection().execute(
+            "SELECT coalesce(sum(last_seq), 0) FROM conversations WHERE account_id=? AND agent=? AND user_key=?", key,
+        ).fetchone()[0])
+        return _PairShare(key, min(1.0, held / newest) if newest > 0 else 0.0)
+
+    def _telling(self, words: Sequence[str]) -> tuple[list[str], bool, dict[str, int], int]:
+        """The query words worth scoring, whether they are all common, how many messages hold each (as a word
+        or the start of one: an upper bound), and the newest message id. In a large journal, a word held by more
+        than ``SEARCH_TERM_SHARE`` of the messages adds almost nothing to BM25 (its idf is near zero) and costs a
+        scan of all of them, so it is left out while rarer words remain; when every word is that common, the three
+        rarest stay, rarest first."""
+        conn = self.db.connection()
+        newest = int(conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0])
+        if newest < SEARCH_TERM_MIN_MESSAGES:
+            return list(words), False, {w: 0 for w in words}, newest
         counts = {}
         for word in words:
             stemmed = stem(word)
-            counts[word] = int(conn.execute(
-                "SELECT coalesce(sum(doc), 0) FROM messages_vocab WHERE term >= ? AND term < ?",
-                (stemmed, stemmed + "\U0010ffff"),
-            ).fetchone()[0])
-        rare = [w for w in words if counts[w] <= SEARCH_TERM_SHARE * total]
-        if rare:
-            return rare, False
-        return sorted(words, key=lambda w: counts[w])[:3], True
+            known = self._held_counts.get(stemmed)
+            if known is None or newest > known[1] * 1.1:
+                if len(self._held_counts) >= HELD_COUNTS_KEPT:
+                    self._held_counts.clear()
+                known = (int(conn.execute(
+                    "SELECT coalesce(sum(doc), 0) FROM messages_vocab WHERE term >= ? AND term < ?",
+                    (stemmed, stemmed + "\U0010ffff"),
+                ).fetchone()[0]), newest)
+                self._held_counts[stemmed] = known
+            counts[word] = known[0]
+        rare = sorted((w for w in words if counts[w] <= SEARCH_TERM_SHARE * newest), key=lambda w: counts[w])
+        if rare or len(words) < 2:
+            return rare or list(words), False, counts, newest
+        return sorted(words, key=lambda w: counts[w])[:3], True, counts, newest
 
     def messages_at(self, ref: ConversationRef, seqs: Sequence[int]) -> dict[int, Message]:
         wanted = sorted({s for s in seqs if s > 0})
