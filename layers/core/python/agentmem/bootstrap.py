@@ -207,9 +207,13 @@ def passes_in_process(settings: Settings) -> bool:
 
 
 def aws_session(settings: Settings) -> boto3.Session:
-    """A boto3 session in the settings' region (unset: boto3's own lookup); the AWS backend's clients use one."""
+    """A boto3 session in the settings' region (unset: boto3's own lookup); the AWS backend's clients use one.
+    From the first one on, the tracer records the calls out (X-Ray patches botocore once it is imported)."""
     import boto3
 
+    from .observability import trace_calls_out
+
+    trace_calls_out()
     return boto3.Session(region_name=settings.region)
 
 

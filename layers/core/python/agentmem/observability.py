@@ -7,6 +7,8 @@ POWERTOOLS_METRICS_DISABLED) nothing is emitted at all.
 
 from __future__ import annotations
 
+from functools import cache
+
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
@@ -15,7 +17,18 @@ SERVICE = "agentmem"
 NAMESPACE = "agentmem"
 
 logger = Logger(service=SERVICE)
-tracer = Tracer(service=SERVICE)
+# Not auto_patch: Powertools would patch, at import, every library the X-Ray SDK knows of that is installed,
+# importing each (botocore, requests, httpx, sqlite3, ...) before any request needs one. What a trace shows of
+# the calls out (AWS's, and the OpenSearch client's HTTP) is patched in where the first AWS session is made.
+tracer = Tracer(service=SERVICE, auto_patch=False)
+
+TRACED_MODULES = ("botocore", "httplib")  # AWS calls; plain HTTP (http.client, under the OpenSearch client)
+
+
+@cache
+def trace_calls_out() -> None:
+    """Subsegments for AWS and HTTP calls from now on (once per process; nothing when tracing is off)."""
+    tracer.patch(modules=TRACED_MODULES)
 
 
 def count(name: str, **dimensions: str) -> None:

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
-from aws_lambda_powertools.event_handler.openapi.models import Server
 
 from .. import __version__
 from .link_paths import link_paths
@@ -160,6 +159,9 @@ def _error_response(description: str) -> dict[str, Any]:
 def document(app: APIGatewayRestResolver, base_path: str = "/") -> dict[str, Any]:
     """The document; ``base_path`` is where the API's paths start as its caller reached it (``/prod`` behind
     API Gateway's stage, ``/`` on ``agentmem serve``): its one server, so that Swagger UI calls the same place."""
+    # Powertools' models of an OpenAPI document: dozens of Pydantic classes, which only this route needs
+    from aws_lambda_powertools.event_handler.openapi.models import Server
+
     raw = app.get_openapi_json_schema(
         servers=[Server(url=base_path)], security_schemes={"bearer": {"type": "http", "scheme": "bearer"}},  # type: ignore[dict-item]
         security=[{"bearer": []}], title=TITLE, version=__version__, description=DESCRIPTION,

@@ -21,7 +21,8 @@ PATH_PARAMETER_RULES: dict[str, dict[str, Any]] = {
 
 
 class StrictBody(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+    # defer_build: a body's validator is built when its route first needs it, not for every route at import
+    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
 
 
 class SaveEntryBody(StrictBody):
