@@ -40,6 +40,7 @@ NOT_AT_IMPORT = (
     "requests", "pynamodb", "httpx", "sqlite3",  # what Powertools' auto-patch would have imported to patch
     "aws_lambda_powertools.event_handler.openapi.models",  # only GET /v1/openapi.json builds a document
     "mcp", "mcp_types",  # the MCP function's layer: the API function has none
+    "pydantic_settings",  # settings.py reads its variables itself
 )
 
 

@@ -122,3 +122,17 @@ def test_the_region_comes_from_lambdas_variable_and_agentmems_wins(monkeypatch: 
 def test_the_summary_model_defaults_to_nova_micro() -> None:
     settings = load_settings()
     assert (settings.summariser, settings.summary_model_id) == ("extractive", "amazon.nova-micro-v1:0")
+
+
+def test_settings_read_their_variables_in_any_case_and_arguments_win(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Settings reads its own variables (no pydantic-settings): AGENTMEM_<FIELD>, the name in any case, typed by the
+    # field; a keyword argument wins over the variable
+    monkeypatch.setenv("AGENTMEM_MAX_BODY_BYTES", "2048")
+    monkeypatch.setenv("agentmem_table", "lower-case-table")
+    settings = Settings()
+    assert (settings.max_body_bytes, settings.table) == (2048, "lower-case-table")
+    assert Settings(table="given").table == "given"
+    monkeypatch.setenv("AGENTMEM_MAX_BODY_BYTES", "many")
+    with pytest.raises(ValidationError, match="max_body_bytes"):
+        Settings()
+

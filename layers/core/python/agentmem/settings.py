@@ -9,10 +9,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import AliasChoices, Field, ValidationError, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic.fields import FieldInfo
 
 PREFIX = "AGENTMEM_"
 
@@ -28,12 +28,37 @@ class SettingsError(Exception):
     """The environment does not make valid settings; the message names each variable and what is wrong."""
 
 
-class Settings(BaseSettings):
+def _variables(name: str, field: FieldInfo) -> list[str]:
+    """The variables a setting is read from, the first found winning: its alias choices (the region), else
+    AGENTMEM_<NAME>."""
+    alias = field.validation_alias
+    return [str(c).upper() for c in alias.choices] if isinstance(alias, AliasChoices) else [PREFIX + name.upper()]
+
+
+class Settings(BaseModel):
     """Validated service settings, read from ``AGENTMEM_*`` variables (and the AWS region from ``AWS_REGION``).
 
-    Unknown keyword arguments are refused; ``load_settings`` also refuses unknown ``AGENTMEM_*`` variables."""
+    Unknown keyword arguments are refused; ``load_settings`` also refuses unknown ``AGENTMEM_*`` variables.
+    A plain pydantic model that reads its own variables (``_from_environment``), as pydantic-settings would
+    (names in any case, arguments winning, defaults validated too), without importing that package's
+    sources (dotenv files, a CLI parser, secrets folders, cloud vaults) on every cold start."""
 
-    model_config = SettingsConfigDict(env_prefix=PREFIX, extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, validate_default=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_environment(cls, given: Any) -> Any:
+        if not isinstance(given, dict):
+            return given
+        environment = {name.upper(): value for name, value in os.environ.items()}
+        found: dict[str, Any] = {}
+        for name, field in cls.model_fields.items():
+            if name in given:
+                continue
+            variable = next((v for v in _variables(name, field) if v in environment), None)
+            if variable is not None:
+                found[name] = environment[variable]
+        return {**found, **given}
 
     backend: Literal["embedded", "aws"] = "embedded"
     data_dir: Path = Field(default=Path(".agentmem"))
@@ -121,9 +146,7 @@ def known_variables() -> frozenset[str]:
     """Every ``AGENTMEM_*`` name something reads: the settings' own and ``OTHER_VARIABLES``."""
     names = set(OTHER_VARIABLES)
     for name, field in Settings.model_fields.items():
-        alias = field.validation_alias
-        choices = alias.choices if isinstance(alias, AliasChoices) else [PREFIX + name]
-        names |= {str(choice).upper() for choice in choices if str(choice).upper().startswith(PREFIX)}
+        names |= {variable for variable in _variables(name, field) if variable.startswith(PREFIX)}
     return frozenset(names)
 
 
