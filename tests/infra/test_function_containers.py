@@ -212,7 +212,7 @@ def test_each_function_builds_the_adapters_its_environment_and_role_promise(
         assert isinstance(downloads, CloudFrontLinkSigner), (name, downloads)
         assert (downloads.domain, downloads.key_pair_id) == (
             RESOLVED["AGENTMEM_DOWNLOAD_DOMAIN"], RESOLVED["AGENTMEM_DOWNLOAD_KEY_PAIR_ID"])
-        assert downloads._signer is None  # nothing read yet: the cold start does not pay for the secret
+        assert not downloads.key_loaded  # nothing read yet: the cold start does not pay for the secret
         secret = function["Properties"]["Environment"]["Variables"]["AGENTMEM_DOWNLOAD_KEY_SECRET_ARN"]
         assert _granted_secrets(synthesis, function) == [(["secretsmanager:GetSecretValue"], secret)], name
         link = adapters.workspaces.signed_url("w/a/f/q3.csv", method="PUT", expires_in_s=60, size=3)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Callable
+from typing import Any
 from urllib.parse import parse_qs, parse_qsl, unquote, urlsplit
 
 import boto3
@@ -127,11 +128,11 @@ def test_a_download_link_carries_the_file_name_and_type_under_its_signature(
 def test_the_private_key_is_read_once_on_the_first_link_and_kept(pem: str) -> None:
     # Given a signer just made (a cold start), Then it has not read the secret yet
     signer, reads = signer_for(pem)
-    assert reads.calls == 0
+    assert reads.calls == 0 and not signer.key_loaded
     # When it makes many links, for many files and lifetimes
     urls = {signer.url(f"w/a/f/file-{n}.txt", expires_in_s=60 + n) for n in range(50)}
     # Then the secret was read once, and every link is its own
-    assert reads.calls == 1
+    assert reads.calls == 1 and signer.key_loaded
     assert len(urls) == 50
 
 
@@ -210,3 +211,48 @@ def test_settings_take_the_distribution_whole_or_not_at_all(monkeypatch: pytest.
     monkeypatch.setenv("AGENTMEM_DOWNLOAD_KEY_SECRET_ARN", arn)
     with pytest.raises(SettingsError, match="AGENTMEM_DOWNLOAD_DOMAIN"):
         load_settings()
+
+
+def test_a_link_from_the_service_expires_when_the_service_says(
+    pem: str, private_key: rsa.RSAPrivateKey, tmp_path: Any
+) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from agentmem.adapters.embedded.blobs import FileBlobStore
+    from agentmem.bootstrap import Adapters, build_container
+    from agentmem.domain.clock import parse_iso
+    from agentmem.services.agents import AgentSettings
+    from moto import mock_aws
+
+    now = [datetime(2026, 12, 2, 9, 30, 15, 250_000, tzinfo=UTC)]
+
+    def clock() -> datetime:
+        return now[0]
+
+    with mock_aws():
+        # Given the service with the deployed stack's workspace bucket (S3 in moto, links signed for CloudFront),
+        # one clock for both, and a file in a conversation's workspace
+        session = boto3.Session(aws_access_key_id="testing", aws_secret_access_key="testing", region_name="eu-west-1")
+        session.client("s3").create_bucket(Bucket="agentmem-workspace",
+                                           CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+        signer = CloudFrontLinkSigner(DOMAIN, KEY_PAIR_ID, SecretReads(pem), clock=lambda: now[0].timestamp())
+        store = S3BlobStore("agentmem-workspace", boto3_session=session, downloads=signer)
+        container = build_container(
+            Settings(backend="embedded", data_dir=tmp_path), clock=clock,
+            adapters=Adapters(embedder=None, journal=FileBlobStore(tmp_path / "journal"), workspaces=store),
+        )
+        _, secret = container.keys.create_account("acme")
+        account = container.keys.authenticate("Bearer " + secret)
+        container.agents.put(account, "support", AgentSettings())
+        container.workspaces.write(account, "support", "c1", "reports/q3.csv", b"a,b\n", user="ana")
+        # When a one-day download link is asked for (the longest SPEC §8 allows)
+        link = container.workspaces.link(account, "support", "c1", "reports/q3.csv", user="ana", expires_in_s=86_400)
+    # Then it is the distribution's, its signature verifies, and it works until the expiry the service states
+    # and stops within the second after it (CloudFront's Expires is whole seconds)
+    resource, signing = split_link(link["url"])
+    stated = parse_iso(link["expires_at"])
+    assert stated == now[0] + timedelta(days=1)
+    expires = datetime.fromtimestamp(int(signing["Expires"]), UTC)
+    assert stated <= expires < stated + timedelta(seconds=1), (stated, expires)
+    assert verifies(private_key.public_key(), resource, int(signing["Expires"]), signing["Signature"])
+    assert unquote(urlsplit(link["url"]).path).endswith("/f/reports/q3.csv")

@@ -15,6 +15,7 @@ it), then kept. Upload links stay S3 presigned (``S3BlobStore``): S3 signs their
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -71,6 +72,11 @@ class CloudFrontLinkSigner:
         self._signer: CloudFrontSigner | None = None
         self._lock = threading.Lock()
 
+    @property
+    def key_loaded(self) -> bool:
+        """Whether the private key has been read (on the first link; never at start)."""
+        return self._signer is not None
+
     def _cloudfront_signer(self) -> CloudFrontSigner:
         if self._signer is None:
             with self._lock:  # the local server signs from several threads: the secret is still read once
@@ -83,7 +89,7 @@ class CloudFrontLinkSigner:
     def url(
         self, key: str, *, expires_in_s: int, filename: str | None = None, content_type: str | None = None
     ) -> str:
-        """A link that downloads the object at ``key`` until ``expires_in_s`` from now (whole seconds)."""
+        """A link that downloads the object at ``key`` until ``expires_in_s`` from now, to the second after."""
         query: dict[str, str] = {}
         if filename:
             query["response-content-disposition"] = content_disposition(filename)
@@ -92,5 +98,6 @@ class CloudFrontLinkSigner:
         resource = f"https://{self.domain}/{quote(key, safe='/')}"
         if query:
             resource += "?" + urlencode(query, quote_via=quote)
-        expires = datetime.fromtimestamp(int(self.clock()) + expires_in_s, UTC)
+        # Expires is whole seconds: rounded up, so the link lives at least until the expiry the API states
+        expires = datetime.fromtimestamp(math.ceil(self.clock()) + expires_in_s, UTC)
         return self._cloudfront_signer().generate_presigned_url(resource, date_less_than=expires)
