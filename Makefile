@@ -84,7 +84,7 @@ bench-load: install emulators  ## concurrent clients on agentmem serve and serve
 bench-crash: install  ## a writer killed with SIGKILL 500 times; every acknowledged write checked after the restart
 	$(BIN)/python bench/crash.py --kills 500
 
-layers: install  ## the Lambda dependency layers: pip for the Lambda platform, no Docker (ARCH=x86_64 for Intel)
+layers: install  ## the Lambda dependency layers: pip for the Lambda platform, no Docker (ARCH=x86_64 for Intel); a Python 3.13 (RUNTIME_PYTHON=..., on the PATH, or pyenv's) compiles them for the runtime
 	PYTHON=$(BIN)/python bash layers/deps/build.sh $(ARCH) layers/deps/python
 	PYTHON=$(BIN)/python bash layers/deps/build.sh $(ARCH) layers/mcp/python layers/mcp layers/deps/python
 

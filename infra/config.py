@@ -23,6 +23,9 @@ MCP_DIR = ROOT / "layers" / "mcp"
 MCP_BUILT_DIR = MCP_DIR / "python"
 # written by layers/deps/build.sh beside the packages: what the folder was built for
 DEPS_MARKER = ".agentmem-layer.json"
+# the Lambda runtime of every function, which the layers' wheels and bytecode are built for (the project
+# itself runs on Python 3.11; layers/deps/build.sh and infra.layer_build read this one value)
+LAMBDA_PYTHON = "3.13"
 
 CONTEXT_PREFIX = "agentmem:"
 Architecture = Literal["arm64", "x86_64"]
@@ -50,6 +53,13 @@ class DeploymentConfig:
     # per account (the usage plan, by the key the authorizer names): one tenant cannot spend the stage's budget
     account_throttle_rate: int = 50
     account_throttle_burst: int = 100
+    # an AWS WAF web ACL on the stage (infra/constructs/rate_limit_waf.py): each API key, and each source
+    # address, limited before API Gateway counts them; false: no web ACL (and none of its monthly cost)
+    rate_limit_waf: bool = True
+    # requests per minute of one Authorization header; unset: twice what its account's plan serves in a minute
+    waf_key_limit_per_minute: int | None = None
+    # requests per 5 minutes from one address, whatever their key; unset: twice what an account's plan serves
+    waf_source_limit_per_5_minutes: int | None = None
     authorizer_cache_seconds: int = 300  # 0 turns the authorizer cache off (max 3600)
     log_retention_days: int = 30
     search_standby_replicas: Literal["ENABLED", "DISABLED"] = "ENABLED"
@@ -104,6 +114,13 @@ class DeploymentConfig:
         for name in ("throttle_rate", "throttle_burst", "account_throttle_rate", "account_throttle_burst"):
             if getattr(self, name) < 1:
                 raise InfraConfigError(f"agentmem:{_camel(name)} is a number of requests, at least 1")
+        for name in ("waf_key_limit_per_minute", "waf_source_limit_per_5_minutes"):
+            value = getattr(self, name)
+            if value is not None and not WAF_LIMIT_MIN <= value <= WAF_LIMIT_MAX:
+                raise InfraConfigError(
+                    f"agentmem:{_camel(name)} is a number of requests from {WAF_LIMIT_MIN:,} to {WAF_LIMIT_MAX:,} "
+                    "(AWS WAF's bounds for a rate-based rule)"
+                )
         if not 0 <= self.authorizer_cache_seconds <= 3600:
             raise InfraConfigError("agentmem:authorizerCacheSeconds is between 0 and 3600")
         for function in FUNCTIONS:
@@ -116,12 +133,24 @@ class DeploymentConfig:
         if self.alarm_email is not None and not _EMAIL.fullmatch(self.alarm_email):
             raise InfraConfigError(f"agentmem:alarmEmail is an email address, not {self.alarm_email!r}")
 
+    @property
+    def waf_key_limit(self) -> int:
+        """The web ACL's limit per API key, requests a minute: above what its account's plan ever serves."""
+        return self.waf_key_limit_per_minute or 2 * 60 * self.account_throttle_rate
+
+    @property
+    def waf_source_limit(self) -> int:
+        """The web ACL's limit per source address, requests in 5 minutes: above one account at its limit."""
+        return self.waf_source_limit_per_5_minutes or 2 * 300 * self.account_throttle_rate
+
     def reserved_concurrency(self, function: str) -> int | None:
         """The reserved concurrency of the function ``functions/<function>/``, or None (unreserved)."""
         value: int | None = getattr(self, f"{function}_reserved_concurrency")
         return value
 
 
+# what AWS WAF accepts as a rate-based rule's limit
+WAF_LIMIT_MIN, WAF_LIMIT_MAX = 10, 2_000_000_000
 # the functions under functions/, each with its agentmem:<name>ReservedConcurrency
 FUNCTIONS = ("api", "mcp", "authorizer", "indexer", "summarise", "compaction")
 _EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
@@ -174,6 +203,13 @@ def stale_reason(
         return (
             f"it was built for {built_for.get('architecture')}, but this deployment is {architecture}: "
             f"run `make layers ARCH={architecture}`"
+        )
+    if built_for.get("python") != LAMBDA_PYTHON:
+        return f"it was built for Python {built_for.get('python')}, but the functions run {LAMBDA_PYTHON}: {MAKE_HINT}"
+    if built_for.get("bytecode") is False:
+        return (
+            f"it was built without bytecode (no Python {LAMBDA_PYTHON} compiled it), so every cold start would "
+            f"compile its modules: install Python {LAMBDA_PYTHON} (or point RUNTIME_PYTHON at one) and {MAKE_HINT}"
         )
     if built_for.get("requirements_sha256") != recipe_digest(recipe_dir):
         return f"the requirements in {recipe_dir} changed since it was built: {MAKE_HINT}"

@@ -22,6 +22,6 @@ XRAY_REASON = (
     "permissions; the statement allows only those tracing actions, no data access."
 )
 RUNTIME_REASON = (
-    "agentmem targets Python 3.11 (pyproject requires-python, the dependency layer is built for cp311); "
-    "moving the runtime is a project decision, made with the layer build and the tests together."
+    "The functions run Python 3.13 (infra.config.LAMBDA_PYTHON), the version the layers' wheels and bytecode "
+    "are built and checked for; a newer runtime is the same one-line change, made with the layer build."
 )

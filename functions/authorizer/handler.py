@@ -20,7 +20,8 @@ from typing import Any
 from agentmem.bootstrap import get_container
 from agentmem.domain.errors import UnauthorizedError
 from agentmem.domain.models import Principal
-from agentmem.observability import logger, tracer
+from agentmem.invocation import entry_point, log_keys
+from agentmem.observability import logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 UNAUTHORIZED = "Unauthorized"  # the exact message API Gateway maps to 401
@@ -42,14 +43,12 @@ def authorize(event: dict[str, Any]) -> dict[str, Any]:
     usage_plan = container.usage_plan_keys
     if usage_plan is not None:  # API Gateway throttles the request by its account's key in the usage plan
         answer["usageIdentifierKey"] = usage_plan.key_for(principal.account_id)
-    logger.append_keys(account_id=principal.account_id)
+    log_keys(account_id=principal.account_id)
     logger.info("key allowed", extra={"kind": principal.kind})
     return answer
 
 
-_instrumented = logger.inject_lambda_context(clear_state=True)(
-    tracer.capture_lambda_handler(lambda event, context: authorize(event), capture_response=False)
-)
+_instrumented = entry_point(lambda event, context: authorize(event))
 
 
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:

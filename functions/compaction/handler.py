@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from agentmem.bootstrap import Container, get_container
-from agentmem.observability import logger, tracer
+from agentmem.invocation import entry_point
+from agentmem.observability import logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 
@@ -21,9 +22,7 @@ def handle(container: Container) -> dict[str, int]:
     return result
 
 
-_instrumented = logger.inject_lambda_context(clear_state=True)(
-    tracer.capture_lambda_handler(lambda event, context: handle(get_container()), capture_response=False)
-)
+_instrumented = entry_point(lambda event, context: handle(get_container()))
 
 
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:

@@ -57,7 +57,8 @@ from agentmem.adapters.aws.entry_documents import (
 from agentmem.adapters.aws.journal_index import MessageLocation, message_doc_id, message_fields, searchable_text
 from agentmem.bootstrap import get_container
 from agentmem.domain.clock import Clock, iso, utcnow
-from agentmem.observability import logger, tracer
+from agentmem.invocation import entry_point
+from agentmem.observability import logger
 from agentmem.ports.embedder import Embedder
 from agentmem.ports.search_index import SearchIndex, check_document
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import (
@@ -315,9 +316,7 @@ def _lambda(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return handle(event, index, embedder, context=context, on_ttl_removed=on_ttl_removed)
 
 
-_instrumented = logger.inject_lambda_context(clear_state=True)(
-    tracer.capture_lambda_handler(_lambda, capture_response=False)
-)
+_instrumented = entry_point(_lambda)
 
 
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:

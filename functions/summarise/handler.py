@@ -24,7 +24,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from agentmem.bootstrap import get_container
-from agentmem.observability import logger, tracer
+from agentmem.invocation import entry_point
+from agentmem.observability import logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -128,9 +129,7 @@ def run_pass(job: Mapping[str, Any]) -> dict[str, Any]:
     return {"job": dict(job), "results": results}
 
 
-_instrumented = logger.inject_lambda_context(clear_state=True)(
-    tracer.capture_lambda_handler(lambda event, context: handle(event), capture_response=False)
-)
+_instrumented = entry_point(lambda event, context: handle(event))
 
 
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:

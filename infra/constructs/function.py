@@ -41,7 +41,8 @@ def base_environment(settings: Mapping[str, str]) -> dict[str, str]:
 
 
 class AgentmemFunction(Construct):
-    """A Python 3.11 function from ``functions/<name>/`` with a role that starts with no permissions.
+    """A function on the Lambda runtime's Python (``infra.config.LAMBDA_PYTHON``) from ``functions/<name>/``,
+    with a role that starts with no permissions.
 
     Every function has the package layer and the dependency layer; ``extra_layers`` come after them.
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import jsii
-from aws_cdk import AssetHashType, BundlingOptions, DockerImage, IgnoreMode, ILocalBundling, RemovalPolicy
+from aws_cdk import Annotations, AssetHashType, BundlingOptions, DockerImage, IgnoreMode, ILocalBundling, RemovalPolicy
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
@@ -24,13 +24,14 @@ from ..config import (
     CORE_LAYER_DIR,
     DEPS_MARKER,
     FUNCTIONS_DIR,
+    LAMBDA_PYTHON,
     DeploymentConfig,
     resolve_deps_layer_dir,
     resolve_mcp_layer_dir,
 )
-from ..layer_build import stage_package_layer
+from ..layer_build import runtime_python, stage_package_layer
 
-RUNTIME = lambda_.Runtime.PYTHON_3_11
+RUNTIME: lambda_.Runtime = getattr(lambda_.Runtime, "PYTHON_" + LAMBDA_PYTHON.replace(".", "_"))
 CORE_EXCLUDE = ["**/__pycache__", "**/*.pyc", "python/*.egg-info", "python/*.egg-info/**"]
 # the recipe beside the built python/ folder (gitignore syntax: "/" anchors at the folder's root), and the
 # build marker, which only synthesis reads (two layers' markers would land on one path in /opt/python)
@@ -90,16 +91,22 @@ class Layers(Construct):
                 local=CompiledPackageBundler(CORE_LAYER_DIR),
             ),
         )
-        return lambda_.LayerVersion(
+        layer = lambda_.LayerVersion(
             self, "Core", code=code, description="agentmem: the package itself (/opt/python/agentmem)",
             compatible_runtimes=[RUNTIME], compatible_architectures=[self.architecture],
             removal_policy=RemovalPolicy.DESTROY,
         )
+        if runtime_python() is None:
+            Annotations.of(layer).add_info(
+                f"no Python {LAMBDA_PYTHON} here to compile the package layer: it holds source only, and each cold "
+                f"start compiles the modules it imports (install Python {LAMBDA_PYTHON} or set RUNTIME_PYTHON)"
+            )
+        return layer
 
     def _build_deps_layer(self, config: DeploymentConfig, folder: Path) -> lambda_.LayerVersion:
         return lambda_.LayerVersion(
             self, "Deps", code=lambda_.Code.from_asset(str(folder), exclude=DEPS_EXCLUDE, ignore_mode=IgnoreMode.GIT),
-            description=f"agentmem: third-party dependencies for Python 3.11 on {config.architecture}",
+            description=f"agentmem: third-party dependencies for Python {LAMBDA_PYTHON} on {config.architecture}",
             compatible_runtimes=[RUNTIME], compatible_architectures=[self.architecture],
             removal_policy=RemovalPolicy.DESTROY,
         )
@@ -107,7 +114,7 @@ class Layers(Construct):
     def _build_mcp_layer(self, config: DeploymentConfig, folder: Path) -> lambda_.LayerVersion:
         return lambda_.LayerVersion(
             self, "Mcp", code=lambda_.Code.from_asset(str(folder), exclude=DEPS_EXCLUDE, ignore_mode=IgnoreMode.GIT),
-            description=f"agentmem: the MCP SDK and what it adds to the dependency layer, Python 3.11 on "
+            description=f"agentmem: the MCP SDK and what it adds to the dependency layer, Python {LAMBDA_PYTHON} on "
             f"{config.architecture} (only the MCP function)",
             compatible_runtimes=[RUNTIME], compatible_architectures=[self.architecture],
             removal_policy=RemovalPolicy.DESTROY,

@@ -13,14 +13,24 @@
 # What goes in: RECIPE/requirements.txt, RECIPE/requirements-nodeps.txt if present (without their
 # declared dependencies), and, if RECIPE/botocore-services.txt is present, only those of botocore's
 # service models.
-# pip downloads the manylinux wheels of CPython 3.11 for the architecture (binary wheels only, so
-# nothing is compiled here), installs them into TARGET, strips what Lambda never uses, compiles the
+# pip downloads the manylinux wheels of CPython LAYER_PYTHON for the architecture (binary wheels only,
+# so nothing is compiled here), installs them into TARGET, strips what Lambda never uses, compiles the
 # bytecode with hash-checked .pyc files (the asset zip resets file times, so timestamp-checked .pyc
 # files would be ignored and every cold start would compile again), and writes a marker saying what
 # the folder was built for; `python app.py` checks it (infra.config).
+# Environment:
+#   PYTHON          runs pip (any Python 3.11 or newer; default python3)
+#   LAYER_PYTHON    the Python version the layer is for (default: the Lambda runtime's, infra.config.LAMBDA_PYTHON);
+#                   bench/cold_start.py builds a 3.11 copy to import on a machine without the runtime's Python
+#   RUNTIME_PYTHON  the interpreter that compiles the bytecode: it must be Python LAYER_PYTHON (default: PYTHON
+#                   when it is that version, else pythonLAYER_PYTHON on the PATH, else one pyenv installed:
+#                   infra.layer_build.runtime_python)
+#   BYTECODE=0      build without bytecode when no such interpreter is here (only to measure sizes: synthesis
+#                   refuses such a layer, since every cold start would compile its modules)
 set -euo pipefail
 
 HERE="$(cd "$(dirname "$0")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
 ARCH="${1:-${ARCH:-arm64}}"
 RECIPE="${3:-$HERE}"
 TARGET="${2:-$RECIPE/python}"
@@ -37,8 +47,17 @@ case "$ARCH" in
   *) echo "build.sh: architecture is arm64 or x86_64, not '$ARCH'" >&2; exit 2 ;;
 esac
 
-if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
-  echo "build.sh: run with Python 3.11 (PYTHON=...): the .pyc files must match the Lambda runtime" >&2
+if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info[:2] < (3, 11))'; then
+  echo "build.sh: PYTHON (it runs pip) must be Python 3.11 or newer" >&2
+  exit 2
+fi
+LAYER_PYTHON="${LAYER_PYTHON:-$("$PYTHON" -c 'import sys; sys.path.insert(0, sys.argv[1]); from infra.config import LAMBDA_PYTHON; print(LAMBDA_PYTHON)' "$ROOT")}"
+BYTECODE="${BYTECODE:-1}"
+COMPILER="$("$PYTHON" -c 'import sys; sys.path.insert(0, sys.argv[1]); from infra.layer_build import runtime_python
+print(runtime_python(tuple(int(p) for p in sys.argv[2].split("."))) or "")' "$ROOT" "$LAYER_PYTHON")"
+if [[ -z "$COMPILER" && "$BYTECODE" != 0 ]]; then
+  echo "build.sh: no Python $LAYER_PYTHON here to compile the layer's bytecode with (the .pyc files must match" \
+       "the Lambda runtime's version): install python$LAYER_PYTHON or point RUNTIME_PYTHON at one" >&2
   exit 2
 fi
 if [[ ! -f "$REQUIREMENTS" ]]; then
@@ -47,22 +66,26 @@ if [[ ! -f "$REQUIREMENTS" ]]; then
 fi
 
 PIP=("$PYTHON" -m pip install --quiet --disable-pip-version-check --no-warn-conflicts --no-compile
-     --platform "$PLATFORM" --implementation cp --python-version 3.11 --only-binary=:all: --target "$TARGET")
+     --platform "$PLATFORM" --implementation cp --python-version "$LAYER_PYTHON" --only-binary=:all: --target "$TARGET")
 
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 
 if [[ -n "$BASE" ]]; then
   # the layer goes on top of BASE: BASE must be built, for this architecture; pip is held to its versions
-  "$PYTHON" - "$BASE" "$ARCH" "$MARKER" "$WORK/constraints.txt" <<'PY'
+  "$PYTHON" - "$BASE" "$ARCH" "$MARKER" "$WORK/constraints.txt" "$LAYER_PYTHON" <<'PY'
 import json, pathlib, sys
 base, arch, marker, constraints = pathlib.Path(sys.argv[1]), sys.argv[2], sys.argv[3], pathlib.Path(sys.argv[4])
 found = base / marker
 if not found.is_file():
     sys.exit(f"build.sh: the base layer {base} is not built (no {marker}): build it first")
-built_for = json.loads(found.read_text()).get("architecture")
+base_marker = json.loads(found.read_text())
+built_for = base_marker.get("architecture")
 if built_for != arch:
     sys.exit(f"build.sh: the base layer {base} is built for {built_for}, not {arch}: build it for {arch} first")
+if base_marker.get("python") != sys.argv[5]:
+    sys.exit(f"build.sh: the base layer {base} is built for Python {base_marker.get('python')}, not {sys.argv[5]}: "
+             f"build it for {sys.argv[5]} first")
 pins = []
 for info in sorted(base.glob("*.dist-info")):
     fields = {}
@@ -140,16 +163,21 @@ rm -rf "$TARGET/bin"
 find "$TARGET" -name '*.pyi' -delete
 find "$TARGET" -name 'py.typed' -delete
 
-"$PYTHON" -m compileall -q -j 0 --invalidation-mode checked-hash "$TARGET" >/dev/null
+if [[ -n "$COMPILER" ]]; then
+  "$COMPILER" -m compileall -q -j 0 --invalidation-mode checked-hash "$TARGET" >/dev/null
+else
+  echo "build.sh: BYTECODE=0 and no Python $LAYER_PYTHON: $TARGET holds source only (synthesis refuses it)" >&2
+fi
 
 # the same digest as infra.config.recipe_digest: synthesis refuses a layer built from other lists;
 # a layer on top of BASE also records BASE's digest, so it is refused when BASE's lists change too
-"$PYTHON" - "$TARGET" "$ARCH" "$RECIPE" "$MARKER" "$BASE" <<'PY'
+"$PYTHON" - "$TARGET" "$ARCH" "$RECIPE" "$MARKER" "$BASE" "$LAYER_PYTHON" "$COMPILER" <<'PY'
 import hashlib, json, pathlib, sys
 target, arch, recipe, marker_name, base = pathlib.Path(sys.argv[1]), sys.argv[2], pathlib.Path(sys.argv[3]), sys.argv[4], sys.argv[5]
 marker = {
     "architecture": arch,
-    "python": "3.11",
+    "python": sys.argv[6],
+    "bytecode": bool(sys.argv[7]),
     "requirements_sha256": hashlib.sha256(b"".join(p.read_bytes() for p in sorted(recipe.glob("*.txt")))).hexdigest(),
 }
 if base:
@@ -158,4 +186,4 @@ if base:
 PY
 
 SIZE=$(du -sm "$TARGET" | cut -f1)
-echo "dependency layer ($(basename "$RECIPE")) for $ARCH: $TARGET (${SIZE} MB unzipped)"
+echo "dependency layer ($(basename "$RECIPE")) for Python $LAYER_PYTHON on $ARCH: $TARGET (${SIZE} MB unzipped)"

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from infra.config import FUNCTIONS_DIR
+from infra.config import FUNCTIONS_DIR, LAMBDA_PYTHON
+from infra.layer_build import runtime_python
 
 FUNCTIONS = ("api", "mcp", "authorizer", "indexer", "summarise", "compaction")
 DATA_ACTION_PREFIXES = ("dynamodb:", "s3:", "aoss:", "states:", "bedrock:", "sqs:", "lambda:")
@@ -45,10 +46,15 @@ def test_there_is_one_function_per_folder(synthesis: Any) -> None:
     assert set(_by_folder(synthesis)) == set(FUNCTIONS)
 
 
-def test_functions_run_python_311_on_arm64_from_their_folder(synthesis: Any) -> None:
+def test_the_runtime_is_a_python_newer_than_311_whose_support_outlasts_it() -> None:
+    # Lambda ends Python 3.11 on 2027-06-30; the functions run 3.12 or 3.13 (3.13: supported to 2029-06-30)
+    assert LAMBDA_PYTHON in ("3.12", "3.13")
+
+
+def test_functions_run_the_lambda_python_on_arm64_from_their_folder(synthesis: Any) -> None:
     for logical_id, function in _functions(synthesis).items():
         props = function["Properties"]
-        assert props["Runtime"] == "python3.11", logical_id
+        assert props["Runtime"] == f"python{LAMBDA_PYTHON}", logical_id
         assert props["Architectures"] == ["arm64"], logical_id
         assert props["Handler"] == "handler.lambda_handler", logical_id
         assert props["TracingConfig"] == {"Mode": "Active"}, logical_id
@@ -65,7 +71,7 @@ def test_functions_use_the_package_layer_and_the_dependency_layer(synthesis: Any
     layers = synthesis.resources("Stateless", "AWS::Lambda::LayerVersion")
     assert len(layers) == 3
     for layer in layers.values():
-        assert layer["Properties"]["CompatibleRuntimes"] == ["python3.11"]
+        assert layer["Properties"]["CompatibleRuntimes"] == [f"python{LAMBDA_PYTHON}"]
         assert layer["Properties"]["CompatibleArchitectures"] == ["arm64"]
     ids = _layer_ids(synthesis)
     for name, function in _by_folder(synthesis).items():
@@ -111,15 +117,24 @@ def test_function_assets_hold_only_their_own_folder(synthesis: Any) -> None:
         assert staged == source, name
 
 
-def test_package_layer_is_the_agentmem_package_compiled(synthesis: Any) -> None:
-    # Given the staged layer assets, Then the package layer holds agentmem with Python 3.11 bytecode
+def test_package_layer_is_the_agentmem_package_compiled_for_the_runtime_or_says_it_is_not(synthesis: Any) -> None:
+    # Given the staged layer assets, Then the package layer holds agentmem, with bytecode of the runtime's Python
+    # alone when an interpreter of that version is here to compile it; without one, source only and a note
     import json
 
     manifest = json.loads((synthesis.outdir / "Stateless.assets.json").read_text())
     staged = [synthesis.outdir / e["source"]["path"] for e in manifest["files"].values()]
     (core,) = [s for s in staged if (s / "python" / "agentmem").is_dir()]
     assert (core / "python" / "agentmem" / "bootstrap.py").is_file()
-    assert list((core / "python" / "agentmem").glob("__pycache__/*.cpython-311.pyc"))
+    runtime_tag = "cpython-" + LAMBDA_PYTHON.replace(".", "")
+    compiled = {path.name.split(".")[1] for path in (core / "python" / "agentmem").glob("__pycache__/*.pyc")}
+    metadata = json.loads((synthesis.outdir / "Stateless.metadata.json").read_text())
+    notes = [entry["data"] for entries in metadata.values() for entry in entries if entry["type"] == "aws:cdk:info"]
+    says_source_only = any(f"no Python {LAMBDA_PYTHON} here" in str(note) for note in notes)
+    if runtime_python() is not None:
+        assert compiled == {runtime_tag} and not says_source_only
+    else:
+        assert compiled == set() and says_source_only  # never bytecode of another version, which Lambda ignores
     assert not list(core.glob("python/*.egg-info"))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import tomllib
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 from infra.config import (
     DEPS_DIR,
     DEPS_MARKER,
+    LAMBDA_PYTHON,
     MCP_DIR,
     ROOT,
     DeploymentConfig,
@@ -22,6 +24,7 @@ from infra.config import (
     resolve_deps_layer_dir,
     resolve_mcp_layer_dir,
 )
+from infra.layer_build import runtime_python, stage_package_layer
 
 CLI_ONLY = {"click"}  # the CLI runs on a laptop, not in Lambda
 BASE_RECIPE = ("requirements.txt", "requirements-nodeps.txt")
@@ -72,10 +75,13 @@ def test_synthesis_refuses_when_the_layer_is_not_built(tmp_path: Path) -> None:
         resolve_deps_layer_dir(DeploymentConfig(), built_dir=tmp_path / "python", recipe_dir=DEPS_DIR)
 
 
-def _built(tmp_path: Path, architecture: str, digest: str, base_digest: str | None = None) -> Path:
+def _built(
+    tmp_path: Path, architecture: str, digest: str, base_digest: str | None = None, *,
+    python: str | None = LAMBDA_PYTHON, bytecode: bool = True,
+) -> Path:
     built = tmp_path / "python"
     (built / "pydantic").mkdir(parents=True)
-    marker = {"architecture": architecture, "requirements_sha256": digest}
+    marker = {"architecture": architecture, "python": python, "bytecode": bytecode, "requirements_sha256": digest}
     if base_digest is not None:
         marker["base_requirements_sha256"] = base_digest
     (built / DEPS_MARKER).write_text(json.dumps(marker))
@@ -91,6 +97,60 @@ def test_synthesis_refuses_a_layer_of_the_other_architecture(tmp_path: Path) -> 
     built = _built(tmp_path, "x86_64", recipe_digest(DEPS_DIR))
     with pytest.raises(DepsLayerMissingError, match="ARCH=arm64"):
         resolve_deps_layer_dir(DeploymentConfig(), built_dir=built, recipe_dir=DEPS_DIR)
+
+
+@pytest.mark.parametrize("python", ["3.11", None])  # None: a marker from before the marker said
+def test_synthesis_refuses_a_layer_built_for_another_python(tmp_path: Path, python: str | None) -> None:
+    # wheels with compiled parts and the bytecode are for one Python version: the runtime's
+    built = _built(tmp_path, "arm64", recipe_digest(DEPS_DIR), python=python)
+    refused = rf"built for Python {python}, but the functions run {LAMBDA_PYTHON}"
+    with pytest.raises(DepsLayerMissingError, match=refused):
+        resolve_deps_layer_dir(DeploymentConfig(), built_dir=built, recipe_dir=DEPS_DIR)
+
+
+def test_synthesis_refuses_a_layer_built_without_bytecode(tmp_path: Path) -> None:
+    # /opt is read-only: a layer without .pyc files compiles every module it imports on each cold start
+    built = _built(tmp_path, "arm64", recipe_digest(DEPS_DIR), bytecode=False)
+    with pytest.raises(DepsLayerMissingError, match=rf"without bytecode.*install Python {LAMBDA_PYTHON}"):
+        resolve_deps_layer_dir(DeploymentConfig(), built_dir=built, recipe_dir=DEPS_DIR)
+
+
+def _package(tmp_path: Path) -> Path:
+    source = tmp_path / "source"
+    (source / "python" / "pkg" / "__pycache__").mkdir(parents=True)
+    (source / "python" / "pkg" / "__init__.py").write_text("VALUE = 1\n")
+    (source / "python" / "pkg" / "__pycache__" / "stale.cpython-39.pyc").write_bytes(b"old")
+    return source
+
+
+def test_the_package_layer_is_compiled_by_an_interpreter_of_the_version_asked_for(tmp_path: Path) -> None:
+    # Given this interpreter's version, Then the staged package holds hash-checked bytecode of that version only
+    this = sys.version_info[:2]
+    assert stage_package_layer(_package(tmp_path), tmp_path / "out", this) is True
+    compiled = list((tmp_path / "out" / "python" / "pkg" / "__pycache__").iterdir())
+    assert [path.name for path in compiled] == [f"__init__.cpython-{this[0]}{this[1]}.pyc"]
+    flags = int.from_bytes(compiled[0].read_bytes()[4:8], "little")
+    assert flags & 0b11 == 0b11  # hash-based and checked: valid after the asset zip resets file times
+
+
+def test_the_package_layer_is_source_only_without_an_interpreter_of_that_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a version no interpreter here has (RUNTIME_PYTHON naming one of another version counts for nothing)
+    monkeypatch.setenv("RUNTIME_PYTHON", sys.executable)
+    assert runtime_python((3, 99)) is None
+    assert stage_package_layer(_package(tmp_path), tmp_path / "out", (3, 99)) is False
+    staged = sorted(str(p.relative_to(tmp_path / "out")) for p in (tmp_path / "out").rglob("*") if p.is_file())
+    assert staged == ["python/pkg/__init__.py"]  # no bytecode, and no stale cache copied
+
+
+def test_runtime_python_takes_the_interpreter_runtime_python_names_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    named = tmp_path / "python-of-the-runtime"
+    named.symlink_to(sys.executable)
+    monkeypatch.setenv("RUNTIME_PYTHON", str(named))
+    assert runtime_python(sys.version_info[:2]) == str(named)
 
 
 def test_synthesis_refuses_a_layer_built_from_older_requirements(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+from functools import partial
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
@@ -30,17 +31,40 @@ from ..domain.errors import (
     UnavailableError,
 )
 from ..domain.models import Principal
-from ..observability import count, count_request, logger, tracer
+from ..invocation import entry_point, log_keys
+from ..observability import count, count_request, logger
 from . import openapi
 from .context import pending_usage
 from .json_body import declared_content_type, field_name, forget_json_body, resolver_json_body, screen_json_body
 from .limits import is_file_write, oversized
 from .routes import agents, conversations, entries, keys, mcp, memories, system, tools, workspaces
+from .validation import validate_request
 
 PUBLIC_PATHS = frozenset({"/v1/health", "/v1/openapi.json", "/v1/docs"})
 TRANSIENT_RETRY_AFTER_S = 1  # a 503 for AWS throttling: the client's own retries already waited seconds
 
-app = APIGatewayRestResolver(enable_validation=True, json_body_deserializer=resolver_json_body)
+
+
+def _encoded(value: Any) -> Any:
+    """What an answer holds besides JSON's values (a Decimal from DynamoDB, a date), as Powertools encodes it."""
+    from aws_lambda_powertools.event_handler.openapi.encoders import jsonable_encoder
+
+    return jsonable_encoder(value)
+
+
+_dumps = partial(json.dumps, separators=(",", ":"), default=_encoded)
+
+
+def answer_body(body: Any) -> Any:
+    """A JSON answer's body as it leaves: the presenters' values as JSON text; bytes (a workspace file that its
+    name types as JSON) as they are, which leave base64-encoded like any file's."""
+    return body if isinstance(body, bytes) else _dumps(body)
+
+
+# Validation is api/validation.py's, planned once per route (Powertools' own re-reads each route's signature on
+# every request, and validates the answer again); answers are the presenters' JSON values
+app = APIGatewayRestResolver(json_body_deserializer=resolver_json_body, serializer=answer_body)
+app.use([validate_request])
 for module in (system, keys, memories, entries, agents, conversations, workspaces, tools, mcp):
     app.include_router(module.router)
 
@@ -244,7 +268,7 @@ def _handle(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         except AgentmemError as error:
             return _proxy_error(error)
         app.append_context(principal=principal)
-        logger.append_keys(account_id=principal.account_id)
+        log_keys(account_id=principal.account_id)
     try:
         screen_json_body(event)  # every JSON body, whatever the route: what no reader downstream can hold is a 400
     except AgentmemError as error:
@@ -262,9 +286,7 @@ def _handle(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return result
 
 
-_instrumented = logger.inject_lambda_context(clear_state=True)(
-    tracer.capture_lambda_handler(_handle, capture_response=False)
-)
+_instrumented = entry_point(_handle)
 
 # Powertools keeps the current event, caller and metrics in process-wide state, and Lambda runs one
 # event at a time per process. Callers that share a process between threads (the local server, the

@@ -12,7 +12,7 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from ..bootstrap import Container, get_container
 from ..domain.errors import InvalidError
 from ..domain.models import Principal
-from ..observability import logger
+from ..invocation import log_keys
 
 # (account, operation, billable) of the request being served; the handler records it when it succeeds
 pending_usage: ContextVar[tuple[str, str, bool] | None] = ContextVar("pending_usage", default=None)
@@ -23,7 +23,7 @@ def call(router: Router, operation: str, *, billable: bool = True) -> tuple[Cont
     container = get_container()
     principal: Principal = router.context["principal"]
     pending_usage.set((principal.account_id, operation, billable))  # counted once the call succeeds
-    logger.append_keys(operation=operation)
+    log_keys(operation=operation)
     return container, principal
 
 

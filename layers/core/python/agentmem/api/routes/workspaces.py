@@ -41,8 +41,8 @@ def write_file(agent: str, key: str, user: User = None) -> dict[str, Any]:
 @router.get(FILE_RULE, summary="Read a file's bytes (a file over 4 MiB answers 307 to a download link)",
             tags=["workspaces"])
 def read_file(agent: str, key: str, user: User = None):  # type: ignore[no-untyped-def]
-    # No return annotation: with one, Powertools' response validation would decode the file's bytes as JSON
-    # text. Without it a non-JSON Response passes through, and its bytes leave base64-encoded.
+    # No return annotation: the document describes the answer's bytes itself (api/openapi.py). The bytes leave
+    # base64-encoded, whatever type the file's name gives them (api/app.answer_body).
     container, principal = call(router, "workspaces.read")
     found = container.workspaces.read(principal, agent, key, file_path(router.current_event.path), user=user)
     if found.redirect is not None:

@@ -1,0 +1,124 @@
+"""Request validation (api/validation.py) through the real API handler, in process: every route planned
+once from its signature, each value checked by it with the 400 naming the field, and the answer encoded
+without a second validation."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agentmem.api import validation
+from agentmem.api.app import answer_body, app, lambda_handler
+from agentmem.bootstrap import build_container, ensure_default_account, set_container
+from agentmem.local.events import build_rest_event
+from agentmem.local.server import LocalContext
+from agentmem.settings import Settings
+
+
+@pytest.fixture(autouse=True)
+def quiet_metrics(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
+
+
+@pytest.fixture
+def key(tmp_path: Path) -> Iterator[str]:
+    container = build_container(Settings(data_dir=tmp_path))
+    secret = ensure_default_account(container)
+    set_container(container)
+    yield secret
+    set_container(None)
+
+
+def call(key: str, method: str, path: str, query: str = "", body: Any = None,
+         content_type: str = "application/json") -> tuple[int, Any]:
+    headers = {"Authorization": f"Bearer {key}"}
+    raw = None
+    if body is not None:
+        raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+        headers["Content-Type"] = content_type
+    result = lambda_handler(build_rest_event(method, path, query, headers, raw), LocalContext())
+    text = result.get("body") or ""
+    return int(result["statusCode"]), json.loads(text) if text else None
+
+
+def field_of(answer: tuple[int, Any]) -> str:
+    status, body = answer
+    assert status == 400, answer
+    assert set(body) == {"error"} and body["error"]["code"] == "invalid", body
+    return str(body["error"]["field"])
+
+
+def test_every_route_has_a_plan() -> None:
+    # Given every route the API serves
+    routes = app._static_routes + app._dynamic_routes
+    assert len(routes) > 40
+    # When each is planned
+    plans = [validation.plan(route) for route in routes]
+    # Then none takes a kind of parameter the plan cannot serve, and the plans name what the signatures do
+    read = next(p for r, p in zip(routes, plans, strict=True) if r.func.__name__ == "read_entry")
+    assert [(p.where, p.alias) for p in read.parameters] == [
+        ("path", "memory"), ("path", "name"), ("query", "user"), ("query", "version")]
+    assert read.body is None
+    save = next(p for r, p in zip(routes, plans, strict=True) if r.func.__name__ == "save_entry")
+    assert save.body is not None and save.body.required
+
+
+def test_a_route_is_planned_on_its_first_request_only(key: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given a memory, and a count of the plans made
+    assert call(key, "PUT", "/v1/memories/notes")[0] in (200, 201)
+    made: list[str] = []
+    real = validation.plan
+
+    def counted(route: Any) -> validation.Plan:
+        made.append(route.func.__name__)
+        return real(route)
+
+    monkeypatch.setattr(validation, "plan", counted)
+    monkeypatch.setattr(validation, "_plans", type(validation._plans)())
+    # When the same route serves three requests, valid and not
+    for query in ("", "limit=5", "limit=lots"):
+        call(key, "GET", "/v1/memories/notes/entries", query)
+    # Then its signature was read into a plan once
+    assert made == ["list_entries"]
+
+
+def test_query_values_are_checked_against_their_types(key: str) -> None:
+    assert call(key, "PUT", "/v1/memories/notes")[0] in (200, 201)
+    # A value of the wrong type, the same parameter twice, a required one missing: each a 400 naming it
+    assert field_of(call(key, "GET", "/v1/memories/notes/entries", "limit=lots")) == "limit"
+    assert field_of(call(key, "GET", "/v1/memories/notes/entries", "limit=1&limit=2")) == "limit"
+    status, body = call(key, "GET", "/v1/memories/notes/search")
+    assert status == 400 and body["error"]["field"] == "q" and body["error"]["message"] == "q is required"
+    # and a valid one reaches the route as its type
+    status, body = call(key, "GET", "/v1/memories/notes/entries", "limit=1")
+    assert status == 200 and body["items"] == []
+
+
+def test_bodies_are_checked_against_their_models(key: str) -> None:
+    assert call(key, "PUT", "/v1/memories/notes")[0] in (200, 201)
+    path = "/v1/memories/notes/entries/plan"
+    assert field_of(call(key, "PUT", path, body={"content": 5})) == "content"
+    status, body = call(key, "PUT", path, body={"content": "x", "description": "d", "colour": "red"})
+    assert (status, body["error"]["message"]) == (400, "unknown field 'colour'")
+    status, body = call(key, "PUT", path)
+    assert (status, body["error"]["message"]) == (400, "a JSON body is required")
+    status, body = call(key, "PUT", path, body=b'{"content": "x"}', content_type="text/plain")
+    assert status == 400 and body["error"]["field"] == "body"
+    # and nothing of these was stored
+    assert call(key, "GET", path)[0] == 404
+    status, body = call(key, "PUT", path, body={"content": "The plan.", "description": "plan", "importance": 1})
+    assert status == 201 and body["version"] == 1
+    status, body = call(key, "GET", path)
+    assert status == 200 and body["importance"] == 1.0 and body["content"] == "The plan."
+
+
+def test_an_answer_holding_other_than_json_values_is_encoded_as_powertools_would() -> None:
+    # A Decimal (as DynamoDB gives numbers) is a JSON number; a set a list
+    assert json.loads(answer_body({"n": Decimal("2"), "f": Decimal("0.5"), "s": {3}})) == {"n": 2, "f": 0.5, "s": [3]}
+    # and bytes (a file typed JSON by its name) stay the bytes they are
+    assert answer_body(b'[{"a": 1}]') == b'[{"a": 1}]'
+    assert app._serializer is answer_body
