@@ -26,7 +26,7 @@ import threading
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -181,8 +181,18 @@ def run_level(base: str, key: str, clients: int, seconds: float, seed: int) -> d
 @contextmanager
 def server(backend: str, workdir: Path) -> Iterator[tuple[str, str]]:
     """``agentmem serve`` (embedded) or ``agentmem serve-emulated`` (AWS mode) on a free port: (URL, key)."""
+    with started(backend, workdir) as (url, key, _):
+        yield url, key
+
+
+@contextmanager
+def started(backend: str, workdir: Path, extra_args: Sequence[str] = (),
+            settings: Mapping[str, str] | None = None) -> Iterator[tuple[str, str, subprocess.Popen[bytes]]]:
+    """The same, with more arguments for the command and ``AGENTMEM_*`` settings for its environment:
+    (URL, key, the server's process)."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
+    env.update(settings or {})
     if backend == "embedded":
         args, key_file = ["serve", "--data-dir", str(workdir / "data")], workdir / "data" / "dev-key"
     else:
@@ -190,12 +200,12 @@ def server(backend: str, workdir: Path) -> Iterator[tuple[str, str]]:
         args, key_file = ["serve-emulated", "--data-dir", str(workdir / "aws")], workdir / "aws" / "dev-key"
     log = workdir / f"{backend}.log"
     with log.open("wb") as out:
-        process = subprocess.Popen([str(AGENTMEM), *args, "--port", str(port)], cwd=workdir, env=env, stdout=out,
-                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        process = subprocess.Popen([str(AGENTMEM), *args, "--port", str(port), *extra_args], cwd=workdir, env=env,
+                                   stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(process, url, log.read_text, timeout=180)
-        yield url, key_file.read_text().strip()
+        yield url, key_file.read_text().strip(), process
     finally:
         process.terminate()
         try:

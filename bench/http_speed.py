@@ -1,0 +1,547 @@
+"""HTTP: requests/s, p50/p99 and server CPU per request of ``agentmem serve`` against a bare ``http.server``.
+
+    .venv/bin/python bench/http_speed.py            # 1, 4, 16 and 64 client threads, 5 s each (about 5 minutes)
+    .venv/bin/python bench/http_speed.py --quick    # 1 and 16 threads, 2 s each; docs untouched (about a minute)
+
+The servers, each in a process of its own; the clients are threads of this process, each with its own
+kept-alive connection (``http.client``, so the client's own cost stays small):
+
+* ``bare http.server``: a ``ThreadingHTTPServer`` whose handler answers every GET with one fixed JSON body
+  the size of an entry read (``bench/http_speed.py --baseline-server PORT`` runs it): the floor of Python's HTTP
+  stack on this machine;
+* ``agentmem serve``, one worker; and one worker per core when ``agentmem serve --help`` offers
+  ``--workers`` (when it does not, only one worker is measured, and the output says so).
+
+Operations on agentmem, in a memory of 100 entries and a conversation of 120 messages: read an entry, save
+one (an update of one of the thread's own four names), search the memory, build the conversation's context,
+search the journal. The bare server answers its fixed read. For each server, operation and number of
+threads: requests/s, p50 and p99 of the client's wall time per request, and the server's CPU time per
+request (utime + stime from ``/proc/<pid>/stat`` of the server's process and every process under it,
+before and after, over the requests answered). The rate limits stay on, raised past what the run sends.
+First, in this process: ``lambda_handler``'s own time per entry read (what the server adds on top is the
+HTTP parsing and the event's translation).
+
+Prints the tables and the targets (server CPU per entry read ≤ 3× the bare server's per request), writes
+``bench/results/http.json``, the plot ``docs/img/http.png`` and the generated block of
+``docs/benchmarks.md`` (``--quick``: ``bench/results/http-quick.json`` and ``.png``, the docs untouched). A
+phase that fails is reported and the rest still runs; nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import http.client
+import json
+import os
+import platform
+import random
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+from load import AGENTMEM, percentile, started
+from report import Check, print_targets, replace_block, targets_markdown
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "support"))
+
+from serving import free_port  # noqa: E402
+
+RESULTS = ROOT / "bench" / "results"
+PLOT = ROOT / "docs" / "img" / "http.png"
+DOCS = ROOT / "docs" / "benchmarks.md"
+DOCS_BEGIN = "<!-- bench/http_speed.py --markdown: begin -->"
+DOCS_END = "<!-- bench/http_speed.py --markdown: end -->"
+
+THREADS = (1, 4, 16, 64)
+QUICK_THREADS = (1, 16)
+OPERATIONS = ("read", "save", "search", "context", "journal search")
+ENTRIES = 100
+MESSAGES = 120
+NAMES_PER_THREAD = 4  # 64 threads × 4 names + 100 entries stay under a layer's 500
+CPU_RATIO_TARGET = 3.0
+WORDS = ("refund", "invoice", "plan", "team", "billing", "yearly", "seat", "upgrade", "support", "order",
+         "shipping", "discount", "contract", "renewal", "trial")
+AGENT = "bench"
+MEMORY = quote(f"agent:{AGENT}", safe="")
+CONVERSATION = "c1"
+# what the bare server answers: about an entry read's body
+FIXED_BODY = json.dumps({
+    "name": "e042", "version": 1, "description": "note about the refund plan", "category": "note",
+    "importance": 0.5, "visibility": "shared", "user": None, "created_at": "2026-12-02T01:00:00Z",
+    "updated_at": "2026-12-02T01:00:00Z", "expires_at": None,
+    "content": "The customer asked about the yearly plan; the refund is on its way and the invoice follows. " * 3,
+}).encode()
+# no rate limit reached by the run, the limiter itself still on the path
+SERVE_SETTINGS = {f"AGENTMEM_RATE_LIMIT_{which}": "100000000" for which in
+                  ("KEY_PER_S", "KEY_BURST", "ACCOUNT_PER_S", "ACCOUNT_BURST")}
+
+
+# --- the bare server ------------------------------------------------------------------------------------------
+
+
+class _Fixed(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(FIXED_BODY)))
+        self.end_headers()
+        self.wfile.write(FIXED_BODY)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def serve_baseline(port: int) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", port), _Fixed)
+    server.daemon_threads = True
+    server.serve_forever()
+
+
+@contextmanager
+def baseline_server(workdir: Path) -> Iterator[tuple[str, str, subprocess.Popen[bytes]]]:
+    port = free_port()
+    log = workdir / "baseline.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen([sys.executable, __file__, "--baseline-server", str(port)], stdout=out,
+                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+                connection.request("GET", "/")
+                connection.getresponse().read()
+                connection.close()
+                break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"the bare server did not start:\n{log.read_text()}") from None
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}", "", process
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+# --- CPU of a process tree ------------------------------------------------------------------------------------
+
+
+def tree_cpu_s(root: int) -> float:
+    """utime + stime of ``root`` and of every live process under it, in seconds (children that have exited
+    and been waited for count in their parent's cutime/cstime, which is added too)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    times: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()  # after "pid (comm) "; state is fields[0]
+        parents[int(entry)] = int(fields[1])
+        times[int(entry)] = sum(int(v) for v in fields[11:15])  # utime, stime, cutime, cstime
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        total += times.get(pid, 0)
+        todo += [child for child, parent in parents.items() if parent == pid]
+    return total / ticks
+
+
+# --- the clients ----------------------------------------------------------------------------------------------
+
+
+Request = tuple[str, str, bytes | None]
+
+
+def operation(name: str, thread: int) -> Callable[[int, random.Random], Request]:
+    """The request a thread sends for its ``n``-th call of the operation."""
+    base = f"/v1/memories/{MEMORY}"
+    agent = f"/v1/agents/{AGENT}"
+
+    def words(rng: random.Random) -> str:
+        return "+".join(rng.sample(WORDS, 2))
+
+    if name == "read":
+        return lambda n, rng: ("GET", f"{base}/entries/e{rng.randrange(ENTRIES):03d}", None)
+    if name == "save":
+        def save(n: int, rng: random.Random) -> Request:
+            body = {"content": f"Thread {thread} wrote {n}: the {rng.choice(WORDS)} {rng.choice(WORDS)}.",
+                    "description": f"note {thread}-{n % NAMES_PER_THREAD}"}
+            return "PUT", f"{base}/entries/t{thread}-{n % NAMES_PER_THREAD}", json.dumps(body).encode()
+        return save
+    if name == "search":
+        return lambda n, rng: ("GET", f"{base}/search?q={words(rng)}", None)
+    if name == "context":
+        return lambda n, rng: ("GET", f"{agent}/conversations/{CONVERSATION}/context", None)
+    if name == "journal search":
+        return lambda n, rng: ("GET", f"{agent}/messages/search?q={words(rng)}", None)
+    if name == "fixed":
+        return lambda n, rng: ("GET", "/fixed", None)
+    raise ValueError(name)
+
+
+def run_clients(url: str, key: str, op: str, threads: int, seconds: float) -> tuple[list[float], int]:
+    """``threads`` clients sending ``op`` for ``seconds``: every 2xx's wall time, and the number of failures."""
+    address = urlsplit(url)
+    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"} if key else {}
+    latencies: list[list[float]] = [[] for _ in range(threads)]
+    failures = [0] * threads
+    start = threading.Barrier(threads + 1)
+    stop = [0.0]
+
+    def client(index: int) -> None:
+        make = operation(op, index)
+        rng = random.Random(index)
+        connection = http.client.HTTPConnection(address.hostname, address.port, timeout=60)
+        mine = latencies[index]
+        n = 0
+        start.wait()
+        while time.monotonic() < stop[0]:
+            n += 1
+            method, path, body = make(n, rng)
+            began = time.perf_counter()
+            try:
+                connection.request(method, path, body=body, headers=headers)
+                response = connection.getresponse()
+                response.read()
+            except (OSError, http.client.HTTPException):
+                failures[index] += 1
+                connection.close()
+                connection = http.client.HTTPConnection(address.hostname, address.port, timeout=60)
+                continue
+            if response.status >= 300:
+                failures[index] += 1
+            else:
+                mine.append(time.perf_counter() - began)
+        connection.close()
+
+    pool = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(threads)]
+    for thread in pool:
+        thread.start()
+    stop[0] = time.monotonic() + seconds
+    start.wait()
+    for thread in pool:
+        thread.join()
+    return [v for values in latencies for v in values], sum(failures)
+
+
+def measure(url: str, key: str, pid: int, op: str, threads: int, seconds: float) -> dict[str, Any]:
+    run_clients(url, key, op, threads, min(1.0, seconds / 3))  # warm-up, not kept
+    cpu_before, wall_before = tree_cpu_s(pid), time.monotonic()
+    values, failures = run_clients(url, key, op, threads, seconds)
+    wall, cpu = time.monotonic() - wall_before, tree_cpu_s(pid) - cpu_before
+    answered = len(values) + failures
+    return {
+        "operation": op, "threads": threads, "requests": len(values), "failures": failures,
+        "requests_per_s": round(len(values) / wall, 1),
+        "p50_ms": round(percentile(values, 0.5) * 1e3, 3), "p99_ms": round(percentile(values, 0.99) * 1e3, 3),
+        "server_cpu_ms_per_request": round(cpu / answered * 1e3, 4) if answered else None,
+        "server_cpu_share": round(cpu / wall, 2),
+    }
+
+
+# --- setting up agentmem's data -------------------------------------------------------------------------------
+
+
+def prepare(url: str, key: str) -> None:
+    """The agent, its memory's entries and a conversation, through the API."""
+    address = urlsplit(url)
+    connection = http.client.HTTPConnection(address.hostname, address.port, timeout=60)
+    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+
+    def send(method: str, path: str, body: Any) -> None:
+        connection.request(method, path, body=json.dumps(body).encode(), headers=headers)
+        response = connection.getresponse()
+        text = response.read()
+        if response.status >= 300:
+            raise RuntimeError(f"{method} {path}: {response.status} {text[:200]!r}")
+
+    rng = random.Random(5)
+    send("PUT", f"/v1/agents/{AGENT}", {})
+    for i in range(ENTRIES):
+        chosen = rng.sample(WORDS, 4)
+        send("PUT", f"/v1/memories/{MEMORY}/entries/e{i:03d}",
+             {"content": f"Entry {i}: the customer's {chosen[0]} and {chosen[1]}; the {chosen[2]} is "
+                         f"{chosen[3]}. " * 3, "description": f"about {chosen[0]} and {chosen[1]}"})
+    for start in range(0, MESSAGES, 20):
+        rows = [{"role": "user" if i % 2 == 0 else "assistant",
+                 "content": f"Message {i}: the {rng.choice(WORDS)} for order {i} and its {rng.choice(WORDS)}."}
+                for i in range(start, start + 20)]
+        send("POST", f"/v1/agents/{AGENT}/conversations/{CONVERSATION}/messages", {"messages": rows})
+    connection.close()
+
+
+# --- in process -----------------------------------------------------------------------------------------------
+
+
+def in_process_read(reads: int) -> dict[str, Any]:
+    """``lambda_handler``'s time per entry read in this process (median of 5 blocks), the server left out."""
+    os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+    os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
+    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+    from agentmem.bootstrap import build_container, set_container
+    from agentmem.local.events import build_rest_event
+    from agentmem.local.server import LocalContext
+    from agentmem.services.entries import SaveRequest
+    from agentmem.settings import Settings
+
+    with tempfile.TemporaryDirectory(prefix="agentmem-http-") as tmp:
+        container = build_container(Settings(data_dir=Path(tmp)))
+        set_container(container)
+        from agentmem.api.app import lambda_handler
+
+        _, secret = container.keys.create_account("bench")
+        principal = container.keys.authenticate("Bearer " + secret)
+        container.memories.create(principal, "kb")
+        for i in range(ENTRIES):
+            container.entries.save(principal, "kb", f"e{i:03d}", SaveRequest(
+                content=f"Entry {i}: the customer's refund and its invoice. " * 3, description=f"entry {i}"))
+        headers = {"Authorization": f"Bearer {secret}", "Host": "127.0.0.1"}
+        rng = random.Random(2)
+        events = [build_rest_event("GET", f"/v1/memories/kb/entries/e{rng.randrange(ENTRIES):03d}", "", headers)
+                  for _ in range(reads)]
+        context = LocalContext()
+        for event in events[:200]:  # warm-up
+            assert lambda_handler(dict(event), context)["statusCode"] == 200
+        blocks = []
+        for _ in range(5):
+            batch = [dict(event) for event in events]
+            began = time.perf_counter()
+            for event in batch:
+                lambda_handler(event, context)
+            blocks.append((time.perf_counter() - began) / len(batch))
+        service = []
+        for _ in range(5):
+            began = time.perf_counter()
+            for i in range(reads):
+                container.entries.read(principal, "kb", f"e{i % ENTRIES:03d}")
+            service.append((time.perf_counter() - began) / reads)
+    return {"reads": reads, "lambda_handler_us_per_read": round(sorted(blocks)[2] * 1e6, 1),
+            "service_us_per_read": round(sorted(service)[2] * 1e6, 1)}
+
+
+# --- the run --------------------------------------------------------------------------------------------------
+
+
+def offers_workers() -> bool:
+    try:
+        shown = subprocess.run([str(AGENTMEM), "serve", "--help"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "--workers" in shown.stdout
+
+
+def run(threads: tuple[int, ...], seconds: float) -> dict[str, Any]:
+    cores = os.cpu_count() or 1
+    results: dict[str, Any] = {"benchmark": "http", "threads": list(threads), "seconds_per_level": seconds,
+                               "servers": {}, "failed_phases": [], "notes": []}
+    print("in process: lambda_handler per entry read …", flush=True)
+    try:
+        results["in_process"] = in_process_read(2000 if seconds < 5 else 5000)
+    except Exception:
+        results["failed_phases"].append({"phase": "in process", "error": traceback.format_exc(limit=4)})
+    servers: list[tuple[str, Callable[[Path], Any], tuple[str, ...]]] = [
+        ("bare http.server", baseline_server, ("fixed",)),
+    ]
+    if offers_workers():
+        servers.append(("agentmem serve, 1 worker", lambda d: started("embedded", d, ["--workers", "1"],
+                                                                      SERVE_SETTINGS), OPERATIONS))
+        servers.append((f"agentmem serve, {cores} workers",
+                        lambda d: started("embedded", d, ["--workers", str(cores)], SERVE_SETTINGS), OPERATIONS))
+    else:
+        servers.append(("agentmem serve, 1 worker", lambda d: started("embedded", d, [], SERVE_SETTINGS),
+                        OPERATIONS))
+        results["notes"].append("`agentmem serve` offers no --workers here: one worker measured only")
+        print("agentmem serve offers no --workers: measuring one worker only", flush=True)
+    with tempfile.TemporaryDirectory(prefix="agentmem-http-") as tmp:
+        for number, (label, start, ops) in enumerate(servers):
+            workdir = Path(tmp) / f"server-{number}"
+            workdir.mkdir()
+            levels: list[dict[str, Any]] = []
+            results["servers"][label] = levels
+            try:
+                with start(workdir) as (url, key, process):
+                    if key:
+                        prepare(url, key)
+                    for op in ops:
+                        for count in threads:
+                            print(f"{label}: {op}, {count} threads …", flush=True)
+                            try:
+                                levels.append(measure(url, key, process.pid, op, count, seconds))
+                            except Exception:
+                                results["failed_phases"].append({"phase": f"{label}: {op} × {count}",
+                                                                 "error": traceback.format_exc(limit=4)})
+            except Exception:
+                results["failed_phases"].append({"phase": label, "error": traceback.format_exc(limit=4)})
+    results["targets"] = targets(results)
+    results["machine"] = {"platform": platform.platform(), "cpus": cores, "python": platform.python_version(),
+                          "load_average_after": [round(x, 2) for x in os.getloadavg()],
+                          "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+                          "note": "a machine shared with other work while measured"}
+    return results
+
+
+def _cpu(results: dict[str, Any], server: str, op: str, threads: int) -> float | None:
+    for level in results["servers"].get(server, []):
+        if level["operation"] == op and level["threads"] == threads:
+            return level["server_cpu_ms_per_request"]
+    return None
+
+
+def targets(results: dict[str, Any]) -> list[Check]:
+    checks: list[Check] = []
+    for server in results["servers"]:
+        if not server.startswith("agentmem"):
+            continue
+        for threads in results["threads"]:
+            ours, floor = _cpu(results, server, "read", threads), _cpu(results, "bare http.server", "fixed", threads)
+            if ours is None or not floor:
+                continue
+            ratio = ours / floor
+            checks.append({"target": f"{server}, {threads} threads: CPU per entry read ≤ {CPU_RATIO_TARGET:g}× "
+                                     "the bare server's", "value": round(ratio, 2), "ours_ms": ours,
+                           "floor_ms": floor, "met": ratio <= CPU_RATIO_TARGET})
+    return checks
+
+
+def _value_text(check: Check) -> str:
+    return f"{check['value']}× ({check['ours_ms']:.3f} ms against {check['floor_ms']:.3f} ms)"
+
+
+def table_rows(results: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    for server, levels in results["servers"].items():
+        for level in levels:
+            cpu = level["server_cpu_ms_per_request"]
+            rows.append([server, "fixed read" if level["operation"] == "fixed" else level["operation"],
+                         str(level["threads"]), f"{level['requests_per_s']:,.0f}", f"{level['p50_ms']:.2f}",
+                         f"{level['p99_ms']:.2f}", "—" if cpu is None else f"{cpu:.3f}", str(level["failures"])])
+    return rows
+
+
+HEADERS = ["server", "operation", "threads", "requests/s", "p50 ms", "p99 ms", "server CPU ms/request", "failed"]
+
+
+def print_report(results: dict[str, Any]) -> None:
+    info = results["machine"]
+    print(f"\nagentmem HTTP benchmark ({results['seconds_per_level']} s per level, {info['date']}, "
+          f"{info['cpus']} CPUs, load average after {info['load_average_after']})")
+    for note in results["notes"]:
+        print(f"  note: {note}")
+    inproc = results.get("in_process")
+    if inproc:
+        print(f"  in process: lambda_handler {inproc['lambda_handler_us_per_read']} µs per entry read "
+              f"(the service alone {inproc['service_us_per_read']} µs)")
+    rows = table_rows(results)
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(HEADERS)]
+    print("  " + "  ".join(h.ljust(w) for h, w in zip(HEADERS, widths, strict=True)))
+    for row in rows:
+        print("  " + "  ".join(c.ljust(w) if i < 2 else c.rjust(w)
+                               for i, (c, w) in enumerate(zip(row, widths, strict=True))))
+    print()
+    print_targets(results["targets"], _value_text, width=72)
+    for failed in results["failed_phases"]:
+        print(f"FAILED {failed['phase']}:\n{failed['error']}")
+
+
+def markdown(results: dict[str, Any]) -> str:
+    info = results["machine"]
+    out = [f"Run of {info['date']} ({results['seconds_per_level']} s per level; {info['cpus']} CPUs, "
+           f"load average {', '.join(str(x) for x in info['load_average_after'])} at the end: "
+           "a machine shared with other work).", ""]
+    out += [f"_{note}._" for note in results["notes"]]
+    inproc = results.get("in_process")
+    if inproc:
+        out += ["", f"In process, `lambda_handler` takes **{inproc['lambda_handler_us_per_read']} µs** per entry "
+                    f"read (the service alone {inproc['service_us_per_read']} µs).", ""]
+    out += ["| " + " | ".join(HEADERS) + " |", "|---|---|--:|--:|--:|--:|--:|--:|"]
+    out += ["| " + " | ".join(row) + " |" for row in table_rows(results)]
+    out += targets_markdown(results["targets"], _value_text)
+    if results["failed_phases"]:
+        out += ["", "Failed phases: " + ", ".join(f["phase"] for f in results["failed_phases"])]
+    return "\n".join(out) + "\n"
+
+
+def plot(results: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for server, levels in results["servers"].items():
+        for op in ("fixed", "read", "save", "context"):
+            chosen = [level for level in levels if level["operation"] == op]
+            if not chosen:
+                continue
+            label = f"{server}: {'fixed read' if op == 'fixed' else op}"
+            style = "--" if server.startswith("bare") else "-"
+            x = [level["threads"] for level in chosen]
+            left.plot(x, [level["requests_per_s"] for level in chosen], marker="o", linestyle=style, label=label)
+            right.plot(x, [level["server_cpu_ms_per_request"] for level in chosen], marker="o", linestyle=style,
+                       label=label)
+    for axis, title, unit in ((left, "Throughput", "requests/s"), (right, "Server CPU per request", "ms")):
+        axis.set_xscale("log", base=2)
+        axis.set_xticks(list(results["threads"]), [str(t) for t in results["threads"]])
+        axis.set_xlabel("client threads (another process)")
+        axis.set_ylabel(unit)
+        axis.set_title(title)
+        axis.set_yscale("log")
+        axis.grid(alpha=0.3)
+    left.legend(fontsize=7)
+    figure.suptitle(f"agentmem serve against a bare http.server ({results['machine']['cpus']} cores, shared)",
+                    fontsize=10)
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=110)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="1 and 16 threads, 2 s each; docs untouched")
+    parser.add_argument("--seconds", type=float, help="seconds per level (default 5, quick 2)")
+    parser.add_argument("--threads", type=int, nargs="+", help="client threads (default 1 4 16 64, quick 1 16)")
+    parser.add_argument("--baseline-server", type=int, metavar="PORT", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.baseline_server:
+        serve_baseline(args.baseline_server)
+        return 0
+    threads = tuple(args.threads or (QUICK_THREADS if args.quick else THREADS))
+    results = run(threads, args.seconds or (2.0 if args.quick else 5.0))
+    results["quick"] = args.quick
+    print_report(results)
+    name = "http-quick" if args.quick else "http"
+    out = RESULTS / f"{name}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"wrote {out.relative_to(ROOT)}")
+    try:
+        png = RESULTS / f"{name}.png" if args.quick else PLOT
+        plot(results, png)
+        print(f"wrote {png.relative_to(ROOT)}")
+    except Exception:
+        print(f"the plot failed:\n{traceback.format_exc(limit=3)}")
+    if not args.quick and replace_block(DOCS, DOCS_BEGIN, DOCS_END, markdown(results)):
+        print(f"updated {DOCS.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
