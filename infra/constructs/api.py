@@ -12,7 +12,9 @@ Throttling: the stage's limit caps the whole API; the usage plan caps each accou
 authorizer requires an API Gateway API key, which the authorizer names (``apiKeySource: AUTHORIZER``,
 ``usageIdentifierKey``): its account's key in the plan, made on the account's first call
 (``agentmem.adapters.aws.usage_plan``). Over either limit API Gateway answers 429 ``rate_limited`` with
-``Retry-After``, before any function runs.
+``Retry-After``, before any function runs. Unless ``agentmem:rateLimitWaf`` is false, an AWS WAF web ACL
+on the stage also limits each API key and each source address (``infra.constructs.rate_limit_waf``), with
+a 429 in the same shape.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from .grants import (
     grant_table,
 )
 from .packaging import Layers
+from .rate_limit_waf import RateLimitWaf
 
 PUBLIC_PATHS = ("health", "openapi.json", "docs")  # under /v1; agentmem.api.app.PUBLIC_PATHS
 MCP_PATH = "mcp"  # under /v1: agentmem.api.routes.mcp, served by the MCP function
@@ -121,6 +124,7 @@ class AgentmemApi(Construct):
         self._build_routes()
         self.usage_plan = self._build_usage_plan()
         self._build_gateway_responses()
+        self.waf = self._build_waf()
 
     @property
     def url(self) -> str:
@@ -229,11 +233,6 @@ class AgentmemApi(Construct):
             "Requests are validated by the function (Pydantic models, SPEC §10 error bodies naming the field); "
             "a gateway validator would answer in another shape than the embedded server does.",
         )
-        acknowledge(
-            api.deployment_stage, "AwsSolutions-APIG3",
-            "No WAF by default: the stage is throttled and every data route needs an API key. A web ACL can be "
-            "associated with the stage by the operator where the traffic calls for one (it has a monthly cost).",
-        )
         return api
 
     def _build_authorizer(self) -> apigw.TokenAuthorizer:
@@ -296,6 +295,18 @@ class AgentmemApi(Construct):
         )
         plan.add_api_stage(stage=self.rest_api.deployment_stage)
         return plan
+
+    def _build_waf(self) -> RateLimitWaf | None:
+        stage = self.rest_api.deployment_stage
+        if self.config.rate_limit_waf:
+            return RateLimitWaf(self, "RateLimits", config=self.config, stage=stage)
+        acknowledge(
+            stage, "AwsSolutions-APIG3",
+            "This deployment leaves the web ACL out (agentmem:rateLimitWaf=false, to save its monthly cost): the "
+            "stage and each account are still throttled by API Gateway and every data route needs an API key; "
+            "there is no limit per key apart from its account's, nor per source address.",
+        )
+        return None
 
     def _build_gateway_responses(self) -> None:
         for error in GATEWAY_ERRORS:

@@ -51,9 +51,9 @@ class Synthesis:
         return next(f for logical_id, f in functions.items() if logical_id.startswith(FUNCTION_LOGICAL_PREFIX[name]))
 
 
-# a small install: no search collection, alarms mailed, some functions with reserved concurrency
+# a small install: no search collection, no web ACL, alarms mailed, some functions with reserved concurrency
 SMALL_INSTALL = {
-    "agentmem:searchCollection": "false", "agentmem:alarmEmail": "oncall@example.com",
+    "agentmem:searchCollection": "false", "agentmem:rateLimitWaf": "false", "agentmem:alarmEmail": "oncall@example.com",
     "agentmem:apiReservedConcurrency": "40", "agentmem:authorizerReservedConcurrency": "10",
 }
 
