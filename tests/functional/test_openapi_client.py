@@ -1,11 +1,15 @@
-"""The OpenAPI document is a contract a client can be generated from: it validates, ``openapi-python-client``
-generates a typed client from it offline, and that client saves, reads and searches entries and writes and
-reads a workspace file against a real ``agentmem serve``, parsing each answer into the models the document
-names. The document's server honours the stage API Gateway serves it under."""
+"""The OpenAPI document is a contract a client can be generated from: it validates, every 2xx JSON answer
+has a typed schema, ``openapi-python-client`` generates a typed client from it offline, and that client
+saves, reads and searches entries, writes and reads a workspace file, reads the context in each format and
+the tool call view, lists the tools in each format, runs every tool operation and speaks MCP against a real
+``agentmem serve``, parsing each answer into the models the document names (and each answer validates
+against its schema, as a fuzzer checks it). The document's server honours the stage API Gateway serves it
+under."""
 
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import subprocess
 import sys
@@ -64,6 +68,38 @@ def test_the_document_is_valid_openapi(document: dict[str, Any]) -> None:
 
     validate(document)  # raises with the first problem
     assert document["servers"] == [{"url": "/"}]  # agentmem serve: the paths start at the root
+
+
+def _typed(document: dict[str, Any], schema: dict[str, Any]) -> bool:
+    """A schema with fields: its own properties, or a union (oneOf, anyOf) of schemas that have them."""
+    ref = schema.get("$ref")
+    if ref is not None:
+        return _typed(document, document["components"]["schemas"][ref.rsplit("/", 1)[-1]])
+    variants = schema.get("oneOf") or schema.get("anyOf")
+    if variants:
+        return all(_typed(document, variant) for variant in variants)
+    return bool(schema.get("properties"))
+
+
+def test_every_2xx_json_answer_has_a_typed_schema(document: dict[str, Any]) -> None:
+    # Given every operation's 2xx answers that carry JSON (a file's bytes and a 204 carry none)
+    untyped = []
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            for code, response in operation["responses"].items():
+                schema = response.get("content", {}).get("application/json", {}).get("schema")
+                # Then each names a schema with its fields: a new route answering a plain dict fails here
+                if code.startswith("2") and schema is not None and not _typed(document, schema):
+                    untyped.append(f"{method.upper()} {path} {code}")
+    assert untyped == []
+
+
+def _conforms(document: dict[str, Any], name: str, body: Any) -> None:
+    """The answer validates against the document's schema, as a fuzzer checks it (a oneOf: exactly one)."""
+    from jsonschema import Draft202012Validator
+
+    Draft202012Validator({"$ref": f"#/components/schemas/{name}", "components": document["components"]}).validate(
+        body)
 
 
 def test_the_document_carries_the_request_rules_and_the_link_routes(document: dict[str, Any]) -> None:
@@ -219,6 +255,161 @@ def test_a_generated_client_parses_a_conversation_and_its_messages(
     # (the user's words and the tool call's name: "order" is the stem of both)
     assert {(hit.conversation, hit.seq) for hit in found.items} == {("chat-1", 1), ("chat-1", 2)}
     assert all(isinstance(hit.created_at, datetime) for hit in found.items)
+
+
+def _conversation_with_a_tool_call(server: Server, http: requests.Session) -> str:
+    """An agent with a pinned entry in its own memory, and a conversation of one turn that calls a tool."""
+    agent = f"agent-{uuid.uuid4().hex[:8]}"
+    assert http.put(server.url(f"/v1/agents/{agent}"), json={}, timeout=10).status_code == 201
+    saved = http.put(server.url(f"/v1/memories/agent:{agent}/entries/tone"), timeout=10, json={
+        "content": "Answer in short sentences.", "description": "How to answer", "category": "user_profile",
+        "importance": 0.9})
+    assert saved.status_code == 201, saved.text
+    appended = http.post(server.url(f"/v1/agents/{agent}/conversations/chat-1/messages"), timeout=10, json={
+        "messages": [
+            {"role": "user", "content": "What is the refund policy?"},
+            {"role": "tool_call", "content": "", "tool_name": "memory__search", "tool_call_id": "c1",
+             "arguments": {"query": "refund"}},
+            {"role": "tool_result", "content": "", "tool_call_id": "c1", "result": {"hits": 1}},
+            {"role": "assistant", "content": "Refunds are paid back within 14 days."},
+        ]})
+    assert appended.status_code == 201, appended.text
+    return agent
+
+
+def test_a_generated_client_parses_the_context_in_each_format_and_the_tool_call_view(
+    generated: ModuleType, server: Server, http: requests.Session, document: dict[str, Any]
+) -> None:
+    client = generated.AuthenticatedClient(base_url=server.base_url, token=server.key)
+    models = _module(generated, "models")
+    context = _module(generated, "api.conversations.read_context_v1_agents_agent_conversations_key_context_get")
+    view = _module(generated,
+                   "api.conversations.read_tool_call_v1_agents_agent_conversations_key_tool_calls_tool_call_id_get")
+    agent = _conversation_with_a_tool_call(server, http)
+    # When it reads the context in agentmem's own shape
+    own = context.sync_detailed(agent, "chat-1", client=client)
+    # Then it parses into the typed context: pinned block, index, no summary yet, the window and the messages
+    assert own.status_code == 200, own.content
+    _conforms(document, "TurnContext", json.loads(own.content))
+    parsed = own.parsed
+    assert isinstance(parsed, models.Context)
+    assert parsed.pinned.entries == ["tone"] and parsed.memory_index.shown == 1 and parsed.summary is None
+    role = models.ContextMessageRole
+    assert [m.role for m in parsed.messages] == [role.SYSTEM, role.SYSTEM, role.USER, role.TOOL_CALL,
+                                                 role.TOOL_RESULT, role.ASSISTANT]
+    assert parsed.messages[3].arguments.to_dict() == {"query": "refund"}
+    assert [row.seq for row in parsed.window.messages] == [1, 2, 3, 4] and parsed.window.cap == 20
+    assert parsed.tokens == parsed.pinned.tokens + parsed.memory_index.tokens + parsed.window.tokens
+    # and with format=bedrock, into Converse's system and messages: the call and its result as blocks
+    bedrock = context.sync_detailed(agent, "chat-1", client=client, format_="bedrock")
+    _conforms(document, "TurnContext", json.loads(bedrock.content))
+    assert isinstance(bedrock.parsed, models.ContextBedrock) and bedrock.parsed.format_ == "bedrock"
+    assert len(bedrock.parsed.system) == 2 and "Answer in short sentences." in bedrock.parsed.system[0].text
+    sides = models.BedrockMessageRole
+    assert [m.role for m in bedrock.parsed.messages] == [sides.USER, sides.ASSISTANT, sides.USER, sides.ASSISTANT]
+    use = bedrock.parsed.messages[1].content[0].tool_use
+    assert (use.tool_use_id, use.name, use.input_.to_dict()) == ("c1", "memory__search", {"query": "refund"})
+    result = bedrock.parsed.messages[2].content[0].tool_result
+    assert result.tool_use_id == "c1" and result.content[0].json.to_dict() == {"hits": 1}
+    # and with format=openai, into Chat Completions messages: an assistant's tool call, then the tool's answer
+    openai = context.sync_detailed(agent, "chat-1", client=client, format_="openai")
+    _conforms(document, "TurnContext", json.loads(openai.content))
+    assert isinstance(openai.parsed, models.ContextOpenai)
+    assert [type(m).__name__ for m in openai.parsed.messages] == [
+        "OpenaiSystemMessage", "OpenaiSystemMessage", "OpenaiUserMessage", "OpenaiAssistantMessage",
+        "OpenaiToolMessage", "OpenaiAssistantMessage"]
+    call = openai.parsed.messages[3]
+    assert call.content is None and json.loads(call.tool_calls[0].function.arguments) == {"query": "refund"}
+    assert openai.parsed.messages[4].tool_call_id == "c1"
+    # and with format=anthropic, into Messages blocks
+    anthropic = context.sync_detailed(agent, "chat-1", client=client, format_="anthropic")
+    _conforms(document, "TurnContext", json.loads(anthropic.content))
+    assert isinstance(anthropic.parsed, models.ContextAnthropic)
+    blocks = [type(block).__name__ for m in anthropic.parsed.messages for block in m.content]
+    assert blocks == ["AnthropicTextBlock", "AnthropicToolUseBlock", "AnthropicToolResultBlock",
+                      "AnthropicTextBlock"]
+    # and the tool call view parses into the call's arguments and result
+    found = view.sync_detailed(agent, "chat-1", "c1", client=client)
+    assert found.status_code == 200, found.content
+    _conforms(document, "ToolCallView", json.loads(found.content))
+    assert isinstance(found.parsed, models.ToolCallView)
+    assert (found.parsed.tool_name, found.parsed.call_seq, found.parsed.result_seq) == ("memory__search", 2, 3)
+    assert found.parsed.arguments.to_dict() == {"query": "refund"} and found.parsed.result == {"hits": 1}
+
+
+def test_a_generated_client_lists_the_tools_in_each_format_and_parses_each_tool_outcome(
+    generated: ModuleType, server: Server, http: requests.Session, document: dict[str, Any]
+) -> None:
+    client = generated.AuthenticatedClient(base_url=server.base_url, token=server.key)
+    models = _module(generated, "models")
+    listing = _module(generated, "api.tools.list_tools_v1_agents_agent_tools_get")
+    run = _module(generated, "api.tools.run_tool_v1_agents_agent_tools_tool_post")
+    agent = _conversation_with_a_tool_call(server, http)
+    # When it lists the tools: MCP's shape by default, or the format asked for
+    mcp = listing.sync_detailed(agent, client=client)
+    assert mcp.status_code == 200, mcp.content
+    _conforms(document, "ToolList", json.loads(mcp.content))
+    assert isinstance(mcp.parsed, models.McpToolPage)
+    assert [tool.name for tool in mcp.parsed.items] == ["memory__search", "memory__read", "memory__save",
+                                                        "memory__delete"]
+    assert mcp.parsed.items[0].input_schema.required == ["query"]
+    assert "query" in mcp.parsed.items[0].input_schema.properties.additional_properties
+    pages = {"openai": models.OpenaiToolPage, "bedrock": models.BedrockToolPage,
+             "anthropic": models.AnthropicToolPage}
+    for fmt, model in pages.items():
+        answer = listing.sync_detailed(agent, client=client, format_=fmt, dialect="noorle")
+        _conforms(document, "ToolList", json.loads(answer.content))
+        assert isinstance(answer.parsed, model) and answer.parsed.format_ == fmt, fmt
+        assert answer.parsed.dialect.value == "noorle" and len(answer.parsed.items) == 5
+    openai_tool = listing.sync(agent, client=client, format_="openai").items[0]
+    assert (openai_tool.type_, openai_tool.function.name) == ("function", "memory__search")
+    assert listing.sync(agent, client=client, format_="bedrock").items[0].tool_spec.input_schema.json.type_ == (
+        "object")
+
+    def call(tool: str, **arguments: Any) -> Any:
+        body = models.ToolCallBody(arguments=models.ToolCallBodyArguments.from_dict(arguments), conversation="chat-1")
+        answer = run.sync_detailed(agent, tool, client=client, body=body)
+        assert answer.status_code == 200, answer.content
+        _conforms(document, "ToolOutcome", json.loads(answer.content))
+        return answer.parsed
+
+    # When it runs each operation, Then each outcome parses into its own model, its result typed
+    saved = call("memory__save", name="shipping", content="Orders ship within 2 days.", description="Shipping")
+    assert isinstance(saved, models.ToolSaved) and saved.operation == "save" and saved.tool == "memory__save"
+    assert saved.result.created and saved.result.entry.version == 1 and saved.result.memory == f"agent:{agent}"
+    searched = call("memory__search", query="ship")
+    assert isinstance(searched, models.ToolSearched)
+    assert [hit.name for hit in searched.result.items] == ["shipping"] and 0 < searched.result.items[0].score <= 1
+    read = call("memory__read", name="shipping")
+    assert isinstance(read, models.ToolRead)
+    assert read.result.entry.content == "Orders ship within 2 days." and read.result.also_in == []
+    viewed = call("journal_tool_call_view", tool_call_id="c1")
+    assert isinstance(viewed, models.ToolCallViewed) and viewed.result.result == {"hits": 1}
+    journal = call("journal_message_search", query="refund")
+    assert isinstance(journal, models.ToolJournalSearched)
+    assert (journal.result.items[0].conversation, journal.result.items[0].seq) == ("chat-1", 1)
+    deleted = call("memory__delete", name="shipping")
+    assert isinstance(deleted, models.ToolDeleted)
+    assert (deleted.result.deleted, deleted.result.version) == ("shipping", 1) and deleted.text.startswith("Deleted")
+
+
+def test_a_generated_client_parses_an_mcp_reply(
+    generated: ModuleType, server: Server, http: requests.Session, document: dict[str, Any]
+) -> None:
+    # (MCP's streamable HTTP asks the client to accept both JSON and an event stream)
+    client = generated.AuthenticatedClient(base_url=server.base_url, token=server.key,
+                                           headers={"Accept": "application/json, text/event-stream"})
+    models = _module(generated, "models")
+    serve = _module(generated, "api.mcp.serve_mcp_v1_mcp_post")
+    agent = f"agent-{uuid.uuid4().hex[:8]}"
+    assert http.put(server.url(f"/v1/agents/{agent}"), json={}, timeout=10).status_code == 201
+    body = models.ServeMcpV1McpPostBody(jsonrpc=models.ServeMcpV1McpPostBodyJsonrpc.VALUE_0, id=7,
+                                        method="tools/list")
+    answer = serve.sync_detailed(client=client, body=body, agent=agent)
+    assert answer.status_code == 200, answer.content
+    _conforms(document, "JsonRpcResponse", json.loads(answer.content))
+    assert isinstance(answer.parsed, models.JsonRpcResponse) and answer.parsed.id == 7
+    assert "memory__search" in [tool["name"] for tool in answer.parsed.result.to_dict()["tools"]]
 
 
 def test_behind_api_gateway_the_document_and_swagger_ui_name_the_stage(server: Server) -> None:

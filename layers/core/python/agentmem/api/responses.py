@@ -235,10 +235,14 @@ TYPED: dict[tuple[str, str], dict[str, str]] = {
 
 
 def type_responses(spec: dict[str, Any]) -> None:
-    """Give the operations of ``TYPED`` their bodies' schemas (kept with the description each has)."""
-    spec.setdefault("components", {}).setdefault("schemas", {}).update(SCHEMAS)
-    for (method, path), codes in TYPED.items():
+    """Give the operations of ``TYPED`` (and of ``agent_responses.TYPED``: the context, the tools, MCP) their
+    bodies' schemas (kept with the description each has)."""
+    from . import agent_responses
+
+    schemas = {**SCHEMAS, **agent_responses.schemas()}
+    spec.setdefault("components", {}).setdefault("schemas", {}).update(schemas)
+    for (method, path), codes in {**TYPED, **agent_responses.TYPED}.items():
         responses = spec["paths"][path][method].setdefault("responses", {})
         for code, name in codes.items():
-            response = responses.setdefault(code, {"description": SCHEMAS[name].get("description", "OK")})
+            response = responses.setdefault(code, {"description": schemas[name].get("description", "OK")})
             response["content"] = {"application/json": {"schema": {"$ref": f"#/components/schemas/{name}"}}}
