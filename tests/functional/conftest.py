@@ -1,6 +1,7 @@
 """Functional tests: a real ``agentmem serve`` subprocess, spoken to over HTTP with ``requests``.
 
-The session's server runs on a free port with a temporary data dir. Tests that need a server of
+The session's server runs on a free port with a temporary data dir, in one process; ``workers_server`` is
+one of two worker processes (``agentmem serve --workers 2``). Tests that need a server of
 their own (first start, second start, ``AGENTMEM_API_KEY``) use ``functional_support.running_server``;
 on the AWS backend, ``functional_support.running_aws_server`` (DynamoDB Local, stopped when the session ends).
 """
@@ -14,6 +15,9 @@ import dynamodb_local  # tests/support, on sys.path through tests/conftest.py
 import pytest
 import requests
 from functional_support import Server, auth, running_aws_server, running_server
+from workers_support import Workers, connections_by_worker, slow_summariser, wait_for_workers
+
+SUMMARY_DELAY_S = 1.0  # the workers' summariser takes this long: a pass is still running when it is asked again
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -30,6 +34,28 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     with running_server(data_dir) as (base_url, _proc, log):
         key = (data_dir / "dev-key").read_text().strip()
         yield Server(base_url=base_url, key=key, data_dir=data_dir, log=log)
+
+
+@pytest.fixture(scope="session")
+def workers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workers]:
+    """The session's server of two worker processes, whose summary passes take a second (their summariser
+    waits that long before it answers)."""
+    data_dir = tmp_path_factory.mktemp("functional-workers") / "data"
+    with slow_summariser(SUMMARY_DELAY_S) as summary_url, running_server(
+        data_dir, workers=2, AGENTMEM_SUMMARISER="openai", AGENTMEM_SUMMARY_URL=summary_url,
+        AGENTMEM_SUMMARY_MODEL="slow",
+    ) as (base_url, proc, log):
+        wait_for_workers(proc.pid, 2)
+        key = (data_dir / "dev-key").read_text().strip()
+        for held in connections_by_worker(base_url, key, proc.pid).values():  # every worker is answering
+            for conn in held:
+                conn.close()
+        yield Workers(Server(base_url=base_url, key=key, data_dir=data_dir, log=log), proc)
+
+
+@pytest.fixture(scope="session")
+def workers_server(workers: Workers) -> Server:
+    return workers.server
 
 
 @pytest.fixture(scope="module", params=("embedded", "aws"))

@@ -98,7 +98,10 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 @contextmanager
 def _serve(args: list[str], env: Mapping[str, str], log: Path,
            timeout: float = START_TIMEOUT_S) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """``agentmem serve ARGS --port P`` on a free port; yields (base_url, process). Always stopped."""
+    """``agentmem serve ARGS --port P`` on a free port; yields (base_url, process). Always stopped. One worker
+    process unless ``args`` say how many (the tests that need several say so)."""
+    if "--workers" not in args:
+        args = [*args, "--workers", "1"]
     for _attempt in range(3):  # a free port can be taken between finding it and binding it
         port = free_port()
         base_url = f"http://127.0.0.1:{port}"
@@ -123,11 +126,12 @@ def _serve(args: list[str], env: Mapping[str, str], log: Path,
 
 
 @contextmanager
-def running_server(data_dir: Path, **env: str) -> Iterator[tuple[str, subprocess.Popen[bytes], Path]]:
-    """``agentmem serve`` on a free port; yields (base_url, process, log file). Always stopped."""
+def running_server(data_dir: Path, *, workers: int = 1,
+                   **env: str) -> Iterator[tuple[str, subprocess.Popen[bytes], Path]]:
+    """``agentmem serve --workers N`` on a free port; yields (base_url, process, log file). Always stopped."""
     data_dir.mkdir(parents=True, exist_ok=True)
     log = data_dir.parent / f"{data_dir.name}-serve-{uuid.uuid4().hex[:6]}.log"
-    with _serve(["--data-dir", str(data_dir)], clean_env(**env), log) as (base_url, proc):
+    with _serve(["--data-dir", str(data_dir), "--workers", str(workers)], clean_env(**env), log) as (base_url, proc):
         yield base_url, proc, log
 
 

@@ -3,7 +3,11 @@
 (a) threads doing read-then-versioned-save on one entry, in-process and over HTTP;
 (b) the same from two OS processes sharing one data dir;
 (c) unversioned saves of different contents never leave a mix of two writes;
-(d) requests of different callers handled at the same time never run with each other's event or key.
+(d) requests of different callers handled at the same time never run with each other's event or key;
+(e) appends to one conversation from many clients at once: every message once, seqs without gap or repeat.
+
+Every test over HTTP runs against a server of one process and against one of two worker processes
+(``agentmem serve --workers 2``), where the clients' connections land on both.
 """
 
 from __future__ import annotations
@@ -70,6 +74,13 @@ def _run_threads(count: int, work: Any) -> Tally:
     for tally in tallies:
         total.add(tally)
     return total
+
+
+@pytest.fixture(params=["one process", "two workers"])
+def served(request: pytest.FixtureRequest) -> Server:
+    """The server a test over HTTP talks to: the session's server of one process, or the one of two workers."""
+    server: Server = request.getfixturevalue("server" if request.param == "one process" else "workers_server")
+    return server
 
 
 # --- in-process: the services on a container ------------------------------------------------------
@@ -148,26 +159,26 @@ def _versioned_saves_over_http(server: Server, memory: str, name: str, writer: s
                 tally.unexpected.append(f"save answered {saved.status_code}: {saved.text[:200]}")
 
 
-def test_versioned_saves_from_threads_over_http_lose_nothing(server: Server) -> None:
+def test_versioned_saves_from_threads_over_http_lose_nothing(served: Server) -> None:
     # Given an entry at version 1 on the running server
     memory = f"conc-{uuid.uuid4().hex[:8]}"
-    headers = auth(server.key)
-    assert requests.put(server.url(f"/v1/memories/{memory}"), headers=headers, timeout=10).status_code == 201
-    created = requests.put(server.url(f"/v1/memories/{memory}/entries/hits"), headers=headers, timeout=10,
+    headers = auth(served.key)
+    assert requests.put(served.url(f"/v1/memories/{memory}"), headers=headers, timeout=10).status_code == 201
+    created = requests.put(served.url(f"/v1/memories/{memory}/entries/hits"), headers=headers, timeout=10,
                            json={"content": "start", "description": "counter", "version": 0})
     assert created.status_code == 201
     # When 8 threads each make 200 read-then-save-with-that-version attempts over HTTP
     total = _run_threads(THREADS, lambda i, tally: _versioned_saves_over_http(
-        server, memory, "hits", f"client {i}", ATTEMPTS, tally))
+        served, memory, "hits", f"client {i}", ATTEMPTS, tally))
     # Then every attempt either landed or was a 409 with a newer current_version
     assert total.unexpected == [], total.unexpected[:5]
     assert total.successes + total.conflicts == THREADS * ATTEMPTS
     assert total.successes > 0
     # And the final version counts exactly the landed saves
-    final = requests.get(server.url(f"/v1/memories/{memory}/entries/hits"), headers=headers, timeout=10)
+    final = requests.get(served.url(f"/v1/memories/{memory}/entries/hits"), headers=headers, timeout=10)
     assert final.json()["version"] == 1 + total.successes
     assert final.headers["ETag"] == f'"{1 + total.successes}"'
-    history = requests.get(server.url(f"/v1/memories/{memory}/entries/hits/history"), headers=headers, timeout=10)
+    history = requests.get(served.url(f"/v1/memories/{memory}/entries/hits/history"), headers=headers, timeout=10)
     assert sorted(h["version"] for h in history.json()["items"]) == list(range(1, 2 + total.successes))
 
 
@@ -257,12 +268,12 @@ def test_unversioned_saves_in_process_never_mix(container: Container) -> None:
         assert item.content_hash == "sha256:" + hashlib.sha256(item.content.encode()).hexdigest()
 
 
-def test_unversioned_saves_over_http_never_mix(server: Server) -> None:
+def test_unversioned_saves_over_http_never_mix(served: Server) -> None:
     # Given an entry on the running server
     memory = f"mix-{uuid.uuid4().hex[:8]}"
-    headers = auth(server.key)
-    url = server.url(f"/v1/memories/{memory}/entries/doc")
-    assert requests.put(server.url(f"/v1/memories/{memory}"), headers=headers, timeout=10).status_code == 201
+    headers = auth(served.key)
+    url = served.url(f"/v1/memories/{memory}/entries/doc")
+    assert requests.put(served.url(f"/v1/memories/{memory}"), headers=headers, timeout=10).status_code == 201
     content, description = _write(-1, -1)
     assert requests.put(url, headers=headers, json={"content": content, "description": description},
                         timeout=10).status_code == 201
@@ -328,13 +339,13 @@ def _prepare_two_accounts(base_url: str, key_a: str, key_b: str, memory: str) ->
     assert requests.put(f"{base_url}/v1/memories/{memory}-b", headers=auth(key_b), timeout=10).status_code == 201
 
 
-def test_simultaneous_callers_stay_apart_on_the_server(server: Server) -> None:
+def test_simultaneous_callers_stay_apart_on_the_server(served: Server) -> None:
     # Given two accounts on the running server, A with an entry
-    key_b = create_account(server.data_dir, f"apart-{uuid.uuid4().hex[:8]}")["key"]
+    key_b = create_account(served.data_dir, f"apart-{uuid.uuid4().hex[:8]}")["key"]
     memory = f"apart-{uuid.uuid4().hex[:8]}"
-    _prepare_two_accounts(server.base_url, server.key, key_b, memory)
+    _prepare_two_accounts(served.base_url, served.key, key_b, memory)
     # When A's and B's requests run at the same time
-    total = _callers_stay_apart(server.base_url, server.key, key_b, memory, rounds=40)
+    total = _callers_stay_apart(served.base_url, served.key, key_b, memory, rounds=40)
     # Then each got exactly its own answers: A its entry, B a 404 for A's and its own empty list
     assert total.unexpected == [], total.unexpected[:5]
     assert total.successes == THREADS * 40
@@ -371,3 +382,57 @@ def test_simultaneous_callers_stay_apart_when_threads_switch_often(tmp_path: Pat
     # Then no request ran with another's event or key: no 5xx, no 400, no other tenant's answer
     assert total.unexpected == [], total.unexpected[:5]
     assert total.successes == THREADS * 25
+
+
+# --- appends to one conversation at once -------------------------------------------------------------------
+
+
+def _journal(served: Server, agent: str, key: str) -> list[dict[str, Any]]:
+    url = served.url(f"/v1/agents/{agent}/conversations/{key}/messages")
+    messages: list[dict[str, Any]] = []
+    after = 0
+    while True:
+        page = requests.get(url, headers=auth(served.key), params={"after": after, "limit": 1000}, timeout=30).json()
+        messages += page["items"]
+        if page["next_cursor"] is None:
+            return messages
+        after = page["next_cursor"]
+
+
+def test_appends_from_many_clients_store_every_message_once_numbered_without_gaps(served: Server) -> None:
+    # Given an agent
+    agent = f"conc-{uuid.uuid4().hex[:8]}"
+    headers = auth(served.key)
+    assert requests.put(served.url(f"/v1/agents/{agent}"), headers=headers, json={}, timeout=10).status_code == 201
+    url = served.url(f"/v1/agents/{agent}/conversations/c1/messages")
+    per_client = 10
+
+    def append_all(expect_added: int) -> Tally:
+        def work(i: int, tally: Tally) -> None:
+            with requests.Session() as session:
+                session.headers.update(headers)
+                for n in range(per_client):
+                    sent = session.post(url, timeout=60, json={"messages": [
+                        {"role": "user", "content": f"client {i} message {n}", "client_id": f"{i}-{n}"}]})
+                    if sent.status_code in (200, 201) and sent.json()["added"] == expect_added:
+                        tally.successes += 1
+                    else:
+                        tally.unexpected.append(f"{sent.status_code}: {sent.text[:200]}")
+
+        return _run_threads(THREADS, work)
+
+    # When 8 clients append 10 messages each, one at a time, all at once
+    total = append_all(expect_added=1)
+    assert total.unexpected == [], total.unexpected[:5]
+    # Then the journal holds each message once, numbered 1…80 with no gap or repeat, each client's in its order
+    journal = _journal(served, agent, "c1")
+    assert [m["seq"] for m in journal] == list(range(1, THREADS * per_client + 1))
+    assert sorted(m["client_id"] for m in journal) == sorted(f"{i}-{n}" for i in range(THREADS)
+                                                             for n in range(per_client))
+    for i in range(THREADS):
+        mine = [m["content"] for m in journal if m["client_id"].startswith(f"{i}-")]
+        assert mine == [f"client {i} message {n}" for n in range(per_client)]
+    # And when every append is sent again at once (a client retrying), nothing is stored twice
+    again = append_all(expect_added=0)
+    assert again.unexpected == [], again.unexpected[:5]
+    assert _journal(served, agent, "c1") == journal

@@ -65,16 +65,20 @@ def assert_private(data_dir: Path) -> None:
     assert not loose, f"readable or writable by others: {loose}"
 
 
-@pytest.mark.parametrize("umask", [0o022, 0o000], indirect=True, ids=["umask-022", "umask-000"])
-def test_everything_the_server_writes_is_the_owners_alone(tmp_path: Path, umask: int) -> None:
+@pytest.mark.parametrize(("umask", "workers"), [(0o022, 1), (0o000, 1), (0o000, 2)], indirect=["umask"],
+                         ids=["umask-022", "umask-000", "umask-000-two-workers"])
+def test_everything_the_server_writes_is_the_owners_alone(tmp_path: Path, umask: int, workers: int) -> None:
     # Given a server started under a umask that leaves new files readable (or writable) by everyone
     data_dir = tmp_path / "data"
-    with running_server(data_dir) as (base_url, _proc, _log):
+    with running_server(data_dir, workers=workers) as (base_url, _proc, _log):
         # When it saves, appends and writes workspace files
         use_everything(base_url, (data_dir / "dev-key").read_text().strip())
-        # Then every directory under the data dir is 0700 and every file 0600, while it runs (-wal, -shm)
+        # Then every directory under the data dir is 0700 and every file 0600, while it runs (-wal, -shm), the
+        # file its workers share too
         found = modes(data_dir)
         assert {"agentmem.db", "agentmem.db-wal", "agentmem.db-shm", "link-secret", "dev-key"} <= set(found)
+        if workers > 1:
+            assert {"serve.db", "serve.db-wal", "serve.db-shm"} <= set(found)
         assert sum(1 for path in found if path.startswith("blobs/workspaces/objects/") and path.endswith("~")) == 2
         assert_private(data_dir)
     # And after it stopped

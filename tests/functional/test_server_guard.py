@@ -355,7 +355,10 @@ def test_the_server_still_answers_normally(guarded: Server) -> None:
     (["--host", "999.1.1.1"], "cannot listen on 999.1.1.1:8787: '999.1.1.1' is not an address of this machine"),
     (["--host", "192.0.2.1"], "cannot listen on 192.0.2.1:8787"),
     (["--data-dir", "/proc/nope"], "cannot use the data dir /proc/nope"),
-], ids=["port-too-high", "port-negative", "host-not-an-address", "host-not-this-machine", "data-dir-impossible"])
+    (["--workers", "0"], "--workers is a number of processes, 1 to 256, not 0"),
+    (["--workers", "257"], "--workers is a number of processes, 1 to 256, not 257"),
+], ids=["port-too-high", "port-negative", "host-not-an-address", "host-not-this-machine", "data-dir-impossible",
+        "no-workers", "too-many-workers"])
 def test_serve_that_cannot_start_says_why_in_one_line(tmp_path: Path, args: list[str], said: str) -> None:
     data_dir = ["--data-dir", str(tmp_path / "data")] if "--data-dir" not in args else []
     # When agentmem serve is started with what cannot work

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import types
 from collections.abc import Mapping
@@ -405,23 +406,27 @@ def test_serve_builds_settings_from_the_flags_and_starts_the_server(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     # Given a stand-in server module that records how it was started
-    started: list[tuple[Any, str, int]] = []
+    started: list[tuple[Any, str, int, int]] = []
     server = types.ModuleType("agentmem.local.server")
-    server.serve = lambda settings, host, port, create_resources: started.append(  # type: ignore[attr-defined]
-        (settings, host, port)
+    server.serve = lambda settings, host, port, create_resources, workers: started.append(  # type: ignore[attr-defined]
+        (settings, host, port, workers)
     )
     monkeypatch.setitem(sys.modules, "agentmem.local.server", server)
     # When serve runs with a data dir and a port
     result = run(None, "serve", "--data-dir", str(tmp_path / "data"), "--port", "9999")
-    # Then the server got settings for that dir and the embedded backend, on the default host
+    # Then the server got settings for that dir and the embedded backend, on the default host, one worker a core
     assert result.exit_code == 0, result.output
-    settings, host, port = started[0]
-    assert (settings.data_dir, settings.backend, host, port) == (
+    settings, host, port, workers = started[0]
+    assert (settings.data_dir, settings.backend, host, port, workers) == (
         tmp_path / "data",
         "embedded",
         "127.0.0.1",
         9999,
+        os.cpu_count() or 1,
     )
+    # And --workers chooses how many
+    assert run(None, "serve", "--data-dir", str(tmp_path / "data"), "--workers", "3").exit_code == 0
+    assert started[1][3] == 3
 
 
 def test_accounts_create_prints_the_key_as_json(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

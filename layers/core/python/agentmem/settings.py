@@ -15,6 +15,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from pydantic.fields import FieldInfo
 
 PREFIX = "AGENTMEM_"
+MAX_SERVE_WORKERS = 256
 
 # The AGENTMEM_* variables that are not settings of the service, each with who reads it. Any other
 # AGENTMEM_* variable that is not a field below stops the service at start, naming it.
@@ -122,6 +123,9 @@ class Settings(BaseModel):
     serve_body_timeout_s: float = Field(default=30.0, gt=0)
     serve_body_min_rate: int = Field(default=50_000, gt=0)  # bytes a second
     serve_max_connections: int = Field(default=256, gt=0)
+    # `agentmem serve`'s processes on its one port (local/workers.py): the default, one per core; 1 serves in
+    # the starting process itself. The connection cap above is each process's.
+    serve_workers: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1, le=MAX_SERVE_WORKERS)
     # `agentmem serve`'s rate limits (local/rate_limit.py, per process): token buckets per API key, per account,
     # and per source address for keys that fail to authenticate. The defaults are above what one process
     # serves; lower them for a shared server. The deployed stack limits per account in API Gateway instead.

@@ -28,24 +28,34 @@ BACKENDS = click.Choice(["embedded", "aws"])
 )
 @click.option("--backend", type=BACKENDS, default=None, help="Storage backend [default embedded].")
 @click.option(
+    "--workers",
+    type=int,
+    default=None,
+    help="Processes answering on the port [default: AGENTMEM_SERVE_WORKERS, else one per core]; 1 serves in "
+    "this process.",
+)
+@click.option(
     "--create-resources",
     is_flag=True,
     help="With --backend aws: create the table and buckets if missing (for emulators given by AWS_ENDPOINT_URL_*).",
 )
-def serve(host: str, port: int, data_dir: Path | None, backend: str | None, create_resources: bool) -> None:
+def serve(host: str, port: int, data_dir: Path | None, backend: str | None, workers: int | None,
+          create_resources: bool) -> None:
     """Run the API locally."""
     from agentmem.local.server import serve as run_server
-    from agentmem.settings import load_settings
+    from agentmem.settings import MAX_SERVE_WORKERS, load_settings
 
     if not 0 <= port <= 65535:
         raise click.ClickException(f"--port is a TCP port, 0 to 65535 (0 picks a free one), not {port}")
-    settings = load_settings(data_dir=data_dir, backend=backend)
+    if workers is not None and not 1 <= workers <= MAX_SERVE_WORKERS:
+        raise click.ClickException(f"--workers is a number of processes, 1 to {MAX_SERVE_WORKERS}, not {workers}")
+    settings = load_settings(data_dir=data_dir, backend=backend, serve_workers=workers)
     if create_resources and settings.backend != "aws":
         raise click.UsageError("--create-resources goes with --backend aws")
     if settings.backend == "aws":
         click.echo(summary_passes(settings))
     try:
-        run_server(settings, host=host, port=port, create_resources=create_resources)
+        run_server(settings, host=host, port=port, create_resources=create_resources, workers=settings.serve_workers)
     except OSError as error:
         raise click.ClickException(start_failure(error, host, port, settings.data_dir)) from None
     except sqlite3.Error as error:

@@ -25,7 +25,8 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from email.message import Message
 from http.server import ThreadingHTTPServer
@@ -226,11 +227,41 @@ class GuardedHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 128  # connections the kernel holds before they are accepted
 
-    def __init__(self, address: tuple[str, int], handler: Any, max_connections: int) -> None:
+    def __init__(self, address: tuple[str, int], handler: Any, max_connections: int,
+                 listener: socket.socket | None = None) -> None:
+        """``listener``: a socket bound and listening already (one the workers of a server share), served instead
+        of binding ``address``."""
         self.max_connections = max_connections
         self._slots = threading.BoundedSemaphore(max_connections)
         self._busy_answers = threading.BoundedSemaphore(BUSY_ANSWERS_AT_ONCE)
-        super().__init__(address, handler)
+        self._requests = 0  # requests being answered now
+        self._idle = threading.Condition()
+        super().__init__(address, handler, bind_and_activate=listener is None)
+        if listener is not None:
+            self.socket.close()
+            # shared: another worker may take a connection this one was woken for (its accept then fails, and
+            # socketserver waits for the next)
+            listener.setblocking(False)
+            self.socket = listener
+            self.server_address = listener.getsockname()[:2]
+            self.server_name, self.server_port = str(self.server_address[0]), int(self.server_address[1])
+
+    @contextmanager
+    def answering(self) -> Iterator[None]:
+        """Around the handling of one request: ``wait_idle`` waits for it."""
+        with self._idle:
+            self._requests += 1
+        try:
+            yield
+        finally:
+            with self._idle:
+                self._requests -= 1
+                self._idle.notify_all()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until no request is being answered (at most ``timeout`` seconds); whether none is."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._requests == 0, timeout)
 
     def process_request(self, request: Any, client_address: Any) -> None:
         if self._slots.acquire(blocking=False):

@@ -7,12 +7,13 @@ import io
 import json
 import os
 import signal
+import socket
 import threading
 import uuid
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import unquote, urlsplit
 
 from ..api.limits import oversized
@@ -34,6 +35,7 @@ from .rate_limit import RateLimiter
 
 if TYPE_CHECKING:
     from ..adapters.embedded.blobs import FileBlobStore
+    from ..adapters.embedded.server_state import ServerState
 
 # Requests larger than this are refused before their body is read; the handler refuses smaller
 # ones past its own limit, so both answers are the same 413.
@@ -137,7 +139,7 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
         def __getattr__(self, name: str) -> Any:
             # every method reaches the API, which answers 405 with Allow for those a path does not serve
             if name.startswith("do_"):
-                return self._handle
+                return self._answer
             raise AttributeError(name)
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -199,7 +201,11 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
         status, headers, payload = decode_lambda_response(result)
         self._reply(status, headers, payload)
 
-    do_GET = do_PUT = do_POST = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _handle
+    def _answer(self) -> None:
+        with cast(GuardedHTTPServer, self.server).answering():
+            self._handle()
+
+    do_GET = do_PUT = do_POST = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _answer
 
     def _framing(self) -> int | None:
         """The request's method, target and body length, or the ``Refusal`` of what cannot be served."""
@@ -214,12 +220,15 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
         return declared
 
 
-def make_server(container: Container, host: str = "127.0.0.1", port: int = 8787) -> GuardedHTTPServer:
+def make_server(container: Container, host: str = "127.0.0.1", port: int = 8787, *,
+                listener: socket.socket | None = None, shared: ServerState | None = None) -> GuardedHTTPServer:
     """A server bound to host:port (port 0 picks a free one) serving this container, with the settings'
-    timeouts, connection cap and rate limits."""
+    timeouts, connection cap and rate limits. A worker of several (local/workers.py) serves the ``listener``
+    they share, with the rate limits' buckets and the job runs in the file they share (``shared``)."""
     _quiet_powertools()
     settings = container.settings
-    container.rate_limiter = RateLimiter.from_settings(settings)
+    container.shared = shared
+    container.rate_limiter = RateLimiter.from_settings(settings, shared=shared)
     set_container(container)
     from ..api.app import lambda_handler
 
@@ -229,7 +238,7 @@ def make_server(container: Container, host: str = "127.0.0.1", port: int = 8787)
         {"handler": staticmethod(lambda_handler), "max_body_bytes": settings.max_body_bytes,
          "container": container, "timeouts": Timeouts.from_settings(settings)},
     )
-    server = GuardedHTTPServer((host, port), handler_class, settings.serve_max_connections)
+    server = GuardedHTTPServer((host, port), handler_class, settings.serve_max_connections, listener)
     if not container.settings.public_url:
         bound = str(server.server_address[0])
         shown = "127.0.0.1" if bound in ("0.0.0.0", "::", "") else bound
@@ -284,11 +293,18 @@ def _start_indexer(container: Container) -> Any:
     return worker
 
 
-def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8787, *, create_resources: bool = False) -> None:
+def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8787, *, create_resources: bool = False,
+          workers: int = 1) -> None:
     """Run until interrupted; sweeps the trash and expired entries every minute.
 
-    ``create_resources`` (AWS backend against emulators): make the table and buckets if missing.
+    ``create_resources`` (AWS backend against emulators): make the table and buckets if missing. ``workers``
+    above 1: that many processes on the port (local/workers.py); 1 serves in this process.
     """
+    if workers > 1:
+        from .workers import serve_workers
+
+        serve_workers(settings, host, port, workers, create_resources=create_resources)
+        return
     Path(settings.data_dir).mkdir(parents=True, exist_ok=True)
     container = build_container(settings, create_resources=create_resources)
     if create_resources:
@@ -296,19 +312,40 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8787, *, crea
     server = make_server(container, host, port)  # bind first: a port in use leaves the data dir as it was
     secret = ensure_default_account(container)
     _announce_key(settings, secret)
-    bound_host, bound_port = host, int(server.server_address[1])
-    print(f"agentmem {settings.backend} backend, data in {Path(settings.data_dir).resolve()}")
-    print(f"Listening on http://{bound_host}:{bound_port}  (API docs: http://{bound_host}:{bound_port}/v1/docs)")
-    print(f"  export AGENTMEM_URL=http://{bound_host}:{bound_port}", flush=True)
+    announce(settings, host, int(server.server_address[1]))
+    try:
+        serve_until_stopped(container, server)
+    finally:
+        print("agentmem stopped.", flush=True)
 
+
+def announce(settings: Settings, host: str, port: int) -> None:
+    print(f"agentmem {settings.backend} backend, data in {Path(settings.data_dir).resolve()}")
+    print(f"Listening on http://{host}:{port}  (API docs: http://{host}:{port}/v1/docs)")
+    print(f"  export AGENTMEM_URL=http://{host}:{port}", flush=True)
+
+
+def serve_until_stopped(container: Container, server: GuardedHTTPServer, *, background: bool = True,
+                        drain_s: float = 0.0, flush_every_s: float | None = None) -> None:
+    """Serve until SIGTERM (or Ctrl-C); with ``background``, also run the sweep and the semantic indexer; with
+    ``flush_every_s``, write the buffered usage counts that often (a worker's, for a usage read in another).
+    Then stop them, wait up to ``drain_s`` for the requests being answered, and write the buffered usage counts."""
     stop = threading.Event()
 
     def sweep() -> None:
         while not stop.wait(SWEEP_EVERY_S):
             container.sweep()
 
-    threading.Thread(target=sweep, name="agentmem-sweep", daemon=True).start()
-    indexer = _start_indexer(container)
+    def flush() -> None:
+        while flush_every_s is not None and not stop.wait(flush_every_s):
+            container.usage.flush()
+
+    indexer = None
+    if background:
+        threading.Thread(target=sweep, name="agentmem-sweep", daemon=True).start()
+        indexer = _start_indexer(container)
+    if flush_every_s is not None:
+        threading.Thread(target=flush, name="agentmem-usage", daemon=True).start()
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
     try:
         server.serve_forever()
@@ -318,6 +355,7 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8787, *, crea
         stop.set()
         if indexer is not None:
             indexer.stop()
+        if drain_s:
+            server.wait_idle(drain_s)
         container.usage.flush()
         server.server_close()
-        print("agentmem stopped.", flush=True)
