@@ -1,10 +1,10 @@
 """The OpenAPI document is a contract a client can be generated from: it validates, every 2xx JSON answer
 has a typed schema, ``openapi-python-client`` generates a typed client from it offline, and that client
-saves, reads and searches entries, writes and reads a workspace file, reads the context in each format and
-the tool call view, lists the tools in each format, runs every tool operation and speaks MCP against a real
-``agentmem serve``, parsing each answer into the models the document names (and each answer validates
-against its schema, as a fuzzer checks it). The document's server honours the stage API Gateway serves it
-under."""
+saves, reads and searches entries, writes and reads a workspace file, appends in a model API's shape,
+reads a checkpoint, the context in each format (with a summary and without) and the tool call view, lists
+the tools in each format, runs every tool operation and speaks MCP against a real ``agentmem serve``,
+parsing each answer into the models the document names (and each answer validates against its schema, as
+a fuzzer checks it). The document's server honours the stage API Gateway serves it under."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -335,6 +336,50 @@ def test_a_generated_client_parses_the_context_in_each_format_and_the_tool_call_
     assert isinstance(found.parsed, models.ToolCallView)
     assert (found.parsed.tool_name, found.parsed.call_seq, found.parsed.result_seq) == ("memory__search", 2, 3)
     assert found.parsed.arguments.to_dict() == {"query": "refund"} and found.parsed.result == {"hits": 1}
+
+
+def test_a_generated_client_parses_a_model_append_a_checkpoint_and_a_summarised_context(
+    generated: ModuleType, server: Server, http: requests.Session, document: dict[str, Any]
+) -> None:
+    client = generated.AuthenticatedClient(base_url=server.base_url, token=server.key)
+    models = _module(generated, "models")
+    append = _module(generated, "api.conversations.append_messages_v1_agents_agent_conversations_key_messages_post")
+    compact = _module(generated, "api.conversations.compact_v1_agents_agent_conversations_key_compact_post")
+    checkpoint = _module(generated,
+                         "api.conversations.read_checkpoint_v1_agents_agent_conversations_key_checkpoint_get")
+    context = _module(generated, "api.conversations.read_context_v1_agents_agent_conversations_key_context_get")
+    agent = f"agent-{uuid.uuid4().hex[:8]}"
+    assert http.put(server.url(f"/v1/agents/{agent}"), json={}, timeout=10).status_code == 201
+    # Given two turns appended in OpenAI's shape, with a system message the journal does not keep
+    said = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "My name is Ana."},
+            {"role": "assistant", "content": "Hello Ana."}, {"role": "user", "content": "I prefer email."},
+            {"role": "assistant", "content": "Noted: email."}]
+    body = models.ModelAppendBody(messages=[models.ModelAppendBodyMessagesItem.from_dict(m) for m in said],
+                                  window_messages=2)
+    appended = append.sync_detailed(agent, "chat-2", client=client, body=body, format_="openai")
+    assert appended.status_code == 201, appended.content
+    _conforms(document, "Appended", json.loads(appended.content))
+    assert isinstance(appended.parsed, models.Appended) and appended.parsed.added == 4
+    assert [(s.index, "system" in s.reason) for s in appended.parsed.skipped] == [(0, True)]
+    # When a summary pass folds the turn that left the window
+    started = compact.sync_detailed(agent, "chat-2", client=client, body=models.EmptyBody())  # (given, as above)
+    assert started.status_code == 202 and isinstance(started.parsed, models.CompactionStarted)
+    deadline = time.monotonic() + 30
+    while (read := checkpoint.sync_detailed(agent, "chat-2", client=client)).status_code == 404:
+        assert time.monotonic() < deadline, "no checkpoint after 30 s"
+        time.sleep(0.2)
+    # Then the checkpoint parses with its passes typed
+    assert read.status_code == 200, read.content
+    _conforms(document, "Checkpoint", json.loads(read.content))
+    assert isinstance(read.parsed, models.Checkpoint) and read.parsed.covers_through_seq == 2
+    assert [(p.version, p.by, p.summariser) for p in read.parsed.passes] == [
+        (1, models.CheckpointPassesItemBy.SYSTEM, "extractive")]
+    # and the context carries the summary ahead of the window
+    answer = context.sync_detailed(agent, "chat-2", client=client)
+    _conforms(document, "TurnContext", json.loads(answer.content))
+    assert isinstance(answer.parsed, models.Context) and isinstance(answer.parsed.summary, models.ContextSummary)
+    assert answer.parsed.summary.covers_through_seq == 2 and "Ana" in answer.parsed.summary.text
+    assert [row.seq for row in answer.parsed.window.messages] == [3, 4]
 
 
 def test_a_generated_client_lists_the_tools_in_each_format_and_parses_each_tool_outcome(

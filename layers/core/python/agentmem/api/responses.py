@@ -163,8 +163,9 @@ SCHEMAS.update({
         "added": {**_INTEGER, "description": "Rows newly stored (0: a retry of rows already there)"},
         "conversation": {"$ref": "#/components/schemas/Conversation"},
         "format": {"type": "string", "enum": ["bedrock", "anthropic", "openai"]},
-        "skipped": {"type": "array", "items": {"type": "object"},
-                    "description": "With `format=`: the parts of the messages that hold no journal row"},
+        "skipped": {"type": "array", "items": _object(["index", "reason"], {
+            "index": {**_INTEGER, "description": "The message's place in the body's `messages`"},
+            "reason": _STRING}), "description": "With `format=`: the parts of the messages that hold no journal row"},
     }, "200: every row was there already (a retry); 201: rows were added"),
     "MessageHit": _object(["conversation", "seq", "role", "snippet", "score", "created_at"], {
         "conversation": _STRING, "seq": {"type": "integer", "minimum": 1},
@@ -176,7 +177,12 @@ SCHEMAS.update({
     "Checkpoint": _object([*_ENTRY_REQUIRED, "content", "covers_through_seq", "passes", "passes_total",
                            "lines_by_hand"], {
         **_ENTRY_FIELDS, **_CONTENT_FIELDS, "covers_through_seq": _NULLABLE_INTEGER,
-        "passes": {"type": "array", "items": {"type": "object"}, "description": "The newest 20 passes, newest first"},
+        "passes": {"type": "array", "description": "The newest 20 passes, newest first", "items": _object(
+            ["version", "at", "by", "summariser"], {
+                "version": {"type": "integer", "minimum": 1, "description": "The checkpoint's version it wrote"},
+                "at": _TIME, "by": {"type": "string", "enum": ["system"]},
+                "summariser": {**_NULLABLE_STRING, "description": "What wrote it (`extractive`, "
+                                                                  "`bedrock:<model id>`, ...); null: not recorded"}})},
         "passes_total": _INTEGER, "lines_by_hand": {**_INTEGER, "description": "Lines a person wrote into it"},
     }),
     "WorkspaceLink": _object(["url", "method", "path", "expires_in_s", "expires_at", "headers"], {
