@@ -115,11 +115,7 @@ class SqliteEntryStore(EntryStore):
                 if draft.description is None:
                     raise InvalidError("description is required when the entry is new", field="description")
                 if draft.conversation is None:
-                    count = conn.execute(
-                        f"SELECT count(*) FROM entries WHERE account_id=? AND memory=? AND layer_user=? "
-                        f"AND conversation IS NULL AND {_LIVE}",
-                        (*key[:3], now),
-                    ).fetchone()[0]
+                    count = _live_count(conn, key[:3], now)
                     if count >= layer_limit:
                         raise LayerFullError(
                             f"this layer already holds {count} entries, the most it may; "
@@ -335,9 +331,21 @@ class SqliteEntryStore(EntryStore):
         return Page(items=items, next_cursor=next_cursor)
 
     def index_count(self, layer: Layer, now: str, *, shadowed_by: Layer | None = None) -> int:
-        where, params = _index_where(layer, now, shadowed_by)  # entries_live alone answers it
-        count: int = self.db.connection().execute(f"SELECT count(*) FROM entries WHERE {where}", params).fetchone()[0]
-        return count
+        """The layer's live entries (``_live_count``), less those the shadowing layer holds too (a user's copies,
+        looked up one by one from that layer's side): never a walk of every entry."""
+        key = (layer.account_id, layer.memory, layer.user_key)
+        conn = self.db.connection()
+        live = _live_count(conn, key, now)
+        shadowed = 0
+        if shadowed_by is not None and live > 0:
+            shadowed = conn.execute(
+                f"SELECT count(*) FROM entries s JOIN entries e ON e.account_id=? AND e.memory=? AND e.layer_user=? "
+                f"AND e.name=s.name AND e.conversation IS NULL AND {_LIVE_E} "
+                "WHERE s.account_id=? AND s.memory=? AND s.layer_user=? AND s.conversation IS NULL "
+                "AND (s.expires_at IS NULL OR s.expires_at > ?)",
+                (*key, now, shadowed_by.account_id, shadowed_by.memory, shadowed_by.user_key, now),
+            ).fetchone()[0]
+        return live - shadowed
 
     def pinning_candidates(self, layer: Layer, now: str, *, limit: int) -> list[Entry]:
         rows = self.db.connection().execute(  # the terms of entries_pinnable's WHERE, word for word
@@ -454,6 +462,21 @@ class SqliteEntryStore(EntryStore):
                 self._remove_expired(conn, row)
             conn.execute("DELETE FROM entry_history WHERE keep_until <= ?", (now,))
         return len(expired)
+
+
+def _live_count(conn: sqlite3.Connection, key: Sequence[str], now: str) -> int:
+    """How many live entries (checkpoints left out) the layer ``key`` (account, memory, user key) holds: its
+    count (``layer_entry_counts``, kept by triggers) less the expired ones not swept yet (an index range)."""
+    row = conn.execute(
+        "SELECT entries FROM layer_entry_counts WHERE account_id=? AND memory=? AND layer_user=?", tuple(key)
+    ).fetchone()
+    if row is None or not row[0]:
+        return 0
+    expired: int = conn.execute(
+        "SELECT count(*) FROM entries WHERE account_id=? AND memory=? AND layer_user=? AND conversation IS NULL "
+        "AND expires_at IS NOT NULL AND expires_at <= ?", (*key, now),
+    ).fetchone()[0]
+    return int(row[0]) - expired
 
 
 def _index_where(layer: Layer, now: str, shadowed_by: Layer | None) -> tuple[str, list[Any]]:

@@ -291,4 +291,33 @@ MIGRATIONS: list[Migration] = [
         INSERT INTO vector_removals (partition, source) VALUES (old.partition, old.source);
     END;
     """,
+    # 13: how many entries each layer holds (checkpoints left out), kept by triggers in the write's own
+    # transaction (no path can forget), so that the layer limit and the context's memory index count in one
+    # read, not a walk of every entry; the expired ones are subtracted by an index range (entries.py)
+    """
+    CREATE TABLE layer_entry_counts (
+        account_id TEXT NOT NULL,
+        memory TEXT NOT NULL,
+        layer_user TEXT NOT NULL,
+        entries INTEGER NOT NULL,
+        PRIMARY KEY (account_id, memory, layer_user)
+    ) WITHOUT ROWID;
+    INSERT INTO layer_entry_counts (account_id, memory, layer_user, entries)
+        SELECT account_id, memory, layer_user, count(*) FROM entries WHERE conversation IS NULL
+        GROUP BY account_id, memory, layer_user;
+    CREATE TRIGGER entries_counted_on_insert AFTER INSERT ON entries WHEN new.conversation IS NULL BEGIN
+        INSERT INTO layer_entry_counts (account_id, memory, layer_user, entries)
+            VALUES (new.account_id, new.memory, new.layer_user, 1)
+            ON CONFLICT (account_id, memory, layer_user) DO UPDATE SET entries = entries + 1;
+    END;
+    CREATE TRIGGER entries_counted_on_delete AFTER DELETE ON entries WHEN old.conversation IS NULL BEGIN
+        UPDATE layer_entry_counts SET entries = entries - 1
+            WHERE account_id = old.account_id AND memory = old.memory AND layer_user = old.layer_user;
+    END;
+    CREATE TRIGGER entries_counted_on_update AFTER UPDATE OF conversation ON entries
+        WHEN (old.conversation IS NULL) <> (new.conversation IS NULL) BEGIN
+        UPDATE layer_entry_counts SET entries = entries + (CASE WHEN new.conversation IS NULL THEN 1 ELSE -1 END)
+            WHERE account_id = new.account_id AND memory = new.memory AND layer_user = new.layer_user;
+    END;
+    """,
 ]
