@@ -455,6 +455,12 @@ def test_a_generated_client_parses_an_mcp_reply(
     _conforms(document, "JsonRpcResponse", json.loads(answer.content))
     assert isinstance(answer.parsed, models.JsonRpcResponse) and answer.parsed.id == 7
     assert "memory__search" in [tool["name"] for tool in answer.parsed.result.to_dict()["tools"]]
+    # and a notification is accepted with no body, as the document says
+    notified = serve.sync_detailed(client=client, agent=agent, body=models.ServeMcpV1McpPostBody(
+        jsonrpc=models.ServeMcpV1McpPostBodyJsonrpc.VALUE_0, method="notifications/initialized"))
+    assert (notified.status_code, notified.content, notified.parsed) == (202, b"", None)
+    accepted = document["paths"]["/v1/mcp"]["post"]["responses"]["202"]
+    assert "content" not in accepted and set(document["paths"]["/v1/mcp"]["post"]["responses"]) >= {"200", "202"}
 
 
 def test_behind_api_gateway_the_document_and_swagger_ui_name_the_stage(server: Server) -> None:

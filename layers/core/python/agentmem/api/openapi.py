@@ -91,7 +91,8 @@ _EXTRA: dict[tuple[str, str], dict[str, str]] = {
         "409": "", "422": "Refused by screening, or a private save with no user (`no_user_context`)",
         "501": "`not_implemented`: journal tools arrive with conversation memory",
     },
-    ("post", "/v1/mcp"): {"404": "No such agent (or not the caller's)"},
+    ("post", "/v1/mcp"): {"202": "A notification or a response (a message with no reply): accepted, no body",
+                          "404": "No such agent (or not the caller's)"},
     ("get", f"{_WORKSPACE}/files"): {"404": "No such agent, or not the caller's conversation"},
     ("put", f"{_WORKSPACE}/files/{{path}}"): {"404": "No such agent, or not the caller's conversation"},
     ("get", f"{_WORKSPACE}/files/{{path}}"): {
@@ -124,6 +125,7 @@ _MCP_BODY = {
 }
 
 _APPEND = ("post", "/v1/agents/{agent}/conversations/{key}/messages")
+_MCP = ("post", "/v1/mcp")
 
 
 def _append_body(schemas: dict[str, Any]) -> dict[str, Any]:
@@ -177,7 +179,9 @@ def document(app: APIGatewayRestResolver, base_path: str = "/") -> dict[str, Any
             responses = operation.setdefault("responses", {})
             responses.pop("422", None)
             extra = _EXTRA.get((method, path), {})
-            if any(code in extra for code in ("201", "202", "204")) and "200" in responses and method != "put":
+            # a create or a start answers in place of 200 (MCP answers a request's 200 beside a notification's 202)
+            if (any(code in extra for code in ("201", "202", "204")) and "200" in responses and method != "put"
+                    and (method, path) != _MCP):
                 responses.pop("200")
             for code, description in extra.items():
                 if code == "201" and "content" in responses.get("200", {}):  # a create answers what an update does
@@ -196,7 +200,7 @@ def document(app: APIGatewayRestResolver, base_path: str = "/") -> dict[str, Any
             responses["429"] = {**_error_response(_WHY["429"]), "headers": _RETRY_AFTER}  # and over a rate limit
             if method in ("put", "post"):
                 responses["413"] = _error_response(_WHY["413"])
-            if (method, path) == ("post", "/v1/mcp"):
+            if (method, path) == _MCP:
                 operation["requestBody"] = _MCP_BODY
             if (method, path) == _APPEND:
                 operation["requestBody"] = _append_body(schemas)
