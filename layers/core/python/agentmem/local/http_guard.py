@@ -235,6 +235,7 @@ class GuardedHTTPServer(ThreadingHTTPServer):
         self._slots = threading.BoundedSemaphore(max_connections)
         self._busy_answers = threading.BoundedSemaphore(BUSY_ANSWERS_AT_ONCE)
         self._requests = 0  # requests being answered now
+        self.closing = False  # stopping: each answer closes its connection
         self._idle = threading.Condition()
         super().__init__(address, handler, bind_and_activate=listener is None)
         if listener is not None:

@@ -153,6 +153,8 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
             if key.lower() not in ("content-length", "connection"):
                 self.send_header(key, value)
         self.send_header("Content-Length", str(len(body)))
+        if cast(GuardedHTTPServer, self.server).closing:  # a stopping server: the client's next request goes elsewhere
+            self.close_connection = True
         if self.close_connection:
             self.send_header("Connection", "close")
         self.end_headers()
@@ -356,6 +358,7 @@ def serve_until_stopped(container: Container, server: GuardedHTTPServer, *, back
         if indexer is not None:
             indexer.stop()
         if drain_s:
+            server.closing = True
             server.wait_idle(drain_s)
         container.usage.flush()
         server.server_close()
