@@ -91,18 +91,20 @@ class Supervisor:
             _signal(pid, signal.SIGTERM)
 
     def _reap(self) -> tuple[int, int]:
-        """A worker that ended and its wait status, or (0, 0) after a short wait for one."""
-        try:
-            pid, code = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            self._workers.clear()
-            return 0, 0
-        if pid == 0:
-            if self._stopping and time.monotonic() > self._deadline:
-                for stuck in self._workers:
-                    _signal(stuck, signal.SIGKILL)
-            time.sleep(POLL_S)
-        return pid, code
+        """A worker that ended and its wait status, or (0, 0) after a short wait for one. Only the workers are
+        waited for: other children of this process (the emulators of ``serve-emulated``) are their owners'."""
+        for worker in list(self._workers):
+            try:
+                pid, code = os.waitpid(worker, os.WNOHANG)
+            except ChildProcessError:  # waited for already
+                return worker, 0
+            if pid:
+                return pid, code
+        if self._stopping and time.monotonic() > self._deadline:
+            for stuck in self._workers:
+                _signal(stuck, signal.SIGKILL)
+        time.sleep(POLL_S)
+        return 0, 0
 
     def _stop(self, signum: int | None = None, frame: FrameType | None = None) -> None:
         if self._stopping:
