@@ -22,7 +22,7 @@ import math
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -90,16 +90,30 @@ class SharedTokenBuckets(TokenBuckets):
         self._state = state
         self._kind = kind
         self._takes = 0
+        self._read = threading.local()  # this thread's transaction: the buckets it has read (a take follows a wait)
+
+    def begin(self) -> None:
+        """A transaction (or a read) starts: nothing read before it is known any more."""
+        self._read.rows = {}
 
     def _held(self, name: str) -> tuple[float, float] | None:
+        rows: dict[str, tuple[float, float] | None] | None = getattr(self._read, "rows", None)
+        if rows is not None and name in rows:
+            return rows[name]
         row = self._state.connection().execute(
             "SELECT tokens, at FROM buckets WHERE kind=? AND name=?", (self._kind, name)).fetchone()
-        return None if row is None else (float(row[0]), float(row[1]))
+        held = None if row is None else (float(row[0]), float(row[1]))
+        if rows is not None:
+            rows[name] = held
+        return held
 
     def _keep(self, name: str, tokens: float, at: float) -> None:
         conn = self._state.connection()
         conn.execute("INSERT INTO buckets (kind, name, tokens, at) VALUES (?, ?, ?, ?) ON CONFLICT (kind, name) "
                      "DO UPDATE SET tokens = excluded.tokens, at = excluded.at", (self._kind, name, tokens, at))
+        rows = getattr(self._read, "rows", None)
+        if rows is not None:
+            rows[name] = (tokens, at)
         self._takes += 1
         if self._takes % PRUNE_EVERY == 0:
             full_after = self.rate.burst / self.rate.per_s
@@ -123,11 +137,24 @@ class RateLimiter:
             self._writing: Callable[[], AbstractContextManager[object]] = lambda: lock
             self._reading: Callable[[], AbstractContextManager[object]] = lambda: lock
         else:
-            self._keys = SharedTokenBuckets(key, shared, "key")
-            self._accounts = SharedTokenBuckets(account, shared, "account")
-            self._sources = SharedTokenBuckets(failures, shared, "source")
-            self._writing = shared.write
-            self._reading = contextlib.nullcontext  # one SELECT reads one snapshot
+            buckets = [SharedTokenBuckets(key, shared, "key"), SharedTokenBuckets(account, shared, "account"),
+                       SharedTokenBuckets(failures, shared, "source")]
+            self._keys, self._accounts, self._sources = buckets
+
+            @contextlib.contextmanager
+            def writing() -> Iterator[None]:
+                with shared.write():
+                    for bucket in buckets:
+                        bucket.begin()
+                    yield
+
+            @contextlib.contextmanager
+            def reading() -> Iterator[None]:  # one SELECT reads one snapshot: no transaction
+                for bucket in buckets:
+                    bucket.begin()
+                yield
+
+            self._writing, self._reading = writing, reading
             if clock is time.monotonic:
                 self._clock = time.time
 
