@@ -72,6 +72,13 @@ class ConversationStore(ABC):
     def tail(self, ref: ConversationRef, count: int) -> list[Message]:
         """The newest ``count`` messages, in order (what the window is cut from)."""
 
+    def record_and_tail(self, ref: ConversationRef, count: int) -> tuple[ConversationRecord | None, list[Message]]:
+        """The record (as ``get``) and, when there is one, its newest ``count`` messages (as ``tail``): what a
+        context build reads of its conversation. The default reads one after the other; a store whose reads
+        wait on the network reads both at once."""
+        record = self.get(ref)
+        return record, self.tail(ref, count) if record is not None else []
+
     @abstractmethod
     def tool_messages(self, ref: ConversationRef, tool_call_id: str) -> list[Message]:
         """The tool_call and tool_result rows carrying ``tool_call_id``, in order."""

@@ -3,6 +3,7 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future
 from contextlib import contextmanager
 from typing import Any
 
@@ -145,6 +146,13 @@ class EntryStore(ABC):
         shadowing = {e.name for e in self._listing(shadowed_by, now)}
         return [e for e in listed if e.name not in shadowing]
 
+    def prefetch(self, layers: Sequence[Layer], now: str, *, entries: Sequence[tuple[Layer, str]] = ()) -> None:
+        """Inside ``context_reads``: what the build will read, known before it reads it (the listings of
+        ``layers``, the entries ``entries`` names), so a store whose reads wait on the network can send them at
+        once and answer the calls that follow from them. The default reads nothing ahead: each call reads when
+        it comes (the embedded store's reads take microseconds)."""
+        return None
+
     @contextmanager
     def context_reads(self) -> Iterator[None]:
         """One context build's reads: the listings these defaults make inside are shared by its calls, and
@@ -158,10 +166,21 @@ class EntryStore(ABC):
 
     def _listing(self, layer: Layer, now: str) -> list[Entry]:
         """The layer's live entries without checkpoints, newest first (once per build in ``context_reads``)."""
-        memo: dict[Any, list[Entry]] | None = getattr(_LISTINGS, "memo", None)
+        memo: dict[Any, Any] | None = context_memo()
         key = (id(self), layer, now)
         if memo is not None and key in memo:
-            return memo[key]
+            known = memo[key]
+            if isinstance(known, Future):  # read ahead (``prefetch``): its answer, or its error
+                known = memo[key] = known.result()
+            listed: list[Entry] = known
+            return listed
+        found = self._list_whole(layer, now)
+        if memo is not None:
+            memo[key] = found
+        return found
+
+    def _list_whole(self, layer: Layer, now: str) -> list[Entry]:
+        """The layer's live entries without checkpoints, newest first, read now (``list_layer``'s pages)."""
         found: list[Entry] = []
         cursor: str | None = None
         while True:
@@ -170,9 +189,14 @@ class EntryStore(ABC):
             if page.next_cursor is None:
                 break
             cursor = page.next_cursor
-        if memo is not None:
-            memo[key] = found
         return found
 
 
 _LISTINGS = threading.local()  # per thread, the listings of the context build under way (context_reads)
+
+
+def context_memo() -> dict[Any, Any] | None:
+    """The calling thread's reads of the context build under way (``context_reads``); None outside one. Keyed
+    by ``(id(store), layer, now)`` for a listing; a store adds keys of its own (what ``prefetch`` started)."""
+    memo: dict[Any, Any] | None = getattr(_LISTINGS, "memo", None)
+    return memo

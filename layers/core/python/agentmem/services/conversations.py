@@ -505,16 +505,24 @@ class ConversationService:
         fmt = check_model_format(format)
         ctx = self.call_context(principal, agent, key, user=user, surface=surface)
         ref = self.ref(ctx, key)
-        record = self.store.get(ref)
+        readable = sorted(self.agent_memory.readable(ctx), key=lambda m: m.name != ctx.agent.own_memory)
+        plan = self._index_layers(ctx, readable, ref.account_id)
         moment = self.clock()
         now = iso(moment)
-        cap = effective_cap(ctx.agent.window_messages, record.window_messages if record else None)
-        window = recent_window(self.store.tail(ref, cap), cap) if record is not None else []
-        readable = sorted(self.agent_memory.readable(ctx), key=lambda m: m.name != ctx.agent.own_memory)
-        with self.agent_memory.entries.store.context_reads():
-            sections, pinned = self._memory_parts(ctx, readable, ref.account_id, now, moment)
+        entries = self.agent_memory.entries.store
+        with entries.context_reads():
+            # everything the build reads that depends on nothing else it reads, started at once (a store whose
+            # reads wait on the network sends them together): the layers' listings, the checkpoint, and with
+            # them the conversation's record and tail; only the pinned entries' content waits for the listings
+            checkpoint_at = (Layer(ref.account_id, ctx.agent.own_memory, ref.user_id), ref.checkpoint_name)
+            entries.prefetch([layer for _, layers in plan for layer in layers], now, entries=[checkpoint_at])
+            # the tail as long as the agent's cap; the conversation's own setting can only shorten it
+            record, tail = self.store.record_and_tail(ref, effective_cap(ctx.agent.window_messages, None))
+            cap = effective_cap(ctx.agent.window_messages, record.window_messages if record else None)
+            window = recent_window(tail[-cap:], cap) if record is not None else []
+            sections, pinned = self._memory_parts(ctx, plan, ref.account_id, now, moment)
+            checkpoint = self.checkpoint_entry(ctx, ref) if record is not None else None
         summary = None
-        checkpoint = self.checkpoint_entry(ctx, ref) if record is not None else None
         if checkpoint is not None and checkpoint.content:
             summary = SummaryPart(checkpoint.content, record.folded_through if record else 0)
         built = assemble(pinned, memory_index(sections, now=moment), summary, window, self.part_tokens, cap=cap)
@@ -522,18 +530,29 @@ class ConversationService:
             built.update(format=fmt, **render(built["messages"], fmt))
         return {"conversation": key, "agent": ctx.agent.name, "user_id": ctx.user, "surface": ctx.surface, **built}
 
+    @staticmethod
+    def _index_layers(
+        ctx: CallContext, readable: list[MemoryRecord], account_id: str
+    ) -> list[tuple[MemoryRecord, list[Layer]]]:
+        """Each readable memory with the layers its index section reads: a user's memory its one layer, the
+        account's the user's layer first (its copies shadow the account's) and the account's layer."""
+        plan = []
+        for memory in readable:
+            users = [memory.user_id] if memory.user_id is not None else ([ctx.user, None] if ctx.user else [None])
+            plan.append((memory, [Layer(account_id, memory.name, u) for u in users]))
+        return plan
+
     def _memory_parts(
-        self, ctx: CallContext, readable: list[MemoryRecord], account_id: str, now: str, moment: datetime,
+        self, ctx: CallContext, plan: list[tuple[MemoryRecord, list[Layer]]], account_id: str, now: str,
+        moment: datetime,
     ) -> tuple[list[IndexSection], Pinned]:
         """The memory index's sections (read as far as they can show) and the pinned block."""
         store = self.agent_memory.entries.store
         sections: list[IndexSection] = []
         candidates: list[Entry] = []
         room = index_room()
-        for memory in readable:
+        for memory, layers in plan:
             own = memory.name == ctx.agent.own_memory
-            users = [memory.user_id] if memory.user_id is not None else ([ctx.user, None] if ctx.user else [None])
-            layers = [Layer(account_id, memory.name, u) for u in users]
             listed: list[Entry] = []
             total = 0
             heading = section_heading(memory.name, own)

@@ -419,19 +419,27 @@ class DynamoConversationStore(ConversationStore):
         return self._range(state, first, min(state.last_seq, first + limit - 1))
 
     def tail(self, ref: ConversationRef, count: int) -> list[Message]:
-        if count <= 0:
-            return []
+        return self._tail(ref, count)[1] if count > 0 else []
+
+    def record_and_tail(self, ref: ConversationRef, count: int) -> tuple[ConversationRecord | None, list[Message]]:
+        """The record's GetItem and the tail's Query at once (one round), as ``tail`` sends them."""
+        state, messages = self._tail(ref, count)
+        return (state.record() if state is not None and not state.purging else None), messages
+
+    def _tail(self, ref: ConversationRef, count: int) -> tuple[ConversationState | None, list[Message]]:
         pk = conversation_pk(ref)
+        if count <= 0:
+            return self._read_state(pk), []
         # the newest rows and the record at once: the rows are the tail unless it reaches sealed seqs
         newest = self.threads.submit(lambda: self.tail_rows.rows(pk, 1, layout.MAX_SEQ, descending=True, limit=count))
         state = self._read_state(pk)
         rows = {m.seq: m for m in newest.result()}
         if state is None or state.purging:
-            return []
+            return state, []
         wanted = range(max(1, state.last_seq - count + 1), state.last_seq + 1)
         if all(seq in rows for seq in wanted):
-            return [rows[seq] for seq in wanted]
-        return self._range(state, wanted.start, wanted.stop - 1)
+            return state, [rows[seq] for seq in wanted]
+        return state, self._range(state, wanted.start, wanted.stop - 1)
 
     def _range(self, state: ConversationState, first: int, last: int) -> list[Message]:
         """Every message from ``first`` to ``last`` (within the conversation) in order: segments up to

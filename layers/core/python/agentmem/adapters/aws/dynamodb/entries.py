@@ -38,6 +38,10 @@ Round trips (requests to DynamoDB) of each operation of the store:
 - ``history``: one consistent ``Query`` of the entry's history rows.
 - ``search_candidates``: one consistent ``Query`` per layer per MB of the layer's entries.
 - ``existing_names``: one ``BatchGetItem`` per 100 names.
+- ``prefetch`` (a context build, inside ``context_reads``): each layer's whole listing, one ``Query`` of the
+  by_layer_updated index per MB of listing rows (a 500-entry layer: one), and each named entry's consistent
+  ``GetItem``, all sent at once on the store's threads; the build's ``index_page``, ``index_count``,
+  ``pinning_candidates`` and ``get`` calls then wait for those answers instead of reading.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Sequence
+from functools import partial
 from itertools import islice
 from typing import cast
 
@@ -53,7 +58,7 @@ from pynamodb.expressions.condition import Condition
 from ....domain.cursor import decode_cursor, encode_cursor
 from ....domain.errors import ConflictError, InvalidError, LayerFullError, NotFoundError, VersionConflictError
 from ....domain.models import Entry, EntryDraft, HistoryItem, Layer, Page
-from ....ports.entries import EntryStore
+from ....ports.entries import EntryStore, context_memo
 from . import layout
 from .entry_rows import (
     from_raw,
@@ -66,6 +71,7 @@ from .entry_rows import (
     to_history_item,
     version_of,
 )
+from .io_threads import IoThreads
 from .layer_space import LayerSpace, count_in_layer, count_in_memory, memory_is_live
 from .models import BoundModels, EntryRow, HistoryRow, LastVersionRow
 from .snapshots import Snapshot, SnapshotCache
@@ -112,6 +118,7 @@ class DynamoEntryStore(EntryStore):
         self.models = models
         self.cache = cache or SnapshotCache()
         self.space = LayerSpace(models)
+        self.threads = IoThreads()  # a context build's reads, sent at once (prefetch)
         self.on_ttl_removed = self.space.on_ttl_removed  # the stream indexer's hook for TTL deletions
 
     # -- writes -----------------------------------------------------------------------------------------
@@ -333,7 +340,10 @@ class DynamoEntryStore(EntryStore):
         return Snapshot(row, fresh=True)
 
     def get(self, layer: Layer, name: str, now: str) -> Entry | None:
-        row = self._read((layout.layer_pk(layer), layout.entry_sk(name))).row
+        key = (layout.layer_pk(layer), layout.entry_sk(name))
+        memo = context_memo()
+        ahead = memo.pop(("get", id(self), key), None) if memo is not None else None
+        row = ahead.result().row if ahead is not None else self._read(key).row
         return to_entry(row, with_content=True) if row is not None and is_live(row, now) else None
 
     def get_many(self, keys: Sequence[tuple[Layer, str]], now: str) -> dict[tuple[Layer, str], Entry]:
@@ -358,6 +368,27 @@ class DynamoEntryStore(EntryStore):
         items = [to_entry(r, with_content=False) for r in rows[:limit]]
         more = len(rows) > limit
         return Page(items=items, next_cursor=encode_cursor([items[-1].updated_at, items[-1].name]) if more else None)
+
+    def prefetch(self, layers: Sequence[Layer], now: str, *, entries: Sequence[tuple[Layer, str]] = ()) -> None:
+        memo = context_memo()
+        if memo is None:
+            return  # outside a context build nothing would keep the answers
+        for layer in dict.fromkeys(layers):
+            listing = (id(self), layer, now)
+            if listing not in memo:
+                memo[listing] = self.threads.submit(partial(self._list_whole, layer, now))
+        for layer, name in dict.fromkeys(entries):
+            key = (layout.layer_pk(layer), layout.entry_sk(name))
+            if ("get", id(self), key) not in memo:
+                memo[("get", id(self), key)] = self.threads.submit(partial(self._read, key))
+
+    def _list_whole(self, layer: Layer, now: str) -> list[Entry]:
+        """The layer's live listing rows without checkpoints, newest first: one Query per MB of them (the
+        order and the rows of ``list_layer``'s pages, without a request per page)."""
+        rows = self.models.entry.by_layer_updated.query(
+            layout.layer_pk(layer), filter_condition=_live_filter(now), scan_index_forward=False,
+        )
+        return [e for e in (to_entry(r, with_content=False) for r in rows) if e.conversation is None]
 
     def history(self, layer: Layer, name: str, now: str, *, limit: int | None = None) -> list[HistoryItem]:
         # newest first: the key orders an entry's runs by creation, each run's versions in order
