@@ -1,6 +1,7 @@
 """AWS requests per operation: what each API operation and each DynamoDB store call sends to AWS.
 
-    .venv/bin/python bench/aws_calls.py                  # about 30 s: prints the tables, writes the JSON
+    .venv/bin/python bench/aws_calls.py                  # about 80 s: prints the tables, writes the JSON
+    .venv/bin/python bench/aws_calls.py --context        # only the context build's rows, writes nothing
     .venv/bin/python bench/aws_calls.py --update-docs    # also replaces the generated block of docs/benchmarks.md
     .venv/bin/python bench/aws_calls.py --markdown bench/results/aws_calls.json   # the tables, measuring nothing
 
@@ -27,6 +28,11 @@ Two levels:
 2. **Store calls**: the DynamoDB adapters called directly (``DynamoEntryStore``, ``DynamoMemoryStore``,
    ``DynamoAccountStore``, ``DynamoConversationStore``), with their cache warm or cold (a new store = a new
    process). A conversation append is one transaction when the process's cache knows the conversation.
+
+A context build (``GET …/context``) is measured through the API too, on an agent with two attached memories
+(500 entries a layer, 60 messages), with its *rounds*: ``before-call`` / ``after-call`` note when each API call
+starts and ends, and the rounds are the longest chain of requests each sent after the previous one ended
+(requests in flight together count once). ``--context`` runs only those rows and writes nothing.
 
 Each row is set up first (uncounted), then only the measured call is counted. Usage metering is held back
 during the measurements (its flush is measured on its own row), so no row picks up a flush by chance.
@@ -58,6 +64,7 @@ import os
 import platform
 import re
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -114,6 +121,17 @@ class Tally:
     tx_wcu_aws_rule: float = 0.0  # AWS's rule for the table writes of successful transactions (estimate)
     query_pages: int = 0
     query_items_read: int = 0  # ScannedCount: items read before any filter
+    spans: list[tuple[float, float]] = field(default_factory=list)  # each API call's start and end (perf_counter)
+
+
+def rounds(spans: Sequence[tuple[float, float]]) -> int:
+    """How many requests the call waited for one after another: the longest chain of requests each of which
+    started after the one before it had ended. Requests in flight together (sent at once) make one round."""
+    ordered = sorted(spans)
+    depth: list[int] = []
+    for i, (start, _) in enumerate(ordered):
+        depth.append(1 + max((depth[j] for j in range(i) if ordered[j][1] <= start), default=0))
+    return max(depth, default=0)
 
 
 def item_size(item: dict[str, Any]) -> int:
@@ -160,6 +178,7 @@ class Meter:
         self.tally = Tally()
         self.enabled = True
         self._pending_rule: dict[int, float] = {}
+        self._started: dict[int, float] = {}  # thread → when its API call under way started
 
     def attach(self, session: Any) -> None:
         events = session.events
@@ -167,6 +186,7 @@ class Meter:
         events.register("before-call", self._before_call)
         events.register("before-send", self._before_send)
         events.register("after-call", self._after_call)
+        events.register("after-call-error", self._after_call_error)
 
     @staticmethod
     def _parts(event_name: str) -> tuple[str, str]:
@@ -185,6 +205,15 @@ class Meter:
         if self.enabled:
             service, operation = self._parts(event_name)
             self.tally.calls[f"{service}.{operation}"] += 1
+            self._started[threading.get_ident()] = time.perf_counter()
+
+    def _ended(self) -> None:
+        started = self._started.pop(threading.get_ident(), None)
+        if self.enabled and started is not None:
+            self.tally.spans.append((started, time.perf_counter()))
+
+    def _after_call_error(self, **_: Any) -> None:
+        self._ended()
 
     def _before_send(self, request: Any, event_name: str, **_: Any) -> None:
         if self.enabled:
@@ -194,6 +223,7 @@ class Meter:
 
     def _after_call(self, http_response: Any, parsed: dict[str, Any], model: Any, context: dict[str, Any],
                     event_name: str, **_: Any) -> None:
+        self._ended()
         if not self.enabled:
             return
         service, operation = self._parts(event_name)
@@ -261,6 +291,8 @@ class Row:
     with_authenticate: dict[str, int] | None = None  # api rows: the same call with the handler's key lookup
     with_authenticate_rcu: float | None = None
     note: str = ""
+    rounds: int = 0  # requests waited for one after another (``rounds``); requests sent at once are one
+    min_rounds: int | None = None  # the rows that measure rounds: the fewest the data dependencies allow
 
     @property
     def total(self) -> int:
@@ -268,7 +300,7 @@ class Row:
 
     @property
     def meets(self) -> bool:
-        return self.total <= self.minimum
+        return self.total <= self.minimum and (self.min_rounds is None or self.rounds <= self.min_rounds)
 
 
 def _by_operation(tally: Tally) -> dict[str, int]:
@@ -286,7 +318,7 @@ def _row(level: str, operation: str, minimum: int, minimum_text: str, tally: Tal
         requests=_by_operation(tally), rcu=tally.rcu, wcu=tally.wcu, rcu_index=tally.rcu_index,
         wcu_index=tally.wcu_index, tx_wcu_aws_rule=tally.tx_wcu_aws_rule, query_pages=tally.query_pages,
         query_items_read=tally.query_items_read, api_calls=sum(tally.calls.values()), errors=dict(tally.errors),
-        outcome=outcome, note=note,
+        outcome=outcome, note=note, rounds=rounds(tally.spans),
     )
 
 
@@ -385,7 +417,7 @@ class Bench:
         return body
 
     def api(self, operation: str, minimum: int, minimum_text: str, prepare: Callable[[str], Callable[[bool], Any]],
-            note: str = "") -> Row:
+            note: str = "", min_rounds: int | None = None) -> Row:
         """One API row: ``prepare(tag)`` sets up (uncounted) and returns the call, made with ``cached``."""
         results: dict[bool, tuple[Tally, str]] = {}
         for cached in (True, False):
@@ -395,13 +427,14 @@ class Bench:
                 results[cached] = (tally, str(outcome))
         tally, outcome = results[True]
         row = _row("api", operation, minimum, minimum_text, tally, outcome, note)
+        row.min_rounds = min_rounds
         auth_tally, auth_outcome = results[False]
         if auth_outcome != outcome:
             raise RuntimeError(f"{operation}: {outcome} authorizer-cached but {auth_outcome} with authenticate")
         row.with_authenticate = _by_operation(auth_tally)
         row.with_authenticate_rcu = auth_tally.rcu
         self.rows.append(row)
-        print(f"  api   {operation:<58} {row.total} requests", flush=True)
+        print(f"  api   {operation:<58} {row.total} requests, {row.rounds} rounds", flush=True)
         return row
 
     def store(self, operation: str, minimum: int, minimum_text: str, act: Callable[[], Any], note: str = "",
@@ -434,6 +467,25 @@ class Bench:
                     layer,
                     EntryDraft(name=entry.name, content=content, description=entry.description,
                                category=entry.category, importance=entry.importance, visibility="shared"),
+                    expected_version=None, now=iso(now), keep_history_until=iso(now + dt.timedelta(days=30)),
+                    layer_limit=500,
+                )
+
+    def fill_at(self, layer: Any, entries: Sequence[Any], *, pinned_every: int = 0) -> None:
+        """Save ``entries`` into ``layer`` of a memory that exists, through the store (uncounted); every
+        ``pinned_every``-th one a user_profile of importance 0.9 (it qualifies for the pinned block)."""
+        from agentmem.domain.clock import iso, utcnow
+        from agentmem.domain.models import EntryDraft
+
+        with self.meter.paused():
+            for n, entry in enumerate(entries):
+                pinned = pinned_every and n % pinned_every == 0
+                now = utcnow()
+                self.dynamo.entries.save(
+                    layer,
+                    EntryDraft(name=entry.name, content=entry.content, description=entry.description,
+                               category="user_profile" if pinned else entry.category,
+                               importance=0.9 if pinned else min(entry.importance, 0.6), visibility="shared"),
                     expected_version=None, now=iso(now), keep_history_until=iso(now + dt.timedelta(days=30)),
                     layer_limit=500,
                 )
@@ -644,6 +696,7 @@ def run() -> dict[str, Any]:
               note="BatchGetItem: which account names found the user has own copies of (shadowing, 100 keys each)")
 
     recall_rows(bench, query)
+    context_rows(bench)
 
     print("around the API ...", flush=True)
     from agentmem.local.server import LocalContext
@@ -840,6 +893,60 @@ def recall_rows(bench: Bench, query: str) -> None:
             bench._set_container(bench.container)
 
 
+CONTEXT_LAYER_ENTRIES = 500
+CONTEXT_TURNS = 30  # of two messages: a journal of 60
+
+
+def context_rows(bench: Bench) -> None:
+    """A context build (``GET …/conversations/{key}/context``): a user's conversation of 60 messages with an agent
+    whose own memory has 500 entries in the user's layer and 500 in the account's, and two attached account
+    memories of 500 entries each (their user layers empty): six layers listed, ten entries pinned.
+
+    *Rounds*: how many requests the build waited for one after another (``rounds``: the longest chain of
+    requests each sent after the one before it ended; requests in flight together are one round)."""
+    from agentmem.domain.agents import own_memory_name
+    from agentmem.domain.models import Layer
+    from corpus import Corpus
+
+    print("a context build (an agent's memory with two attached, 500 entries a layer, 60 messages) ...",
+          flush=True)
+    corpus = Corpus()
+    for memory in ("ctx-a", "ctx-b"):
+        bench.setup_call("PUT", f"/v1/memories/{memory}")
+    bench.setup_call("PUT", "/v1/agents/ctx", body={"memories": [{"name": "ctx-a"}, {"name": "ctx-b"}]})
+    own = own_memory_name("ctx")
+    layers = [Layer(bench.account_id, own, "u1"), Layer(bench.account_id, own, None),
+              Layer(bench.account_id, "ctx-a", None), Layer(bench.account_id, "ctx-b", None)]
+    for n, layer in enumerate(layers):
+        entries = [corpus.entry(n + 2, i) for i in range(CONTEXT_LAYER_ENTRIES)]
+        bench.fill_at(layer, entries, pinned_every=50 if n < 2 else 0)
+    path = "/v1/agents/ctx/conversations/chat-ctx"
+    for i in range(CONTEXT_TURNS):
+        bench.setup_call("POST", f"{path}/messages", "user=u1", body={"messages": [
+            {"role": "user", "content": f"Question {i}: which fares does the travel policy allow for trip {i}?"},
+            {"role": "assistant", "content": f"Answer {i}: economy, unless the flight is over six hours ({i})."},
+        ]})
+
+    def warm(tag: str) -> Callable[[bool], Any]:
+        bench.setup_call("GET", f"{path}/context", "user=u1")  # this instance has just built it once
+        return lambda cached: bench.call("GET", f"{path}/context", "user=u1", cached=cached)[0]
+
+    def cold(tag: str) -> Callable[[bool], Any]:
+        def act(cached: bool) -> Any:
+            with bench.cold_process():
+                return bench.call("GET", f"{path}/context", "user=u1", cached=cached)[0]
+        return act
+
+    reads = ("GetItem of the agent; then at once: 6 layer listings (one Query of the listing index each, "
+             "< 1 MB), the conversation's record (GetItem) and tail (Query), the checkpoint (GetItem); then "
+             "the pinned entries' content (BatchGetItem)")
+    bench.api("context build, warm instance", 11, "11 in 3 rounds: " + reads, warm, min_rounds=3)
+    bench.api("context build, cold instance", 12, "12 in 4 rounds: the same, and the 3 memories' records "
+              "(one BatchGetItem) after the agent's", cold, min_rounds=4,
+              note="a new instance: a GetItem of each memory's record (then kept 5 s), one after another "
+                   "(AgentMemory.readable reads them in turn), before the layers are known")
+
+
 def conversation_rows(bench: Bench, setup: Callable[[Callable[[], Any]], Any]) -> None:
     """The conversation store's append and reads: a warm process (its cache knows the conversation) and a
     cold one (a new store: another Lambda instance). The journal bucket is never touched by these."""
@@ -953,6 +1060,11 @@ def _requests_text(requests: dict[str, int]) -> str:
     return f"**{total}**: {kinds}"
 
 
+def _rounds_text(row: dict[str, Any]) -> str:
+    """The rows that measure rounds: how many the requests took (requests in flight together are one)."""
+    return f", in **{row['rounds']} rounds**" if row.get("min_rounds") is not None else ""
+
+
 def _units(value: float) -> str:
     return f"{value:g}"
 
@@ -982,7 +1094,7 @@ def markdown(results: dict[str, Any]) -> str:
             continue
         status = f" → {row['outcome']}" if row["outcome"] not in ("200", "201", "204") else ""
         out.append(
-            f"| {row['operation']}{status} | {_requests_text(row['requests'])} | "
+            f"| {row['operation']}{status} | {_requests_text(row['requests'])}{_rounds_text(row)} | "
             f"{sum((row['with_authenticate'] or {}).values())} | {_units(row['rcu'])} | {_units(row['wcu'])} | "
             f"{row['minimum_text']} | {_meets(row)} | {_why(row)} |"
         )
@@ -1057,6 +1169,8 @@ def print_tables(results: dict[str, Any]) -> None:
         name = row["operation"] + (f" → {row['outcome']}" if row["outcome"] not in ("ok", "200", "201", "204") else "")
         print(f"{name:<{width}} {row['total']:>2} {kinds:<49} {auth:>4} {row['rcu']:>6g} {row['wcu']:>6g}  "
               f"{row['minimum']:<9} {'yes' if row['meets'] else 'NO'}")
+        if row.get("min_rounds") is not None:
+            print(f"{'':<{width}}    rounds: {row['rounds']} (minimum {row['min_rounds']})")
         if not row["meets"]:
             print(f"{'':<{width}}    why: {_why(row)}")
     print()
@@ -1080,11 +1194,20 @@ def update_docs(text: str) -> bool:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--markdown", type=Path, metavar="JSON", help="print the tables of saved results")
+    parser.add_argument("--context", action="store_true",
+                        help="only the context build's rows: print them, write nothing")
     parser.add_argument("--update-docs", action="store_true",
                         help=f"replace the generated block of {DOCS.relative_to(ROOT)} with this run's tables")
     args = parser.parse_args(argv)
     if args.markdown:
         print(markdown(json.loads(args.markdown.read_text())))
+        return 0
+    if args.context:
+        bench = Bench()
+        context_rows(bench)
+        for row in bench.rows:
+            print(f"{row.operation}: {row.total} requests in {row.rounds} rounds (minimum {row.minimum} in "
+                  f"{row.min_rounds}), {row.requests}, with authenticate {row.with_authenticate}, RCU {row.rcu:g}")
         return 0
     results = run()
     print_tables(results)
