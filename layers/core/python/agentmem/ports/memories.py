@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 
 from ..domain.models import MemoryRecord
 
@@ -24,6 +25,11 @@ class MemoryStore(ABC):
         ``entry_count`` counts the layers ``viewer`` sees (the account's and the viewer's own);
         every layer when there is no viewer (an account key acting for the account). With
         ``counts=False`` the record has no ``entry_count`` or ``attached_to`` (a cheaper lookup)."""
+
+    def read_ahead(self, account_id: str, names: Sequence[str], now: str) -> None:
+        """The ``get_memory(counts=False)`` calls about to come for ``names``: a store that keeps the records
+        it reads for a while can read them all in one request first. The default reads nothing ahead."""
+        return None
 
     @abstractmethod
     def list_memories(

@@ -89,6 +89,8 @@ class AgentMemory:
     def readable(self, ctx: CallContext) -> list[MemoryRecord]:
         """Its own memory first, then each attached one in attachment order (a browser sees none of
         the account's)."""
+        names = [ctx.agent.own_memory, *(a.memory for a in ctx.agent.memories)]
+        self.entries.memories.store.read_ahead(ctx.principal.account_id, names, self._now())
         memories = [self._memory(ctx, ctx.agent.own_memory)]
         for attachment in ctx.agent.memories:
             record = self._memory(ctx, attachment.memory)

@@ -145,6 +145,16 @@ class DynamoMemoryStore(MemoryStore):
             return _record(row, counts=False)
         return _record(row, self._entry_counts([row], viewer, now)[row.name])
 
+    def read_ahead(self, account_id: str, names: Sequence[str], now: str) -> None:
+        """The records of ``names`` this process does not keep, in one consistent BatchGetItem, kept as
+        ``get_memory`` keeps them (a context build on a new instance: one request, not one per memory)."""
+        missing = [n for n in dict.fromkeys(names) if self.cache.get(account_id, n) is None]
+        if len(missing) < 2:
+            return  # one record: get_memory's GetItem is the same one request
+        keys = [(layout.account_pk(account_id), layout.memory_sk(n)) for n in missing]
+        for row in self.models.memory.batch_get(keys, consistent_read=True):
+            self.cache.keep(_record(row, counts=False))
+
     def list_memories(
         self, account_id: str, now: str, *, trash: bool, user_id: str | None, include_account: bool
     ) -> list[MemoryRecord]:
