@@ -145,6 +145,14 @@ class Settings(BaseModel):
             raise ValueError("AGENTMEM_SUMMARISER=openai needs AGENTMEM_SUMMARY_URL and AGENTMEM_SUMMARY_MODEL")
         return self
 
+    @model_validator(mode="after")
+    def _download_links_whole(self) -> Settings:
+        given = [self.download_domain, self.download_key_pair_id, self.download_key_secret_arn]
+        if any(given) and not all(given):
+            raise ValueError("CloudFront download links need all of AGENTMEM_DOWNLOAD_DOMAIN, "
+                             "AGENTMEM_DOWNLOAD_KEY_PAIR_ID and AGENTMEM_DOWNLOAD_KEY_SECRET_ARN")
+        return self
+
 
 def known_variables() -> frozenset[str]:
     """Every ``AGENTMEM_*`` name something reads: the settings' own and ``OTHER_VARIABLES``."""
@@ -163,14 +171,6 @@ def unknown_variables(environ: Mapping[str, str]) -> list[str]:
 def _variable(location: tuple[int | str, ...]) -> str:
     name = str(location[0]) if location else "settings"
     return name if name.upper().startswith(PREFIX) else PREFIX + name.upper()
-
-    @model_validator(mode="after")
-    def _download_links_whole(self) -> Settings:
-        given = [self.download_domain, self.download_key_pair_id, self.download_key_secret_arn]
-        if any(given) and not all(given):
-            raise ValueError("CloudFront download links need all of AGENTMEM_DOWNLOAD_DOMAIN, "
-                             "AGENTMEM_DOWNLOAD_KEY_PAIR_ID and AGENTMEM_DOWNLOAD_KEY_SECRET_ARN")
-        return self
 
 
 def load_settings(**overrides: object) -> Settings:
