@@ -568,6 +568,13 @@ def test_openapi_lists_the_codes_each_operation_answers(server: Server) -> None:
     assert "HTTPValidationError" not in spec["components"]["schemas"]
     delete_op = spec["paths"]["/v1/keys/{key_id}"]["delete"]
     assert "204" in delete_op["responses"] and "200" not in delete_op["responses"]
+    # and every operation behind a key documents the 429 and the 503 (AWS storage busy), each with Retry-After
+    for path, operations in spec["paths"].items():
+        for method, operation in operations.items():
+            if not isinstance(operation, dict) or operation.get("security") == []:
+                continue  # (the health check and the signed links ask for no key)
+            for code in ("429", "503"):
+                assert "Retry-After" in operation["responses"][code].get("headers", {}), (method, path, code)
 
 
 # --- serve's key (§13) -------------------------------------------------------------------------------

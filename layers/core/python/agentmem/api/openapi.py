@@ -55,6 +55,8 @@ _WHY = {
     "429": "Too many requests (`rate_limited`): for this key or its account, or invalid keys from this address; "
            "retry after `Retry-After` seconds",
 }
+_WHY["503"] = ("The service's storage is busy or failing for a moment (`unavailable`, on AWS: DynamoDB, S3 or "
+                "Step Functions throttling past the retries); nothing was changed: retry after `Retry-After` seconds")
 _RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before retrying", "schema": {"type": "integer"}}}
 
 # status codes beyond 200/400/401 that an operation answers, by (method, path)
@@ -198,6 +200,8 @@ def document(app: APIGatewayRestResolver, base_path: str = "/") -> dict[str, Any
             if "{" in path:  # what a path names may not exist (or be another account's)
                 responses.setdefault("404", _error_response(_WHY["404"]))
             responses["429"] = {**_error_response(_WHY["429"]), "headers": _RETRY_AFTER}  # and over a rate limit
+            # and, on AWS, storage throttling or failing past the client's retries: nothing was changed
+            responses["503"] = {**_error_response(_WHY["503"]), "headers": _RETRY_AFTER}
             if method in ("put", "post"):
                 responses["413"] = _error_response(_WHY["413"])
             if (method, path) == _MCP:
