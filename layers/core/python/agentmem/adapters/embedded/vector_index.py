@@ -234,11 +234,17 @@ class _Partition:
             assert self.matrix is not None
             if not len(self.matrix):
                 return []
-            live = np.array(self.node_first, dtype=np.int64) >= 0
-            by_node = np.where(live, self.matrix @ query, -np.inf)
+            firsts = np.array(self.node_first, dtype=np.int64)
+            by_node = np.where(firsts >= 0, self.matrix @ query, -np.inf)
             take = min(k, len(by_node))
             best = np.argpartition(-by_node, take - 1)[:take]
             best = best[np.argsort(-by_node[best], kind="stable")]
+            if not self.node_more:  # each node stands for one row: which rows, in one vector operation
+                rows, scores = firsts[best], by_node[best].astype(np.float64)
+                keep = np.isfinite(scores) & (rows >= 0)
+                rows, scores = rows[keep], scores[keep]
+                keep = self.alive[rows]
+                return list(zip(scores[keep][:k].tolist(), rows[keep][:k].tolist(), strict=True))
             return self._rows_near(best.tolist(), by_node[best].astype(np.float64).tolist(), k)
         if not len(scores):
             return []
@@ -467,7 +473,7 @@ class SqliteVectorIndex(SearchIndex):
         self._refresh()
         query = np.asarray(vector, dtype=np.float32)
         conversations = set(filter_values(filters["conversation"])) if "conversation" in filters else None
-        hits: list[tuple[float, str, dict[str, Any]]] = []
+        found: list[tuple[float, int, _Partition, int]] = []
         for name in _partition_names(filters):
             part = self._partition(name)
             if part is None or not part.size:
@@ -478,16 +484,18 @@ class SqliteVectorIndex(SearchIndex):
                 nearest = part.nearest(query, k, rows, self._vectors_of(part, rows)) if rows.size else []
             else:
                 nearest = part.nearest(query, k)
-            kind, account, scope, user = name.split(_SEP)
-            for score, row in nearest:
-                fields: dict[str, Any] = {"kind": kind, "account": account, "user": user}
-                if kind == "entry":
-                    fields.update(memory=scope, name=part.labels[row])
-                else:
-                    fields.update(agent=scope, conversation=part.labels[row], seq=int(part.seqs[row]))
-                hits.append((score, f"{kind}:{int(part.sources[row])}", fields))
-        hits.sort(key=lambda h: (-h[0], h[1]))
-        return [SearchHit(doc_id, score, fields) for score, doc_id, fields in hits[:k]]
+            found += [(score, int(part.sources[row]), part, row) for score, row in nearest]
+        found.sort(key=lambda h: (-h[0], str(h[1])))  # a tie as the ids ("kind:source", one kind) sort
+        hits: list[SearchHit] = []
+        for score, source, part, row in found[:k]:  # fields for the answer only, not every partition's best
+            kind, account, scope, user = part.name.split(_SEP)
+            fields: dict[str, Any] = {"kind": kind, "account": account, "user": user}
+            if kind == "entry":
+                fields.update(memory=scope, name=part.labels[row])
+            else:
+                fields.update(agent=scope, conversation=part.labels[row], seq=int(part.seqs[row]))
+            hits.append(SearchHit(f"{kind}:{source}", score, fields))
+        return hits
 
     def _vectors_of(self, part: _Partition, rows: np.ndarray[Any, np.dtype[np.int64]]) -> Vectors:
         if part.matrix is not None:
