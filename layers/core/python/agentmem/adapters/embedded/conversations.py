@@ -373,33 +373,34 @@ class SqliteConversationStore(ConversationStore):
             since = 0 if share >= 1.0 else int(newest * (1.0 - share))
             if pair is not None and pair.share >= SEARCH_UNSCOPED_SHARE:
                 asked = min(int(limit / pair.share) + limit // 4 + 1, 4 * limit)
-                rows = conn.execute(
-                    f"SELECT f.rowid AS id, c.key, -f.score AS score, {_MESSAGE_COLUMNS} FROM "
-                    "(SELECT rowid, bm25(messages_fts, 0.0, 1.0, 0.5) AS score FROM messages_fts "
-                    " WHERE messages_fts MATCH ? AND rowid > ? ORDER BY score, rowid DESC LIMIT ?) f "
-                    # (CROSS JOIN: the best rows first, then their conversations, never the pair's every message)
-                    "CROSS JOIN messages m ON m.id = f.rowid CROSS JOIN conversations c ON c.id = m.conversation_id "
-                    "WHERE c.account_id=? AND c.agent=? AND c.user_key=? ORDER BY f.score, f.rowid DESC LIMIT ?",
-                    (words_match, since, asked, *pair.key, limit),
-                ).fetchall()
+                rows = self._best(words_match, since, asked, keep=(pair.key, limit))
                 if len(rows) < limit and conn.execute(  # others' rows took the places: ask with the token
                     "SELECT count(*) FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? AND rowid > ? "
                     "LIMIT ?)", (words_match, since, asked),
                 ).fetchone()[0] >= asked:
-                    rows = self._scoped(f"scope : {scope} AND {words_match}", since, limit)
+                    rows = self._best(f"scope : {scope} AND {words_match}", since, limit)
             else:
-                rows = self._scoped(f"scope : {scope} AND {words_match}", since, limit)
+                rows = self._best(f"scope : {scope} AND {words_match}", since, limit)
             if len(rows) >= limit or since == 0 or not widen:
                 return rows
             share = min(1.0, share * 4)
 
-    def _scoped(self, match: str, since: int, limit: int) -> list[Any]:
+    def _best(
+        self, match: str, since: int, asked: int, *, keep: tuple[tuple[str, str, str], int] | None = None
+    ) -> list[Any]:
+        """The ``asked`` best messages of ``match`` by BM25 with ids above ``since``, and their conversations'
+        keys; ``keep`` (a pair's key, how many): only that pair's, at most that many of them. (CROSS JOIN: the
+        best rows first, then their conversations, never the pair's every message.)"""
+        where, params = "", [match, since, asked]
+        if keep is not None:
+            where = " WHERE c.account_id=? AND c.agent=? AND c.user_key=? ORDER BY f.score, f.rowid DESC LIMIT ?"
+            params += [*keep[0], keep[1]]
         return self.db.connection().execute(
             f"SELECT f.rowid AS id, c.key, -f.score AS score, {_MESSAGE_COLUMNS} FROM "
             "(SELECT rowid, bm25(messages_fts, 0.0, 1.0, 0.5) AS score FROM messages_fts "
             " WHERE messages_fts MATCH ? AND rowid > ? ORDER BY score, rowid DESC LIMIT ?) f "
-            "JOIN messages m ON m.id = f.rowid JOIN conversations c ON c.id = m.conversation_id",
-            (match, since, limit),
+            "CROSS JOIN messages m ON m.id = f.rowid CROSS JOIN conversations c ON c.id = m.conversation_id" + where,
+            params,
         ).fetchall()
 
     def _pair_share(self, account_id: str, agent: str, user_id: str | None, newest: int) -> _PairShare:
