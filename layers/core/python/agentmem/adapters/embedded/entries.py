@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, cast
 
 from ...domain.cursor import decode_cursor, encode_cursor
@@ -288,14 +288,9 @@ class SqliteEntryStore(EntryStore):
         found: dict[tuple[Layer, str], Entry] = {}
         wanted = {(layer.account_id, layer.memory, layer.user_key, name): (layer, name) for layer, name in keys}
         one = f"SELECT * FROM entries WHERE account_id=? AND memory=? AND layer_user=? AND name=? AND {_LIVE}"
-        listed = list(wanted)
-        conn = self.db.connection()
-        for start in range(0, len(listed), _LAYERS_A_STATEMENT):
-            chunk = listed[start:start + _LAYERS_A_STATEMENT]
-            params = [value for key in chunk for value in (*key, now)]
-            for row in conn.execute(" UNION ALL ".join([one] * len(chunk)), params):
-                key = (row["account_id"], row["memory"], row["layer_user"], row["name"])
-                found[wanted[key]] = _row_to_entry(row, with_content=True)
+        for row in _union_all(self.db.connection(), one, [(*key, now) for key in wanted]):
+            key = (row["account_id"], row["memory"], row["layer_user"], row["name"])
+            found[wanted[key]] = _row_to_entry(row, with_content=True)
         return found
 
     def list_layer(self, layer: Layer, now: str, *, limit: int, cursor: str | None) -> Page:
@@ -432,16 +427,11 @@ class SqliteEntryStore(EntryStore):
         test = " AND instr(lower(name || char(10) || description), ?) > 0" if ascii_only else ""
         one = (f"SELECT {columns} FROM entries WHERE account_id=? AND memory=? AND layer_user=? "
                f"AND conversation IS NULL AND {_LIVE}{test}")
-        rows: list[Any] = []
-        for start in range(0, len(layers), _LAYERS_A_STATEMENT):
-            chunk = layers[start:start + _LAYERS_A_STATEMENT]
-            params: list[Any] = []
-            for layer in chunk:
-                params += [layer.account_id, layer.memory, layer.user_key, now] + ([whole] if ascii_only else [])
-            statement = " UNION ALL ".join([one] * len(chunk))
-            if limit is not None and ascii_only:
-                statement += f" ORDER BY importance DESC, updated_at DESC, name LIMIT {int(limit)}"
-            rows += conn.execute(statement, params).fetchall()
+        per_layer = [(layer.account_id, layer.memory, layer.user_key, now) + ((whole,) if ascii_only else ())
+                     for layer in layers]
+        best = (f" ORDER BY importance DESC, updated_at DESC, name LIMIT {int(limit)}"
+                if limit is not None and ascii_only else "")
+        rows: list[Any] = list(_union_all(conn, one, per_layer, best))
         if not ascii_only:
             rows = [m for m in rows if whole in f"{m['name']}\n{m['description']}".lower()]
             if limit is not None:
@@ -462,6 +452,16 @@ class SqliteEntryStore(EntryStore):
                 self._remove_expired(conn, row)
             conn.execute("DELETE FROM entry_history WHERE keep_until <= ?", (now,))
         return len(expired)
+
+
+def _union_all(
+    conn: sqlite3.Connection, one: str, params: Sequence[Sequence[Any]], after: str = ""
+) -> Iterator[Any]:
+    """The rows of the statement ``one`` for each set of ``params``, a compound SELECT (UNION ALL) of up to
+    ``_LAYERS_A_STATEMENT`` of them at a time, each compound ending with ``after`` (its ORDER BY, LIMIT)."""
+    for start in range(0, len(params), _LAYERS_A_STATEMENT):
+        chunk = params[start:start + _LAYERS_A_STATEMENT]
+        yield from conn.execute(" UNION ALL ".join([one] * len(chunk)) + after, [v for p in chunk for v in p])
 
 
 def _live_count(conn: sqlite3.Connection, key: Sequence[str], now: str) -> int:
