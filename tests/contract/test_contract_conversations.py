@@ -298,6 +298,33 @@ def test_a_long_conversation_gets_its_checkpoint_in_the_background(
     assert ACCESS_KEY in journal[4].content
 
 
+def test_a_checkpoint_read_while_its_pass_finishes_says_what_the_new_summary_covers(
+    world: World, jobs: PassRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a pass that has written the checkpoint but not yet moved the conversation's mark
+    make_agent(world)
+    seen: list[tuple[str, int, int]] = []
+    store = world.container.summary_pass.store
+    mark_folded = store.mark_folded
+
+    def read_then_mark(ref: Any, **moved: Any) -> Any:
+        found = Chat(world).checkpoint()
+        assert found is not None
+        seen.append((found[0].description or "", found[1].folded_through, moved["folded_through"]))
+        return mark_folded(ref, **moved)
+
+    monkeypatch.setattr(store, "mark_folded", read_then_mark)
+    chat = Chat(world)
+    for turn in opening() + small_talk(10):
+        chat.say(*turn)
+    # When a reader reads the checkpoint between the two steps
+    entry, record = chat.summarised(jobs)
+    # Then it sees the new summary with what that summary covers, never the old mark beside it
+    assert seen and all(read == moved and f"through message {moved}" in description
+                        for description, read, moved in seen)
+    assert record.folded_through == seen[-1][2] == 6 and record.checkpoint_version == entry.version
+
+
 def test_the_checkpoint_is_in_no_memory_tool_index_or_count_but_is_listed_with_its_conversation(
     world: World, jobs: PassRunner
 ) -> None:

@@ -15,6 +15,15 @@ def checkpoint_description(key: str, through: int, summariser: str) -> str:
     return (head[: max(0, DESCRIPTION_MAX - len(tail))] + tail)[:DESCRIPTION_MAX]
 
 
+def covered_through(description: str) -> int | None:
+    """The seq a checkpoint version's description says it covers through (None: not a pass's description)."""
+    if not description.startswith("Summary of conversation ") or _BY not in description:
+        return None
+    head = description.rsplit(_BY, 1)[0]
+    _, _, through = head.rpartition(" through message ")
+    return int(through) if through.isdigit() else None
+
+
 def summariser_of(description: str) -> str | None:
     """The summariser a checkpoint version's description names (None: written before they were named)."""
     if not description.startswith("Summary of conversation ") or _BY not in description:

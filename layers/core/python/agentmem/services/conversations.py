@@ -48,7 +48,7 @@ from ..domain.recall import (
 )
 from ..domain.rules import check_limit
 from ..domain.search import Query, check_query
-from ..domain.summary_author import summariser_of
+from ..domain.summary_author import covered_through, summariser_of
 from ..domain.surfaces import check_surface, surface_rules
 from ..observability import logger
 from ..ports.conversations import ConversationStore
@@ -408,6 +408,7 @@ class ConversationService:
             if h.updated_by == "system":
                 passes.append({"version": h.version, "at": h.changed_at, "by": h.updated_by,
                                "summariser": summariser_of(h.description)})
+        record = _as_written(record, entry)
         # the record counts every pass (a conversation from before it did shows what its history keeps)
         return entry, record, PassLog(passes[:PASSES_SHOWN], max(record.passes, len(passes)))
 
@@ -524,7 +525,7 @@ class ConversationService:
             checkpoint = self.checkpoint_entry(ctx, ref) if record is not None else None
         summary = None
         if checkpoint is not None and checkpoint.content:
-            summary = SummaryPart(checkpoint.content, record.folded_through if record else 0)
+            summary = SummaryPart(checkpoint.content, _as_written(record, checkpoint).folded_through if record else 0)
         built = assemble(pinned, memory_index(sections, now=moment), summary, window, self.part_tokens, cap=cap)
         if fmt is not None:
             built.update(format=fmt, **render(built["messages"], fmt))
@@ -634,3 +635,15 @@ def _search_offset(cursor: str | None, query: str, conversation: str | None) -> 
 def keeps_checkpoint(record: ConversationRecord) -> bool:
     """SPEC §7: a conversation whose memory is read-only (external, test, anonymous MCP) keeps none."""
     return surface_rules(check_surface(record.surface), record.ref.user_id).checkpoint
+
+
+def _as_written(record: ConversationRecord, entry: Entry) -> ConversationRecord:
+    """The record as the checkpoint stands: a pass writes the checkpoint, then moves the record's mark, so
+    between the two steps a reader would see the new summary beside the old mark. A version that a pass
+    wrote after the one the record knows is that pass's: what it covers is what its description says."""
+    if entry.updated_by != "system" or entry.version <= record.checkpoint_version:
+        return record
+    through = covered_through(entry.description or "")
+    if through is None or through <= record.folded_through:
+        return record
+    return replace(record, folded_through=through, checkpoint_version=entry.version, passes=record.passes + 1)
