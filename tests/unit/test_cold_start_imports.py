@@ -41,6 +41,8 @@ NOT_AT_IMPORT = (
     "aws_lambda_powertools.event_handler.openapi.models",  # only GET /v1/openapi.json builds a document
     "mcp", "mcp_types",  # the MCP function's layer: the API function has none
     "pydantic_settings",  # settings.py reads its variables itself
+    # the entries service (recall, the screening of what is saved), built with the first entry route's request
+    "agentmem.services.entries", "agentmem.services.agent_memory", "agentmem.services.recall",
 )
 
 

@@ -11,24 +11,9 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from .domain.clock import Clock, iso, utcnow
-from .domain.recall import Calibration
-from .ports.accounts import AccountStore
-from .ports.agents import AgentStore
-from .ports.blobs import BlobStore
-from .ports.conversations import ConversationStore
-from .ports.embedder import Embedder
-from .ports.entries import EntryStore
-from .ports.jobs import Jobs
-from .ports.memories import MemoryStore
-from .ports.search_index import SearchIndex
-from .ports.summariser import Summariser
-from .ports.usage import UsageStore
-from .services.agent_memory import AgentMemory
 from .services.agents import AgentService
-from .services.entries import EntryService
 from .services.keys import DEFAULT_ACCOUNT, KEY_CACHE_SECONDS, KeyService
 from .services.memories import MemoryService
-from .services.recall import SemanticSide
 from .services.usage import UsageMeter
 from .settings import Settings, load_settings
 
@@ -39,8 +24,22 @@ if TYPE_CHECKING:  # built on first use: the authorizer's cold start needs none 
     from .adapters.aws.usage_plan import UsagePlanKeys
     from .adapters.embedded.database import Database
     from .adapters.embedded.server_state import ServerState
+    from .domain.recall import Calibration
     from .local.rate_limit import RateLimiter
+    from .ports.accounts import AccountStore
+    from .ports.agents import AgentStore
+    from .ports.blobs import BlobStore
+    from .ports.conversations import ConversationStore
+    from .ports.embedder import Embedder
+    from .ports.entries import EntryStore
+    from .ports.jobs import Jobs
+    from .ports.memories import MemoryStore
+    from .ports.search_index import SearchIndex
+    from .ports.summariser import Summariser
+    from .ports.usage import UsageStore
+    from .services.agent_memory import AgentMemory
     from .services.conversations import ConversationService
+    from .services.entries import EntryService
     from .services.erasure import ErasureService
     from .services.summary_pass import SummaryPass
     from .services.tools import ToolService
@@ -75,9 +74,7 @@ class Container:
     stores: Stores
     keys: KeyService
     memories: MemoryService
-    entries: EntryService
     agents: AgentService
-    agent_memory: AgentMemory
     usage: UsageMeter
     adapters: Adapters | None = None  # built on first use: the API's cold start needs none of them
     _jobs: Jobs | None = None
@@ -86,8 +83,30 @@ class Container:
     # a worker of `agentmem serve --workers N`: the file the workers share (rate limits, job runs)
     shared: ServerState | None = None
 
-    # Conversations, summaries, tools and erasure are built on first use: the authorizer (which only
-    # checks keys) never pays for their imports.
+    # Entries, conversations, summaries, tools and erasure are built on first use: the authorizer (which only
+    # checks keys) never pays for their imports, nor a request on a route that has no entries (recall, the
+    # screening of what is saved).
+    @cached_property
+    def entries(self) -> EntryService:
+        from .services.entries import EntryService
+        from .services.recall import SemanticSide
+
+        entries = EntryService(self.stores.entries, self.memories, self.memories.clock)
+        # recall's semantic side: the embedder and the index, built on first use (a cold start that never
+        # recalls never loads a model)
+        entries.calibration = build_calibration(self.settings)
+        entries.semantic = SemanticSide(lambda: self.embedder, lambda: self.search_index, entries.calibration,
+                                        deadline_s=self.settings.recall_deadline_ms / 1000)
+        # deleting a checkpoint forgets what it covered
+        entries.checkpoint_deleted.append(lambda layer, entry: self.conversations.forget_checkpoint(layer, entry))
+        return entries
+
+    @cached_property
+    def agent_memory(self) -> AgentMemory:
+        from .services.agent_memory import AgentMemory
+
+        return AgentMemory(self.agents, self.entries)
+
     @cached_property
     def conversations(self) -> ConversationService:
         from .services.conversations import ConversationService
@@ -282,6 +301,8 @@ _CALIBRATION = {"wordllama": (0.05, 0.8), "hashing": (0.1, 0.8), "bedrock": (0.1
 
 
 def build_calibration(settings: Settings) -> Calibration:
+    from .domain.recall import Calibration
+
     floor, ceiling = _CALIBRATION.get(settings.embedder, (0.15, 0.65))
     return Calibration(
         floor=settings.recall_floor if settings.recall_floor is not None else floor,
@@ -356,7 +377,6 @@ def build_container(
     settings = settings or load_settings()
     stores = stores or build_stores(settings, create_resources=create_resources)
     memories = MemoryService(stores.memories, clock)
-    entries = EntryService(stores.entries, memories, clock)
     agents = AgentService(stores.agents, memories, clock)
     container = Container(
         settings=settings,
@@ -366,21 +386,13 @@ def build_container(
         keys=KeyService(stores.accounts, clock,
                         cache_seconds=KEY_CACHE_SECONDS if settings.backend == "aws" and not in_lambda() else 0),
         memories=memories,
-        entries=entries,
         agents=agents,
-        agent_memory=AgentMemory(agents, entries),
         usage=UsageMeter(stores.usage, clock),
         adapters=adapters,
     )
-    # recall's semantic side: the embedder and the index, built on first use (a cold start that never recalls
-    # never loads a model)
-    entries.calibration = build_calibration(settings)
-    entries.semantic = SemanticSide(lambda: container.embedder, lambda: container.search_index,
-                                    entries.calibration, deadline_s=settings.recall_deadline_ms / 1000)
-    # purging an agent takes its conversations; deleting a checkpoint forgets what it covered
+    # purging an agent takes its conversations and its workspaces
     agents.purge_hooks.append(lambda record: container.conversations.purge_agent(record))
     agents.purge_hooks.append(lambda record: container.workspaces.purge_agent(record))
-    entries.checkpoint_deleted.append(lambda layer, entry: container.conversations.forget_checkpoint(layer, entry))
     return container
 
 

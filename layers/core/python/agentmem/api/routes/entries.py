@@ -10,7 +10,6 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
 from ...domain.access import check_requested_visibility
 from ...domain.errors import InvalidError, PreconditionFailedError, VersionConflictError
-from ...services.entries import SaveRequest
 from ..context import call, etag, json_response, precondition
 from ..presenters import entry_json, history_json, page, search_page
 from ..schemas import SaveEntryBody
@@ -42,6 +41,8 @@ def read_entry(
 
 @router.put("/v1/memories/<memory>/entries/<name>", summary="Create or replace an entry", tags=["entries"])
 def save_entry(memory: str, name: str, body: Annotated[SaveEntryBody, Body()], user: User = None) -> Response[Any]:
+    from ...services.entries import SaveRequest  # with the entries service, on the first entry route (bootstrap)
+
     container, principal = call(router, "entries.save")
     check_requested_visibility(principal, body.visibility)  # before the preconditions, as the service would
     from_header = precondition(router)
