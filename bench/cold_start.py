@@ -91,6 +91,7 @@ LAMBDA_ENV = {
     "AWS_SECRET_ACCESS_KEY": "benchmark",
     "POWERTOOLS_SERVICE_NAME": "agentmem",
     "POWERTOOLS_METRICS_NAMESPACE": "agentmem",
+    "PYDANTIC_DISABLE_PLUGINS": "__all__",  # as every function has it (infra.constructs.function.base_environment)
     "AGENTMEM_BACKEND": "aws",
     "AGENTMEM_TABLE": "agentmem-bench",
     "LANG": "C.UTF-8",

@@ -35,6 +35,9 @@ def base_environment(settings: Mapping[str, str]) -> dict[str, str]:
         "POWERTOOLS_SERVICE_NAME": POWERTOOLS_SERVICE,
         "POWERTOOLS_METRICS_NAMESPACE": POWERTOOLS_NAMESPACE,
         "POWERTOOLS_LOG_LEVEL": "INFO",
+        # pydantic looks for plugins in every installed package's entry points when it builds its first model
+        # (the settings, on every cold start); the layers hold none
+        "PYDANTIC_DISABLE_PLUGINS": "__all__",
         "AGENTMEM_BACKEND": "aws",
         **settings,
     }
