@@ -43,6 +43,8 @@ NOT_AT_IMPORT = (
     "pydantic_settings",  # settings.py reads its variables itself
     # the entries service (recall, the screening of what is saved), built with the first entry route's request
     "agentmem.services.entries", "agentmem.services.agent_memory", "agentmem.services.recall",
+    # the conversations' records and the tools' definitions, with the first request on their routes
+    "agentmem.domain.conversations", "agentmem.domain.tools", "agentmem.domain.tool_formats",
 )
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..domain.agents import AgentRecord
-from ..domain.conversations import ConversationRecord, Message
 from ..domain.models import ApiKey, Entry, HistoryItem, MemoryRecord, UsageCount
+
+if TYPE_CHECKING:  # the conversations' records come with the conversations service, on its first route
+    from ..domain.conversations import ConversationRecord, Message
 
 
 def entry_json(entry: Entry, *, content: bool, **extra: Any) -> dict[str, Any]:

@@ -11,7 +11,6 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from pydantic import BaseModel, ValidationError
 
-from ...domain.conversations import MessageDraft
 from ..context import call, json_response
 from ..presenters import conversation_json, entry_json, message_json, page, search_page
 from ..schemas import AppendBody, EmptyBody, ModelAppendBody
@@ -44,6 +43,8 @@ def append_messages(agent: str, key: str, body: ModelBody, user: User = None, fo
     container, principal = call(router, "conversations.append")
     extra: dict[str, Any] = {}
     if format is None:
+        from ...domain.conversations import MessageDraft  # with the conversations service, on its first route
+
         plain = _parse_body(AppendBody, body)
         drafts = [
             MessageDraft(role=m.role, content=m.content, tool_name=m.tool_name, tool_call_id=m.tool_call_id,

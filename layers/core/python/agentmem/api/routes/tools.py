@@ -7,8 +7,6 @@ from typing import Annotated, Any
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
-from ...domain.tool_formats import check_format, render
-from ...domain.tools import check_dialect, find_tool
 from ..context import call
 from ..presenters import page
 from ..schemas import ToolCallBody
@@ -24,6 +22,10 @@ def list_tools(
     format: Annotated[str | None, Query(description="bedrock, openai, anthropic or mcp (default)")] = None,
     surface: Annotated[str | None, Query(description="Where the agent is talking (SPEC §7); default agent")] = None,
 ) -> dict[str, Any]:
+    # the tools' definitions and formats come with the first tools request (the tools service needs them too)
+    from ...domain.tool_formats import check_format, render
+    from ...domain.tools import check_dialect
+
     container, principal = call(router, "tools.list", billable=False)
     chosen_dialect, chosen_format = check_dialect(dialect), check_format(format)
     tools = container.tools.definitions(
@@ -34,6 +36,8 @@ def list_tools(
 
 @router.post("/v1/agents/<agent>/tools/<tool>", summary="Run one of the agent's tools", tags=["tools"])
 def run_tool(agent: str, tool: str, body: Annotated[ToolCallBody, Body()], user: User = None) -> dict[str, Any]:
+    from ...domain.tools import find_tool  # see list_tools
+
     operation = find_tool(tool).operation
     container, principal = call(router, f"tools.{operation}", billable=False)
     outcome = container.tools.execute(
