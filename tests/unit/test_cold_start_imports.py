@@ -39,6 +39,7 @@ NOT_AT_IMPORT = (
     "aws_xray_sdk.core.sampling.connector",  # centralised sampling (botocore): Lambda samples, not the SDK
     "requests", "pynamodb", "httpx", "sqlite3",  # what Powertools' auto-patch would have imported to patch
     "aws_lambda_powertools.event_handler.openapi.models",  # only GET /v1/openapi.json builds a document
+    "agentmem.api.openapi",  # and only it (or /v1/docs) imports what builds it
     "mcp", "mcp_types",  # the MCP function's layer: the API function has none
     "pydantic_settings",  # settings.py reads its variables itself
     # the entries service (recall, the screening of what is saved), built with the first entry route's request

@@ -33,7 +33,6 @@ from ..domain.errors import (
 from ..domain.models import Principal
 from ..invocation import entry_point, log_keys
 from ..observability import count, count_request, logger
-from . import openapi
 from .context import pending_usage
 from .json_body import declared_content_type, field_name, forget_json_body, resolver_json_body, screen_json_body
 from .limits import is_file_write, oversized
@@ -69,18 +68,25 @@ for module in (system, keys, memories, entries, agents, conversations, workspace
     app.include_router(module.router)
 
 
+# the document's modules (and Powertools' models of one) are imported by the first request for it
 @app.get("/v1/openapi.json", include_in_schema=False)
 def openapi_document() -> Response[str]:
+    from . import openapi
+
     body = openapi.document_json(app, _base_path())
     return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body=body)
 
 
 @app.get("/v1/docs", include_in_schema=False)
 def swagger_ui() -> Response[str]:
+    from . import openapi
+
     return Response(status_code=200, content_type="text/html", body=openapi.swagger_html(app, _base_path()))
 
 
 def _base_path() -> str:
+    from . import openapi
+
     event = app.current_event
     return openapi.base_path(event.path, (event.get("requestContext") or {}).get("path"))
 
