@@ -88,17 +88,35 @@ class _Field:
         return count
 
 
-class _Analysed:
-    """One entry's fields, analysed once per version (``analysed`` keeps the latest few thousand)."""
+_WEIGHTS = (FIELD_WEIGHTS["name"], FIELD_WEIGHTS["description"], FIELD_WEIGHTS["content"])
+_NO_COUNTS = (0, 0, 0)
 
-    __slots__ = ("fields", "length", "meta", "weighted")
+
+class _Analysed:
+    """One entry's fields, analysed once per version (``analysed`` keeps the latest few thousand).
+
+    For the scoring loop, the three fields merged: each stem's count in (name, description, content), and
+    the distinct words of all three in order, each with its stem and the fields that hold it, so one
+    bisection per query word finds the longer words it starts in every field."""
+
+    __slots__ = ("counts", "fields", "length", "meta", "word_fields", "word_stems", "words")
 
     def __init__(self, name: str, description: str, content: str) -> None:
         self.fields = {"name": _Field(name), "description": _Field(description), "content": _Field(content)}
         self.length = sum(FIELD_WEIGHTS[f] * field.length for f, field in self.fields.items())
         self.meta = f"{name}\n{description}".lower()  # where the whole query may be found
-        # (weight, is the name or description, field), for the scoring loop
-        self.weighted = tuple((FIELD_WEIGHTS[f], f != "content", field) for f, field in self.fields.items())
+        parts = tuple(self.fields.values())
+        self.counts: dict[str, tuple[int, int, int]] = {
+            term: (parts[0].stems.get(term, 0), parts[1].stems.get(term, 0), parts[2].stems.get(term, 0))
+            for term in {t for part in parts for t in part.stems}
+        }
+        held: dict[str, list[int]] = {}
+        for at, part in enumerate(parts):
+            for word in part.words:
+                held.setdefault(word, []).append(at)
+        self.words = sorted(held)
+        self.word_stems = [stem(w) for w in self.words]
+        self.word_fields = [tuple(held[w]) for w in self.words]
 
 
 _ANALYSED: OrderedDict[tuple[str, ...], _Analysed] = OrderedDict()
@@ -152,27 +170,31 @@ class Query:
 
     def _weighted_tfs(self, analysed: _Analysed) -> list[tuple[float, bool]]:
         """For each query word: its field-weighted term frequency, and whether the name or description holds it.
-        (``_Field.tf`` inlined: this loop runs for every candidate of every search.)"""
+        (``_Field.tf`` of each field, in one pass over the merged fields: this loop runs for every candidate
+        of every search.)"""
         found = []
-        weighted = analysed.weighted
+        counts = analysed.counts
+        listed = analysed.words
+        end = len(listed)
         for word, term in self._pairs:
+            name, description, content = counts.get(term, _NO_COUNTS)
+            at = bisect_left(listed, word)
+            if at < end and listed[at].startswith(word):
+                extra = [0.0, 0.0, 0.0]
+                stems, holders = analysed.word_stems, analysed.word_fields
+                while at < end and listed[at].startswith(word):
+                    if stems[at] != term:  # a longer word it starts, not one of its stem's
+                        for f in holders[at]:
+                            extra[f] += PREFIX_WEIGHT
+                    at += 1
+                tfs = (float(name) + extra[0], float(description) + extra[1], float(content) + extra[2])
+            else:
+                tfs = (float(name), float(description), float(content))
             tf = 0.0
-            in_meta = False
-            for weight, meta, field in weighted:
-                count = float(field.stems.get(term, 0))
-                listed = field.words
-                at = bisect_left(listed, word)
-                if at < len(listed) and listed[at].startswith(word):
-                    stems = field.word_stems
-                    end = len(listed)
-                    while at < end and listed[at].startswith(word):
-                        if stems[at] != term:
-                            count += PREFIX_WEIGHT
-                        at += 1
+            for weight, count in zip(_WEIGHTS, tfs, strict=True):
                 if count:
                     tf += weight * count
-                    in_meta = in_meta or meta
-            found.append((tf, in_meta))
+            found.append((tf, bool(tfs[0] or tfs[1])))
         return found
 
     def score(
