@@ -99,23 +99,24 @@ class _Analysed:
     the distinct words of all three in order, each with its stem and the fields that hold it, so one
     bisection per query word finds the longer words it starts in every field."""
 
-    __slots__ = ("counts", "fields", "length", "meta", "word_fields", "word_stems", "words")
+    __slots__ = ("counts", "length", "meta", "word_fields", "word_stems", "words")
 
     def __init__(self, name: str, description: str, content: str) -> None:
-        self.fields = {"name": _Field(name), "description": _Field(description), "content": _Field(content)}
-        self.length = sum(FIELD_WEIGHTS[f] * field.length for f, field in self.fields.items())
+        parts = (_Field(name), _Field(description), _Field(content))  # read here only: the cache keeps the merge
+        self.length = sum(weight * part.length for weight, part in zip(_WEIGHTS, parts, strict=True))
         self.meta = f"{name}\n{description}".lower()  # where the whole query may be found
-        parts = tuple(self.fields.values())
         self.counts: dict[str, tuple[int, int, int]] = {
             term: (parts[0].stems.get(term, 0), parts[1].stems.get(term, 0), parts[2].stems.get(term, 0))
             for term in {t for part in parts for t in part.stems}
         }
         held: dict[str, list[int]] = {}
+        stems: dict[str, str] = {}  # each field stemmed its words already
         for at, part in enumerate(parts):
-            for word in part.words:
+            for word, word_stem in zip(part.words, part.word_stems, strict=True):
                 held.setdefault(word, []).append(at)
+                stems[word] = word_stem
         self.words = sorted(held)
-        self.word_stems = [stem(w) for w in self.words]
+        self.word_stems = [stems[w] for w in self.words]
         self.word_fields = [tuple(held[w]) for w in self.words]
 
 
