@@ -72,6 +72,12 @@ class ConversationStore(ABC):
     def tail(self, ref: ConversationRef, count: int) -> list[Message]:
         """The newest ``count`` messages, in order (what the window is cut from)."""
 
+    def prefetch(self, ref: ConversationRef, count: int) -> None:
+        """Inside a context build (``EntryStore.context_reads``): the ``record_and_tail(ref, count)`` about to
+        come, known before the build reads it, so a store whose reads wait on the network can send them now
+        and answer that call from them. The default reads nothing ahead."""
+        return None
+
     def record_and_tail(self, ref: ConversationRef, count: int) -> tuple[ConversationRecord | None, list[Message]]:
         """The record (as ``get``) and, when there is one, its newest ``count`` messages (as ``tail``): what a
         context build reads of its conversation. The default reads one after the other; a store whose reads

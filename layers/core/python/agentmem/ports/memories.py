@@ -26,9 +26,11 @@ class MemoryStore(ABC):
         every layer when there is no viewer (an account key acting for the account). With
         ``counts=False`` the record has no ``entry_count`` or ``attached_to`` (a cheaper lookup)."""
 
-    def read_ahead(self, account_id: str, names: Sequence[str], now: str) -> None:
+    def read_ahead(self, account_id: str, names: Sequence[str], now: str, *, wait: bool = True) -> None:
         """The ``get_memory(counts=False)`` calls about to come for ``names``: a store that keeps the records
-        it reads for a while can read them all in one request first. The default reads nothing ahead."""
+        it reads for a while can read them all in one request first. With ``wait=False`` the request is only
+        sent (a context build sends it beside its other reads), and those calls wait for its answer rather
+        than reading again. The default reads nothing ahead."""
         return None
 
     @abstractmethod

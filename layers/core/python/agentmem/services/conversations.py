@@ -3,6 +3,8 @@ view, and what starts a summary pass (SPEC §4, §5)."""
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -65,6 +67,7 @@ FIRST_INDEX_PAGE = 40  # entries of a layer the index reads first (about half of
 PART_TOKENS_KEPT = 512  # context parts whose token counts are kept (pinned blocks, indexes, summaries)
 PASSES_SHOWN = 20  # the newest passes a checkpoint lists (with the count of all of them)
 PASSES_READ = 60  # versions of its history read for them (edits between passes are versions too)
+LAST_READS_KEPT = 4096  # (caller, agent, user)s whose last context build's reads are kept, to send them ahead
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,42 @@ class PassLog:
 
     items: list[dict[str, Any]]
     total: int
+
+
+@dataclass(frozen=True)
+class ContextReads:
+    """What one context build read: the next build for the same caller, agent and user (of any conversation)
+    sends the same reads at once beside the agent's record (``ConversationService._read_ahead``)."""
+
+    account_id: str
+    agent: str
+    user_id: str | None  # the user the conversations are with (a user's agent: its user)
+    own_memory: str
+    memories: tuple[str, ...]
+    layers: tuple[Layer, ...]
+    pinned: tuple[tuple[Layer, str], ...]
+    tail_count: int
+
+
+class LastReads:
+    """The ``ContextReads`` of the callers, agents and users this process built contexts for lately, the oldest
+    forgotten first (a hint, never an answer: what it names is read again)."""
+
+    def __init__(self, size: int = LAST_READS_KEPT) -> None:
+        self.size = size
+        self._kept: OrderedDict[tuple[Any, ...], ContextReads] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[Any, ...]) -> ContextReads | None:
+        with self._lock:
+            return self._kept.get(key)
+
+    def keep(self, key: tuple[Any, ...], reads: ContextReads) -> None:
+        with self._lock:
+            self._kept[key] = reads
+            self._kept.move_to_end(key)
+            while len(self._kept) > self.size:
+                self._kept.popitem(last=False)
 
 
 @dataclass(frozen=True)
@@ -119,6 +158,7 @@ class ConversationService:
         self.jobs = jobs
         self._count_tokens = count_tokens
         self._part_tokens: dict[str, int] = {}
+        self._last_reads = LastReads()  # what the last context build for each caller read, in this process
         # what else a purge removes with a conversation (its workspace), by name: ref -> counts
         self.purge_hooks: list[Callable[[ConversationRef], dict[str, int]]] = []
 
@@ -504,25 +544,36 @@ class ConversationService:
         from ..domain.window import effective_cap, recent_window
 
         fmt = check_model_format(format)
-        ctx = self.call_context(principal, agent, key, user=user, surface=surface)
-        ref = self.ref(ctx, key)
-        readable = sorted(self.agent_memory.readable(ctx), key=lambda m: m.name != ctx.agent.own_memory)
-        plan = self._index_layers(ctx, readable, ref.account_id)
         moment = self.clock()
         now = iso(moment)
         entries = self.agent_memory.entries.store
+        asked = (principal.account_id, principal.kind, principal.user_id, agent, user, surface)
         with entries.context_reads():
+            last = self._last_reads.get(asked)
+            if last is not None:
+                self._read_ahead(last, key, now)  # beside the agent's record: the build is one round of reads
+            ctx = self.call_context(principal, agent, key, user=user, surface=surface)
+            ref = self.ref(ctx, key)
+            readable = sorted(self.agent_memory.readable(ctx), key=lambda m: m.name != ctx.agent.own_memory)
+            plan = self._index_layers(ctx, readable, ref.account_id)
             # everything the build reads that depends on nothing else it reads, started at once (a store whose
             # reads wait on the network sends them together): the layers' listings, the checkpoint, and with
             # them the conversation's record and tail; only the pinned entries' content waits for the listings
+            # (unless the last build's pinned entries, read ahead, are the ones)
+            layers = [layer for _, memory_layers in plan for layer in memory_layers]
             checkpoint_at = (Layer(ref.account_id, ctx.agent.own_memory, ref.user_id), ref.checkpoint_name)
-            entries.prefetch([layer for _, layers in plan for layer in layers], now, entries=[checkpoint_at])
+            entries.prefetch(layers, now, entries=[checkpoint_at])
             # the tail as long as the agent's cap; the conversation's own setting can only shorten it
-            record, tail = self.store.record_and_tail(ref, effective_cap(ctx.agent.window_messages, None))
+            tail_count = effective_cap(ctx.agent.window_messages, None)
+            record, tail = self.store.record_and_tail(ref, tail_count)
             cap = effective_cap(ctx.agent.window_messages, record.window_messages if record else None)
             window = recent_window(tail[-cap:], cap) if record is not None else []
-            sections, pinned = self._memory_parts(ctx, plan, ref.account_id, now, moment)
+            sections, pinned, pinned_read = self._memory_parts(ctx, plan, ref.account_id, now, moment)
             checkpoint = self.checkpoint_entry(ctx, ref) if record is not None else None
+            self._last_reads.keep(asked, ContextReads(
+                ref.account_id, ref.agent, ref.user_id, ctx.agent.own_memory, tuple(m.name for m in readable),
+                tuple(layers), tuple(pinned_read), tail_count,
+            ))
         summary = None
         if checkpoint is not None and checkpoint.content:
             summary = SummaryPart(checkpoint.content, _as_written(record, checkpoint).folded_through if record else 0)
@@ -546,8 +597,9 @@ class ConversationService:
     def _memory_parts(
         self, ctx: CallContext, plan: list[tuple[MemoryRecord, list[Layer]]], account_id: str, now: str,
         moment: datetime,
-    ) -> tuple[list[IndexSection], Pinned]:
-        """The memory index's sections (read as far as they can show) and the pinned block."""
+    ) -> tuple[list[IndexSection], Pinned, list[tuple[Layer, str]]]:
+        """The memory index's sections (read as far as they can show), the pinned block, and the pinned entries
+        whose content was read for it."""
         store = self.agent_memory.entries.store
         sections: list[IndexSection] = []
         candidates: list[Entry] = []
@@ -564,7 +616,8 @@ class ConversationService:
                 room = self._index_read(layer, now, shadow, count, room, listed, heading)
                 candidates += store.pinning_candidates(layer, now, limit=PINNED_MAX)
             sections.append(IndexSection(memory.name, listed, own=own, total=total))
-        return sections, pinned_block(self._with_content(candidates, account_id, now), moment)
+        whole, read = self._with_content(candidates, account_id, now)
+        return sections, pinned_block(whole, moment), read
 
     def _index_read(
         self, layer: Layer, now: str, shadow: Layer | None, count: int, room: int, listed: list[Entry],
@@ -597,16 +650,31 @@ class ConversationService:
             room = -1  # the layer is not read to its end: what follows is only counted
         return room
 
-    def _with_content(self, candidates: list[Entry], account_id: str, now: str) -> list[Entry]:
+    def _with_content(
+        self, candidates: list[Entry], account_id: str, now: str
+    ) -> tuple[list[Entry], list[tuple[Layer, str]]]:
         """The pinning candidates that can make the block, with their content: the best ``PINNED_MAX`` of all
-        layers in the block's order, those that came without it read in one ``get_many``."""
+        layers in the block's order, those that came without it read in one ``get_many`` (and which those were)."""
         best = sorted(candidates, key=lambda e: (-e.importance, -parse_iso(e.updated_at).timestamp(), e.name,
                                                  e.memory, e.user_id or ""))[:PINNED_MAX]
         missing = [(Layer(account_id, e.memory, e.user_id), e.name) for e in best if e.content is None]
         read = self.agent_memory.entries.store.get_many(missing, now) if missing else {}
         whole = [e if e.content is not None else read.get((Layer(account_id, e.memory, e.user_id), e.name))
                  for e in best]
-        return [e for e in whole if e is not None]
+        return [e for e in whole if e is not None], missing
+
+    def _read_ahead(self, last: ContextReads, key: str, now: str) -> None:
+        """Send what the last build for the same caller, agent and user read (``ContextReads``), for conversation
+        ``key``, before this build knows the agent: a store whose reads wait on the network answers the build's
+        reads from these when they are the same ones (the memory records, the listings, the pinned entries, the
+        conversation's record, tail and checkpoint), and reads for itself what differs. Nothing read here is
+        used unless the build, once it has checked the agent and the caller, asks for it; a store that reads at
+        once ignores it all."""
+        ref = ConversationRef(last.account_id, last.agent, last.user_id, key)
+        checkpoint = (Layer(last.account_id, last.own_memory, last.user_id), ref.checkpoint_name)
+        self.agent_memory.entries.memories.store.read_ahead(last.account_id, last.memories, now, wait=False)
+        self.agent_memory.entries.store.prefetch(last.layers, now, entries=[checkpoint, *last.pinned])
+        self.store.prefetch(ref, last.tail_count)
 
     def part_tokens(self, text: str) -> int:
         """The tokens of a context part, counted once per text: the same entries at the same versions give

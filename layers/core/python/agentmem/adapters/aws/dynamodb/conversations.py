@@ -86,6 +86,7 @@ from ....domain.conversations import (
 from ....domain.errors import AgentmemError, ConflictError, NotFoundError, VersionConflictError
 from ....ports.blobs import BlobStore
 from ....ports.conversations import ConversationStore, MessageHit
+from ....ports.entries import context_memo
 from ....ports.search_index import SearchIndex
 from ..journal_index import WordMatcher, best_first, journal_filters, location_of, searchable_text
 from . import layout
@@ -421,19 +422,42 @@ class DynamoConversationStore(ConversationStore):
     def tail(self, ref: ConversationRef, count: int) -> list[Message]:
         return self._tail(ref, count)[1] if count > 0 else []
 
+    def prefetch(self, ref: ConversationRef, count: int) -> None:
+        memo = context_memo()
+        key = ("record_and_tail", id(self), ref, count)
+        if memo is not None and key not in memo and count > 0:
+            pk = conversation_pk(ref)
+            memo[key] = (self.threads.submit(partial(self._read_state, pk)),
+                         self.threads.submit(partial(self._newest_rows, pk, count)))
+
     def record_and_tail(self, ref: ConversationRef, count: int) -> tuple[ConversationRecord | None, list[Message]]:
-        """The record's GetItem and the tail's Query at once (one round), as ``tail`` sends them."""
-        state, messages = self._tail(ref, count)
+        """The record's GetItem and the tail's Query at once (one round), as ``tail`` sends them; or the
+        answers of those ``prefetch`` sent."""
+        memo = context_memo()
+        ahead = memo.pop(("record_and_tail", id(self), ref, count), None) if memo is not None else None
+        if ahead is not None:
+            state, messages = self._cut_tail(ahead[0].result(), ahead[1].result(), count)
+        else:
+            state, messages = self._tail(ref, count)
         return (state.record() if state is not None and not state.purging else None), messages
+
+    def _newest_rows(self, pk: str, count: int) -> list[Message]:
+        return list(self.tail_rows.rows(pk, 1, layout.MAX_SEQ, descending=True, limit=count))
 
     def _tail(self, ref: ConversationRef, count: int) -> tuple[ConversationState | None, list[Message]]:
         pk = conversation_pk(ref)
         if count <= 0:
             return self._read_state(pk), []
         # the newest rows and the record at once: the rows are the tail unless it reaches sealed seqs
-        newest = self.threads.submit(lambda: self.tail_rows.rows(pk, 1, layout.MAX_SEQ, descending=True, limit=count))
+        newest = self.threads.submit(partial(self._newest_rows, pk, count))
         state = self._read_state(pk)
-        rows = {m.seq: m for m in newest.result()}
+        return self._cut_tail(state, newest.result(), count)
+
+    def _cut_tail(
+        self, state: ConversationState | None, newest: Sequence[Message], count: int
+    ) -> tuple[ConversationState | None, list[Message]]:
+        """The last ``count`` messages by the record: the newest rows read beside it, when they are all of them."""
+        rows = {m.seq: m for m in newest}
         if state is None or state.purging:
             return state, []
         wanted = range(max(1, state.last_seq - count + 1), state.last_seq + 1)

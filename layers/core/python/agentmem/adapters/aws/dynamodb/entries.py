@@ -39,9 +39,10 @@ Round trips (requests to DynamoDB) of each operation of the store:
 - ``search_candidates``: one consistent ``Query`` per layer per MB of the layer's entries.
 - ``existing_names``: one ``BatchGetItem`` per 100 names.
 - ``prefetch`` (a context build, inside ``context_reads``): each layer's whole listing, one ``Query`` of the
-  by_layer_updated index per MB of listing rows (a 500-entry layer: one), and each named entry's consistent
-  ``GetItem``, all sent at once on the store's threads; the build's ``index_page``, ``index_count``,
-  ``pinning_candidates`` and ``get`` calls then wait for those answers instead of reading.
+  by_layer_updated index per MB of listing rows (a 500-entry layer: one), and the named entries' consistent
+  ``GetItem`` (one ``BatchGetItem`` when there are several), all sent at once on the store's threads; the
+  build's ``index_page``, ``index_count``, ``pinning_candidates``, ``get`` and ``get_many`` calls then wait
+  for those answers instead of reading.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Sequence
+from concurrent.futures import Future
 from functools import partial
 from itertools import islice
 from typing import cast
@@ -339,6 +341,16 @@ class DynamoEntryStore(EntryStore):
         self.cache.put(key, row)
         return Snapshot(row, fresh=True)
 
+    def _read_batch(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Snapshot]:
+        """``_read`` of many keys: one consistent BatchGetItem per 100."""
+        rows: dict[tuple[str, str], EntryRow | None] = dict.fromkeys(keys)
+        for start in range(0, len(keys), BATCH_GET):
+            for found in self.models.entry.batch_get(keys[start : start + BATCH_GET], consistent_read=True):
+                rows[(found.pk, found.sk)] = found
+        for key, kept in rows.items():
+            self.cache.put(key, kept)
+        return {key: Snapshot(kept, fresh=True) for key, kept in rows.items()}
+
     def get(self, layer: Layer, name: str, now: str) -> Entry | None:
         key = (layout.layer_pk(layer), layout.entry_sk(name))
         memo = context_memo()
@@ -350,7 +362,14 @@ class DynamoEntryStore(EntryStore):
         """One consistent BatchGetItem per 100 keys (pynamodb retries what comes back unprocessed)."""
         by_key = {(layout.layer_pk(layer), layout.entry_sk(name)): (layer, name) for layer, name in keys}
         found: dict[tuple[Layer, str], Entry] = {}
-        wanted = list(by_key)
+        wanted = []
+        memo = context_memo()
+        for key in by_key:  # those ``prefetch`` read are answered from its reads
+            ahead = memo.pop(("get", id(self), key), None) if memo is not None else None
+            if ahead is None:
+                wanted.append(key)
+            elif (row := ahead.result().row) is not None and is_live(row, now):
+                found[by_key[key]] = to_entry(row, with_content=True)
         for start in range(0, len(wanted), BATCH_GET):
             for row in self.models.entry.batch_get(wanted[start : start + BATCH_GET], consistent_read=True):
                 if is_live(row, now):
@@ -377,10 +396,14 @@ class DynamoEntryStore(EntryStore):
             listing = (id(self), layer, now)
             if listing not in memo:
                 memo[listing] = self.threads.submit(partial(self._list_whole, layer, now))
-        for layer, name in dict.fromkeys(entries):
-            key = (layout.layer_pk(layer), layout.entry_sk(name))
-            if ("get", id(self), key) not in memo:
-                memo[("get", id(self), key)] = self.threads.submit(partial(self._read, key))
+        keys = [key for key in dict.fromkeys((layout.layer_pk(layer), layout.entry_sk(name)) for layer, name in entries)
+                if ("get", id(self), key) not in memo]
+        if len(keys) == 1:
+            memo[("get", id(self), keys[0])] = self.threads.submit(partial(self._read, keys[0]))
+        elif keys:  # one BatchGetItem (per 100) for them all, each key answered from it
+            read = self.threads.submit(partial(self._read_batch, keys))
+            for key in keys:
+                memo[("get", id(self), key)] = _PartOf(read, key)
 
     def _list_whole(self, layer: Layer, now: str) -> list[Entry]:
         """The layer's live listing rows without checkpoints, newest first: one Query per MB of them (the
@@ -421,6 +444,17 @@ class DynamoEntryStore(EntryStore):
             )
             found += [to_entry(r, with_content=True) for r in rows]
         return found
+
+
+class _PartOf:
+    """One key's answer of a batch read sent ahead (``prefetch``): ``result()`` as a ``_read``'s future."""
+
+    def __init__(self, batch: Future[dict[tuple[str, str], Snapshot]], key: tuple[str, str]) -> None:
+        self.batch = batch
+        self.key = key
+
+    def result(self) -> Snapshot:
+        return self.batch.result()[self.key]
 
 
 def _conflict_message(name: str, current: int, sent: int) -> str:

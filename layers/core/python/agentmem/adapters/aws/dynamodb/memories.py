@@ -18,15 +18,20 @@ restores and purges an agent's own memory the same way.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
+from concurrent.futures import Future
+from functools import partial
 
 from pynamodb.exceptions import DeleteError, PutError, UpdateError
 from pynamodb.expressions.update import Action
 
 from ....domain.errors import AttachedError, ConflictError, NotFoundError
 from ....domain.models import Layer, MemoryRecord
+from ....observability import logger
 from ....ports.memories import MemoryStore
 from . import layout
+from .io_threads import IoThreads
 from .memory_cache import MemoryCache
 from .models import BoundModels, EntryRow, MemoryRow
 from .table import BY_MEMORY_EXPIRY
@@ -99,6 +104,9 @@ class DynamoMemoryStore(MemoryStore):
     def __init__(self, models: BoundModels, cache: MemoryCache | None = None) -> None:
         self.models = models
         self.cache = cache or MemoryCache()
+        self.threads = IoThreads()  # reads sent ahead (read_ahead(wait=False))
+        self._reading: dict[tuple[str, str], Future[None]] = {}  # records on their way, by (account, name)
+        self._reading_lock = threading.Lock()
 
     def _row(self, account_id: str, name: str) -> MemoryRow | None:
         try:
@@ -131,6 +139,7 @@ class DynamoMemoryStore(MemoryStore):
         include_purged: bool = False,
     ) -> MemoryRecord | None:
         if not counts and not include_purged:
+            self._await_reads(account_id, (name,))
             kept = self.cache.get(account_id, name)  # live when kept: no trash times to look at
             if kept is not None:
                 return kept
@@ -145,15 +154,45 @@ class DynamoMemoryStore(MemoryStore):
             return _record(row, counts=False)
         return _record(row, self._entry_counts([row], viewer, now)[row.name])
 
-    def read_ahead(self, account_id: str, names: Sequence[str], now: str) -> None:
+    def read_ahead(self, account_id: str, names: Sequence[str], now: str, *, wait: bool = True) -> None:
         """The records of ``names`` this process does not keep, in one consistent BatchGetItem, kept as
-        ``get_memory`` keeps them (a context build on a new instance: one request, not one per memory)."""
+        ``get_memory`` keeps them (a context build on a new instance: one request, not one per memory).
+        ``wait=False``: sent on the store's threads; ``get_memory`` and a later ``read_ahead`` of those names
+        wait for its answer instead of reading them again."""
+        self._await_reads(account_id, names)
         missing = [n for n in dict.fromkeys(names) if self.cache.get(account_id, n) is None]
-        if len(missing) < 2:
-            return  # one record: get_memory's GetItem is the same one request
-        keys = [(layout.account_pk(account_id), layout.memory_sk(n)) for n in missing]
+        if wait:
+            if len(missing) >= 2:  # one record: get_memory's GetItem is the same one request
+                self._read_many(account_id, missing)
+            return
+        if missing:
+            read = self.threads.submit(partial(self._read_many, account_id, missing))
+            with self._reading_lock:
+                for name in missing:
+                    self._reading[(account_id, name)] = read
+            read.add_done_callback(partial(self._read_done, account_id, missing, read))
+
+    def _read_many(self, account_id: str, names: Sequence[str]) -> None:
+        keys = [(layout.account_pk(account_id), layout.memory_sk(n)) for n in names]
         for row in self.models.memory.batch_get(keys, consistent_read=True):
             self.cache.keep(_record(row, counts=False))
+
+    def _read_done(self, account_id: str, names: Sequence[str], read: Future[None], _: Future[None]) -> None:
+        with self._reading_lock:
+            for name in names:
+                if self._reading.get((account_id, name)) is read:
+                    del self._reading[(account_id, name)]
+
+    def _await_reads(self, account_id: str, names: Sequence[str]) -> None:
+        """Wait for the reads of ``names`` sent ahead (``read_ahead(wait=False)``); one that failed is as if
+        it had not been sent: the caller reads for itself."""
+        with self._reading_lock:
+            reads = {self._reading[(account_id, n)] for n in names if (account_id, n) in self._reading}
+        for read in reads:
+            try:
+                read.result()
+            except Exception:
+                logger.warning("a memory read sent ahead failed", exc_info=True)
 
     def list_memories(
         self, account_id: str, now: str, *, trash: bool, user_id: str | None, include_account: bool

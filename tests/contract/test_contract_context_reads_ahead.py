@@ -1,0 +1,126 @@
+"""A context build sends the reads of the last build for the same caller, agent and user ahead, beside the
+agent's record (``ConversationService._read_ahead``): on DynamoDB the build is then one round of requests. What
+it sends is a guess, never an answer: after any change, made here or by another process, and in any other
+conversation, the next build is exactly what a process that never built a context before builds."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from agentmem.domain.agents import Attachment
+from agentmem.domain.errors import ForbiddenError, NotFoundError
+from contract_world import World, twin_container
+from test_contract_conversations import AGENT, OWN, Chat, assistant, make_agent, user
+
+PINNED = {"category": "user_profile", "importance": 0.9}
+
+
+def fresh(world: World, chat: Chat) -> dict[str, Any]:
+    """The context as a new process builds it: nothing read before, nothing kept."""
+    twin = twin_container(world.container, world.clock)
+    built: dict[str, Any] = twin.conversations.context(chat.caller, chat.agent, chat.key, user=chat.user)
+    return built
+
+
+def given_an_agent_with_pinned_entries_in_three_memories(world: World) -> Chat:
+    world.container.memories.create(world.account, "handbook")
+    make_agent(world, memories=(Attachment("company"), Attachment("handbook")))
+    world.save("co-policy", "Refunds within 14 days.", "Refund policy", visibility="read_only")
+    world.save("co-note", "Ana likes the blue plan.", "Ana's plan", user="ana")
+    world.save("hb-rule", "Always greet by name.", "Greeting rule", memory="handbook", visibility="read_only")
+    world.save("own-diet", "Ana eats no fish.", "Ana's diet", memory=OWN, user="ana", **PINNED)
+    world.save("own-note", "Shared note.", "A note for every user", memory=OWN)
+    chat = Chat(world)
+    chat.say(user("Hello, I need help with a refund."), assistant("Of course, what did you buy?"))
+    return chat
+
+
+CHANGES: dict[str, Callable[[World, Chat], None]] = {
+    "a memory detached": lambda w, c: make_agent(w, memories=(Attachment("handbook"),)),
+    "a memory attached in its place": lambda w, c: make_agent(w, memories=(Attachment("handbook"),
+                                                                           Attachment("company"))),
+    "an entry pinned": lambda w, c: w.save("own-pet", "Ana has a cat named Miso.", "Ana's cat", memory=OWN,
+                                           user="ana", **PINNED),
+    "a pinned entry unpinned": lambda w, c: w.save("own-diet", "Ana eats no fish.", "Ana's diet", memory=OWN,
+                                                   user="ana", category="user_profile", importance=0.2),
+    "a pinned entry changed": lambda w, c: w.save("co-policy", "Refunds within 30 days.", "Refund policy",
+                                                  visibility="read_only"),
+    "a pinned entry deleted": lambda w, c: w.container.entries.delete(w.account, "handbook", "hb-rule"),
+    "the user's copy shadowing the account's": lambda w, c: w.save("own-note", "Ana's own note.", "Ana's copy",
+                                                                   memory=OWN, user="ana"),
+    "a message said": lambda w, c: c.say(user("It was a kettle."), assistant("Thanks, one moment.")),
+    "the window shortened": lambda w, c: make_agent(w, memories=(Attachment("handbook"), Attachment("company")),
+                                                    window_messages=2),
+    "an entry saved by another process": lambda w, c: twin_container(w.container, w.clock).entries.save(
+        w.account, "company", "co-late", _request("Late news.", "Saved elsewhere", visibility="read_only"),
+        user=None),
+    "an agent changed by another process": lambda w, c: twin_container(w.container, w.clock).agents.put(
+        w.account, AGENT, _settings(memories=(Attachment("handbook"),))),
+}
+
+
+def _request(content: str, description: str, **fields: Any) -> Any:
+    from agentmem.services.entries import SaveRequest
+
+    return SaveRequest(content=content, description=description, **fields)
+
+
+def _settings(**fields: Any) -> Any:
+    from agentmem.services.agents import AgentSettings
+    from test_contract_conversations import SUMMARY_MESSAGES
+
+    return AgentSettings(summary_messages=SUMMARY_MESSAGES, **fields)
+
+
+def test_every_build_after_a_change_is_what_a_new_process_builds(world: World) -> None:
+    # Given a conversation whose context was built before, with pinned entries and an index in three memories
+    chat = given_an_agent_with_pinned_entries_in_three_memories(world)
+    assert chat.context() == fresh(world, chat)
+    for what, change in CHANGES.items():
+        # When something the last build read changes, after a build that kept what it read
+        before = chat.context()
+        change(world, chat)
+        # Then the next build shows the change, exactly as a process that never built it before
+        after = chat.context()
+        assert after == fresh(world, chat), what
+        assert after != before, f"{what}: the change does not show in the context"
+
+
+def test_another_caller_of_the_same_conversation_reads_only_what_it_may(world: World) -> None:
+    # Given ana's conversation, whose context ana's key built (and its reads were kept)
+    chat = given_an_agent_with_pinned_entries_in_three_memories(world)
+    as_ana = Chat(world, principal=world.ana)
+    built = as_ana.context()
+    # When bob's key asks for ana's conversation, then it is refused as before, nothing of ana's in the answer
+    with pytest.raises(ForbiddenError):
+        Chat(world, principal=world.bob).context()
+    # and the account's key, acting for ana, builds what ana's key built
+    assert chat.context() == built == fresh(world, chat)
+
+
+def test_a_build_after_the_agent_is_gone_is_refused(world: World) -> None:
+    # Given a context built once (its reads kept)
+    chat = given_an_agent_with_pinned_entries_in_three_memories(world)
+    chat.context()
+    # When the agent goes to the trash
+    world.container.agents.delete(world.account, AGENT)
+    # Then the next build is the 404 it always was
+    with pytest.raises(NotFoundError):
+        chat.context()
+
+
+def test_another_conversation_with_the_same_user_is_built_as_a_new_process_builds_it(world: World) -> None:
+    # Given a context built for one of ana's conversations (its reads kept)
+    chat = given_an_agent_with_pinned_entries_in_three_memories(world)
+    chat.context()
+    # When ana's next conversation, new and then with messages of its own, is built
+    other = Chat(world, key="c2")
+    empty = other.context()
+    # Then each is what a new process builds: its own window, never the first conversation's
+    assert empty == fresh(world, other) and empty["window"]["messages"] == []
+    other.say(user("A new question about shipping."), assistant("Happy to help."))
+    said = other.context()
+    assert said == fresh(world, other)
+    assert [m["content"] for m in said["window"]["messages"]] == ["A new question about shipping.", "Happy to help."]
