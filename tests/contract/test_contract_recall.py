@@ -229,3 +229,46 @@ def test_the_store_reads_more_entries_at_once_than_one_statement_holds(world: Wo
     # Then every entry that exists is there, under its own key, and nothing else
     assert set(found) == {(account, f"note-{i:03d}") for i in range(130)}
     assert all(found[(account, f"note-{i:03d}")].content == f"Note number {i}." for i in range(130))
+
+
+def _speakers_journal(world: World) -> None:
+    """A conversation written as many transcripts are, each line opening with its speaker's name: the names are
+    on every line, what was said is not."""
+    from agentmem.domain.conversations import MessageDraft
+    from agentmem.services.agents import AgentSettings
+
+    world.container.agents.put(world.account, "support", AgentSettings())
+    small_talk = ["Haha yeah, totally!", "How was your weekend?", "Lol same here.", "Sure thing, talk soon!",
+                  "Did you watch the game last night?", "Pretty chill, just relaxing at home."]
+    lines = [MessageDraft("user" if i % 2 == 0 else "assistant",
+                          f"{'Caroline' if i % 2 == 0 else 'Melanie'}: {small_talk[(i * 7 + i // 6) % 6]}")
+             for i in range(240)]
+    lines[130] = MessageDraft("user", "Caroline: I went to a LGBTQ support group yesterday and it was so powerful.")
+    for start in range(0, len(lines), 40):
+        world.container.conversations.append(world.account, "support", "transcript", lines[start:start + 40])
+
+
+def test_a_line_said_again_and_again_is_one_hit(world: World) -> None:
+    # Given a transcript where the same few lines of small talk come back many times
+    _speakers_journal(world)
+    # When it is searched for words those lines hold
+    page = world.container.conversations.search_page(world.account, "support", "weekend talk", limit=10,
+                                                     mode="keyword")
+    # Then each line shows once, the best-ranked copy of it, and the other lines matching have room
+    texts = [hit.snippet for hit in page.items]
+    assert len(texts) == len(set(texts)) >= 2
+    assert {"Caroline: How was your weekend?", "Melanie: How was your weekend?", "Caroline: Sure thing, talk soon!",
+            "Melanie: Sure thing, talk soon!"} == set(texts)
+
+
+def test_a_name_on_every_line_does_not_bring_the_small_talk_in(world: World) -> None:
+    # Given a transcript whose every line opens with its speaker's name
+    _speakers_journal(world)
+    # When a question names the speaker
+    page = world.container.conversations.search_page(world.account, "support",
+                                                     "When did Caroline go to the LGBTQ support group?")
+    # Then the line that answers it comes first
+    assert [(h.conversation, h.seq) for h in page.items][:1] == [("transcript", 131)]
+    if semantic_on(world) and page.fallback is None:
+        # and a line holding nothing but the name is no match, by words or by meaning: none is padded in
+        assert [h.seq for h in page.items] == [131], [h.snippet for h in page.items]

@@ -61,3 +61,51 @@ def test_min_score_is_a_number_from_0_to_1(value: float) -> None:
     with pytest.raises(InvalidError):
         check_min_score(value)
     assert check_min_score(0.3) == 0.3
+
+
+# --- journals: duplicates, common words and an absolute keyword scale ------------------------------------------
+
+
+def test_only_the_best_ranked_of_identical_candidates_is_kept() -> None:
+    from agentmem.domain.recall import first_of_each
+
+    ranked = [("a", 0.9), ("copy-of-a", 0.8), ("b", 0.7), ("another-copy-of-a", 0.6), ("c", 0.5)]
+    text = {"a": "ok", "copy-of-a": "ok", "another-copy-of-a": "ok", "b": "thanks", "c": "bye"}
+    assert first_of_each(ranked, text.__getitem__) == [("a", 0.9), ("b", 0.7), ("c", 0.5)]
+    assert first_of_each([], text.__getitem__) == []
+
+
+def test_a_word_most_messages_hold_is_not_embedded_while_a_telling_word_remains() -> None:
+    from agentmem.domain.recall import without_common_words
+
+    counts = {"caroline": 600, "identity": 3}
+    assert without_common_words("What is Caroline's identity?", 1000, counts) == "what is s identity"
+    # a word held by at most a fifth of the messages stays; so does everything when only common words are left
+    assert without_common_words("What is Caroline's identity?", 1000, {"caroline": 200, "identity": 3}) == \
+        "What is Caroline's identity?"
+    assert without_common_words("Caroline?", 1000, {"caroline": 600}) == "Caroline?"
+    # and a journal too small for a share to mean anything is not read for them
+    assert without_common_words("What is Caroline's identity?", 100, {"caroline": 60, "identity": 1}) == \
+        "What is Caroline's identity?"
+
+
+def test_the_bm25_scale_is_the_sum_of_the_words_idf() -> None:
+    import math
+
+    from agentmem.domain.recall import bm25_scale
+
+    assert bm25_scale(0, {"x": 0}) is None and bm25_scale(100, {}) is None
+    rare, half = bm25_scale(1000, {"lgbtq": 2}), bm25_scale(1000, {"caroline": 500})
+    assert rare == pytest.approx(math.log(998.5 / 2.5)) and half == pytest.approx(1e-6)
+    assert bm25_scale(1000, {"lgbtq": 2, "caroline": 500}) == pytest.approx(rare + half)
+
+
+def test_read_against_its_scale_a_match_on_a_common_word_alone_is_weak() -> None:
+    # Given a best keyword match that only holds a word every message holds (score 0.1 of a scale of 5)
+    candidates = {"common-only": Signals(keyword=0.1), "meant": Signals(keyword=0.05, semantic=0.3)}
+    # Then against the best of the answer it reads as a full match; against the scale it does not
+    assert fuse(candidates, "hybrid", CAL)[0][0] == "common-only"
+    ranked = fuse(candidates, "hybrid", CAL, keyword_scale=5.0)
+    assert [k for k, _ in ranked] == ["meant"]
+    # a score above the scale (a longer message holding words twice) still reads as at most a full match
+    assert fuse({"x": Signals(keyword=9.0)}, "keyword", CAL, keyword_scale=5.0) == [("x", 1.0)]

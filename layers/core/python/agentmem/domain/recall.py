@@ -16,11 +16,12 @@ A hit under ``min_score`` is left out, so an off-topic query answers few hits or
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeVar, get_args
 
 from .errors import InvalidError
+from .text import query_words, words
 
 Mode = Literal["hybrid", "keyword", "semantic"]
 Fallback = Literal["index_unavailable", "timeout", "not_configured"]
@@ -32,6 +33,8 @@ KEYWORD_CANDIDATES = 200  # the most relevant candidates the words offer a journ
 # words' best 100 hold the page (bench/recall_quality.py); each candidate more costs a ranking in Python
 ENTRY_KEYWORD_CANDIDATES = 100
 SEMANTIC_CANDIDATES = 50  # ... and the nearest the semantic index offers (each is read again from the store)
+COMMON_WORD_SHARE = 0.2  # a word held by more of the messages searched than this is not embedded with the query
+COMMON_WORD_MIN_MESSAGES = 200  # ... once there are this many
 
 
 def pool(least: int, offset: int, size: int) -> int:
@@ -82,13 +85,18 @@ def semantic_relevance(cosine: float, calibration: Calibration) -> float:
 
 def fuse(
     candidates: Mapping[K, Signals], mode: Mode, calibration: Calibration, *, min_score: float | None = None,
+    keyword_scale: float | None = None,
 ) -> list[tuple[K, float]]:
     """The candidates best first with their relevance, those under the cut-off left out. In keyword mode
-    every keyword match counts (SPEC §6.1) unless ``min_score`` is asked for."""
+    every keyword match counts (SPEC §6.1) unless ``min_score`` is asked for. ``keyword_scale``: the keyword
+    score of a full match (``bm25_scale``), when the engine's scores can be read against one; without it
+    they are read against the best of the answer."""
     if not candidates:
         return []
     cut = min_score if min_score is not None else (0.0 if mode == "keyword" else calibration.min_score)
     best_keyword = max((s.keyword for s in candidates.values() if s.keyword is not None), default=0.0)
+    if keyword_scale is not None and keyword_scale > 0:
+        best_keyword = max(keyword_scale, best_keyword)
     keyword_rank = _ranks({k: s.keyword for k, s in candidates.items() if s.keyword is not None})
     semantic_rank = _ranks({k: s.semantic for k, s in candidates.items() if s.semantic is not None})
     scored: list[tuple[K, float]] = []
@@ -116,6 +124,47 @@ def fuse(
     # a stable order: relevance, then the keyword side's order, then the semantic side's
     scored.sort(key=lambda pair: (-pair[1], keyword_rank.get(pair[0], math.inf), semantic_rank.get(pair[0], math.inf)))
     return scored
+
+
+def bm25_scale(total: int, counts: Mapping[str, int]) -> float | None:
+    """The BM25 score of a message holding each word of a query once at the average length: the sum of the
+    words' idf (FTS5's: ``log((N - n + 0.5) / (n + 0.5))``, at least 1e-6), ``counts`` saying how many of the
+    ``total`` messages hold each. A match on a word every message holds then reads as the nothing it is,
+    where read against the best of the answer it would read as a full match when nothing better matched.
+    None when nothing was counted."""
+    if total <= 0 or not counts:
+        return None
+    return sum(max(math.log((total - held + 0.5) / (held + 0.5)), 1e-6) for held in counts.values())
+
+
+def without_common_words(query: str, total: int, counts: Mapping[str, int], *, share: float = COMMON_WORD_SHARE,
+                         least: int = COMMON_WORD_MIN_MESSAGES) -> str:
+    """What the semantic side embeds of ``query``: without the words held by more than ``share`` of the
+    ``total`` messages searched (``counts``: how many hold each word), as long as a word that tells remains,
+    once there are ``least`` messages. A word most messages hold (a speaker's name written before every line,
+    a project's name) says nothing about which message is meant, and in an embedding it pulls the query
+    towards every short message that holds it."""
+    if total < least:
+        return query
+    common = {word for word, held in counts.items() if held > share * total}
+    telling = [word for word in query_words(query) if word not in common]
+    if not common or not telling:
+        return query
+    return " ".join(word for word in words(query) if word not in common)
+
+
+def first_of_each(ranked: Sequence[tuple[K, float]], same: Callable[[K], Hashable]) -> list[tuple[K, float]]:
+    """``ranked`` with only the best-ranked of the candidates ``same`` says are one (identical messages: a line
+    said in many sessions, a greeting, a tool's repeated output). Ten copies of one line in a page tell a
+    reader no more than one, and hide what else matched."""
+    seen: set[Hashable] = set()
+    kept: list[tuple[K, float]] = []
+    for key, score in ranked:
+        marker = same(key)
+        if marker not in seen:
+            seen.add(marker)
+            kept.append((key, score))
+    return kept
 
 
 def _ranks(scores: Mapping[K, float]) -> dict[K, int]:

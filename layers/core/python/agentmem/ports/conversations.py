@@ -89,6 +89,12 @@ class ConversationStore(ABC):
     def tool_messages(self, ref: ConversationRef, tool_call_id: str) -> list[Message]:
         """The tool_call and tool_result rows carrying ``tool_call_id``, in order."""
 
+    def word_counts(self, words: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """How many messages the journals' word index holds, and how many of them hold each of ``words`` (its
+        stem), when this store can count them at little cost (from its index's vocabulary): what recall reads
+        a word's weight from. The default counts nothing: ``(0, {})``."""
+        return 0, {}
+
     @abstractmethod
     def search_candidates(
         self, account_id: str, agent: str, user_id: str | None, words: Sequence[str], *,

@@ -43,10 +43,13 @@ from ..domain.recall import (
     Fallback,
     Mode,
     Signals,
+    bm25_scale,
     check_min_score,
     check_mode,
+    first_of_each,
     fuse,
     pool,
+    without_common_words,
 )
 from ..domain.rules import check_limit
 from ..domain.search import Query, check_query
@@ -330,8 +333,10 @@ class ConversationService:
         offset = _search_offset(cursor, query, conversation)
         keyword_pool = pool(KEYWORD_CANDIDATES, offset, size)
         account, agent_name, user_id = ctx.principal.account_id, ctx.agent.name, ctx.user
-        pending = self._semantic(account, agent_name, user_id, conversation, query,
-                                 pool(SEMANTIC_CANDIDATES, offset, size), wanted_mode)
+        total, held = self.store.word_counts(compiled.words)
+        pending = self._semantic(account, agent_name, user_id, conversation,
+                                 without_common_words(query, total, held), pool(SEMANTIC_CANDIDATES, offset, size),
+                                 wanted_mode)
         found: dict[tuple[str, int], Message] = {}
         keyword: dict[tuple[str, int], float] = {}
 
@@ -362,7 +367,9 @@ class ConversationService:
             cosine = {k: score for k, score in near.items() if k in found}
         calibration = self.agent_memory.entries.calibration
         signals = {k: Signals(keyword.get(k), cosine.get(k)) for k in found}
-        ranked = fuse(signals, how.mode, calibration, min_score=floor)
+        ranked = first_of_each(fuse(signals, how.mode, calibration, min_score=floor,
+                                    keyword_scale=bm25_scale(total, held)),
+                               lambda key: (found[key].role, " ".join(message_text(found[key]).casefold().split())))
         hits = []
         for key, score in ranked[offset : offset + size]:  # snippets for the page only
             message = found[key]

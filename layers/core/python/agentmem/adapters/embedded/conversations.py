@@ -114,6 +114,7 @@ class SqliteConversationStore(ConversationStore):
         # how many messages hold each stem (or a longer word it starts), and the journal's newest id then: a
         # count is read again once the journal grew by a tenth (it only chooses words and sizes windows)
         self._held_counts: dict[str, tuple[int, int]] = {}
+        self._word_counts: dict[str, tuple[int, int]] = {}  # a stem's messages, exactly, at a newest id
 
     @staticmethod
     def _row(conn: sqlite3.Connection, ref: ConversationRef) -> sqlite3.Row | None:
@@ -438,6 +439,23 @@ class SqliteConversationStore(ConversationStore):
         if rare or len(words) < 2:
             return rare or list(words), False, counts, newest
         return sorted(words, key=lambda w: counts[w])[:3], True, counts, newest
+
+    def word_counts(self, words: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """From the journal index's vocabulary (each stem's message count, kept a while as ``_telling``'s are);
+        the messages counted up to the newest id (a bound: deleted ones count)."""
+        conn = self.db.connection()
+        newest = int(conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0])
+        counts = {}
+        for word in dict.fromkeys(words):
+            stemmed = stem(word)
+            known = self._word_counts.get(stemmed)
+            if known is None or newest > known[1] * 1.1:
+                if len(self._word_counts) >= HELD_COUNTS_KEPT:
+                    self._word_counts.clear()
+                row = conn.execute("SELECT doc FROM messages_vocab WHERE term = ?", (stemmed,)).fetchone()
+                known = self._word_counts[stemmed] = (int(row[0]) if row else 0, newest)
+            counts[word] = min(known[0], newest)
+        return newest, counts
 
     def messages_at(self, ref: ConversationRef, seqs: Sequence[int]) -> dict[int, Message]:
         wanted = sorted({s for s in seqs if s > 0})
