@@ -26,8 +26,9 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import random
+import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 # --- the datasets ------------------------------------------------------------------------------------------
@@ -1149,6 +1150,39 @@ def make_entries(seed: int = 7) -> EntryDataset:
     for i, text in enumerate(OFFTOPIC):
         questions.append(EntryQuestion(f"e{len(questions) + 1:04d}", "offtopic", memories[i % len(memories)], text, ()))
     return EntryDataset(seed, tuple(entries), tuple(questions))
+
+
+# --- the same conversation as a transcript ---------------------------------------------------------------------
+
+ASSISTANT_NAME = "Assistant"
+_THIRD_PERSON = tuple((re.compile(pattern), replacement) for pattern, replacement in (
+    (r"\bAm I\b", "Is {u}"), (r"\bam I\b", "is {u}"), (r"\bDo I\b", "Does {u}"), (r"\bdo I\b", "does {u}"),
+    (r"\bHave I\b", "Has {u}"), (r"\bhave I\b", "has {u}"), (r"\bWas I\b", "Was {u}"), (r"\bI'm\b", "{u} is"),
+    (r"\bI've\b", "{u} has"), (r"\bI\b", "{u}"), (r"\b[Mm]y\b", "{u}'s"), (r"\bme\b", "{u}"),
+    (r"\bmine\b", "{u}'s"),
+))
+
+
+def as_transcript(data: Dataset) -> Dataset:
+    """The same conversation as public long-conversation benchmarks often hand it to a memory: a transcript
+    whose every line opens with its speaker's name (``Sam: …``, ``Assistant: …``), and the questions asked
+    about the user by name, in the third person ("When did Sam move to Hamburg?" for "When did I move to
+    Hamburg?"). The evidence is the same messages. It tries the search on a name that every other line holds
+    and every question asks about — which says nothing about the message meant."""
+    name = data.user
+
+    def line(message: Message) -> Message:
+        speaker = name if message.role == "user" else ASSISTANT_NAME
+        return Message(message.role, f"{speaker}: {message.content}")
+
+    def third(text: str) -> str:
+        for pattern, replacement in _THIRD_PERSON:
+            text = pattern.sub(replacement.format(u=name), text)
+        return text
+
+    sessions = tuple(Session(s.key, s.date, tuple(line(m) for m in s.messages)) for s in data.sessions)
+    questions = tuple(replace(q, text=third(q.text)) for q in data.questions)
+    return Dataset(data.seed, data.user, sessions, questions)
 
 
 # --- a look at the data ---------------------------------------------------------------------------------------

@@ -11,6 +11,10 @@ gold found in the top k) and MRR (reciprocal rank of the first gold hit in the t
 question kind. Beside it, a plain BM25 baseline (``bm25s``, PyStemmer's English stemmer, English stop words)
 over the same messages and entries. For off-topic entry questions (no gold), the mean number of hits.
 
+The journal is asked twice: as generated, and written as a transcript in a service of its own (every line
+after its speaker's name, the questions about the user by name: ``recall_data.as_transcript``), the form
+public long-conversation benchmarks often take (``--no-transcript`` skips it).
+
 A server that does not know ``mode`` (it ignores it, or answers 400) is still measured: the runner falls
 back to no ``mode`` and the tables say which mode actually answered. Needs ``bm25s`` and ``PyStemmer``.
 Prints the tables and writes ``bench/results/recall_quality.json``. A benchmark: nothing is asserted.
@@ -32,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from recall_data import Dataset, EntryDataset, kinds, make_conversations, make_entries
+from recall_data import Dataset, EntryDataset, as_transcript, kinds, make_conversations, make_entries
 
 ROOT = Path(__file__).resolve().parent.parent
 MODES = ("keyword", "semantic", "hybrid")
@@ -380,6 +384,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sessions", type=int, default=None, help="sessions in the conversation (default 300)")
     parser.add_argument("--quick", action="store_true", help="a small size for a quick run (40 sessions)")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "recall_quality.json")
+    parser.add_argument("--no-transcript", action="store_true",
+                        help="skip the journal written as a transcript (speaker names, questions in the third person)")
     args = parser.parse_args(argv)
     sessions = args.sessions or (40 if args.quick else 300)
     for name, value in (("POWERTOOLS_METRICS_DISABLED", "true"), ("POWERTOOLS_TRACE_DISABLED", "true"),
@@ -414,6 +420,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             results["entries"] = run_entries(target, entries)
         finally:
             target.close()
+    if not args.no_transcript:
+        transcript = as_transcript(convo)
+        with tempfile.TemporaryDirectory(prefix="agentmem-recall-transcript-") as tmp:
+            target = Agentmem(Path(tmp))  # a service of its own: the plain journal's words do not count here
+            try:
+                log(f"transcript: loading the same {transcript.message_count:,} messages, each after its speaker")
+                load_journal(target, transcript, user)
+                log(f"transcript: {len(transcript.questions)} questions about {transcript.user} × {len(MODES)} modes")
+                results["journal_transcript"] = run_journal(target, transcript, user)
+                results["journal_transcript"]["examples"] = [q.text for q in transcript.questions[:4]]
+            finally:
+                target.close()
     results["seconds"] = round(time.perf_counter() - started, 1)
     report(results)
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -433,6 +451,9 @@ def report(results: dict[str, Any]) -> None:
     print(f"  journal questions: {setup['journal_questions']}")
     print(f"  entry questions: {setup['entry_questions']}\n")
     print_tables("Journal search (GET /agents/{agent}/messages/search)", results["journal"], KIND_ORDER)
+    if "journal_transcript" in results:
+        print_tables("Journal search, the same conversation as a transcript (\"Sam: …\", questions about Sam)",
+                     results["journal_transcript"], KIND_ORDER)
     print_tables("Entry search (GET /memories/{memory}/search)", results["entries"], ("direct", "paraphrased"))
 
 
