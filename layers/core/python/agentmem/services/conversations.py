@@ -558,6 +558,7 @@ class ConversationService:
         with entries.context_reads():
             last = self._last_reads.get(asked)
             if last is not None:
+                check_conversation_key(key)  # (call_context checks it too; nothing is sent for a key it refuses)
                 self._read_ahead(last, key, now)  # beside the agent's record: the build is one round of reads
             ctx = self.call_context(principal, agent, key, user=user, surface=surface)
             ref = self.ref(ctx, key)
