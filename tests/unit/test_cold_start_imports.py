@@ -1,6 +1,8 @@
 """What a cold start imports. The API function's handler imports what every request needs; what only some
 requests need comes with the first of them: boto3 and botocore with the first AWS session (and the X-Ray
 SDK's botocore patch with it), Powertools' models of an OpenAPI document with ``GET /v1/openapi.json``.
+The MCP function speaks MCP without the ``mcp`` SDK (``agentmem.mcp_server.protocol``): neither its import nor
+its requests load the SDK or what the SDK brings.
 
 Each check runs in a fresh interpreter with Lambda's environment (tracing on, as on Lambda, the AWS
 backend), since what this test process has imported says nothing about a cold start.
@@ -40,13 +42,17 @@ NOT_AT_IMPORT = (
     "requests", "pynamodb", "httpx", "sqlite3",  # what Powertools' auto-patch would have imported to patch
     "aws_lambda_powertools.event_handler.openapi.models",  # only GET /v1/openapi.json builds a document
     "agentmem.api.openapi",  # and only it (or /v1/docs) imports what builds it
-    "mcp", "mcp_types",  # the MCP function's layer: the API function has none
+    "mcp", "mcp_types",  # the stdio MCP server's SDK: no function imports it
     "pydantic_settings",  # settings.py reads its variables itself
     # the entries service (recall, the screening of what is saved), built with the first entry route's request
     "agentmem.services.entries", "agentmem.services.agent_memory", "agentmem.services.recall",
     # the conversations' records and the tools' definitions, with the first request on their routes
     "agentmem.domain.conversations", "agentmem.domain.tools", "agentmem.domain.tool_formats",
 )
+
+# what neither the MCP function's import nor its requests load: the SDK (and its pydantic models of the
+# protocol) and what it brings; /v1/mcp speaks the protocol itself
+NOT_IN_THE_MCP_FUNCTION = ("mcp", "mcp_types", "starlette", "sse_starlette", "anyio", "httpx", "httpx2", "uvicorn")
 
 
 def run_in_lambda(body: str, prelude: str = "") -> dict[str, Any]:
@@ -115,3 +121,52 @@ def test_the_first_requests_import_what_their_routes_need() -> None:
     assert out["models_after_document"] is True
     status, body = out["invalid_save"]
     assert status == 400 and body["error"]["code"] == "invalid" and body["error"]["field"] == "content", body
+
+
+def test_the_mcp_function_serves_mcp_without_the_sdk_or_what_it_brings() -> None:
+    out = run_in_lambda(prelude=FIRST_CALLS, body="""
+        import functions.mcp.handler as mcp_handler
+        out["after_import"] = [name for name in NOT_IN_THE_MCP_FUNCTION if name in sys.modules]
+
+        # the agent's tools, without storage: the tool service answers from the catalog
+        from types import SimpleNamespace
+        from agentmem.bootstrap import get_container
+        from agentmem.domain.tools import catalog
+
+        class Service:
+            def definitions(self, principal, agent, *, user=None, surface=None):
+                return catalog("noclick")
+
+            def execute(self, principal, agent, tool, arguments, *, user=None, surface=None):
+                return SimpleNamespace(text="found nothing", result={"items": []})
+
+        get_container().__dict__["tools"] = Service()
+        caller = {"account_id": "acct_cold", "key_id": "key_cold", "kind": "account"}
+        answers = []
+        for message in (
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+            {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+             "params": {"name": "memory__search", "arguments": {"query": "q"}}},
+        ):
+            event = build_rest_event("POST", "/v1/mcp", "agent=support",
+                                     {"Content-Type": "application/json", "Accept": "application/json"},
+                                     json.dumps(message).encode())
+            event["requestContext"]["authorizer"] = caller
+            answer = mcp_handler.lambda_handler(event, LocalContext())
+            answers.append([answer["statusCode"], json.loads(answer["body"])])
+        out["answers"] = answers
+        out["after_requests"] = [name for name in NOT_IN_THE_MCP_FUNCTION if name in sys.modules]
+    """.replace("NOT_IN_THE_MCP_FUNCTION", repr(NOT_IN_THE_MCP_FUNCTION)))
+    # Given the MCP function as Lambda imports it, Then none of the SDK is loaded
+    assert out["after_import"] == []
+    # When a client initializes, lists and calls a tool through it, Then it is answered in MCP's shapes
+    (init_status, init), (list_status, listed), (call_status, called) = out["answers"]
+    assert (init_status, init["result"]["protocolVersion"], init["result"]["serverInfo"]["name"]) == (
+        200, "2025-11-25", "agentmem")
+    assert list_status == 200 and [tool["name"] for tool in listed["result"]["tools"]] == [
+        "memory__search", "memory__read", "memory__save", "memory__delete"]
+    assert call_status == 200 and called["result"]["structuredContent"] == {"items": []}
+    # And still none of the SDK is loaded
+    assert out["after_requests"] == []

@@ -4,9 +4,11 @@ Two transports, one tool surface:
 
 - stdio (``run_stdio``, ``python -m agentmem.mcp_server --agent NAME``): a local process an MCP host
   launches; it lists and runs the tools through the agentmem API (``AGENTMEM_URL`` / ``AGENTMEM_API_KEY``);
-- streamable HTTP at ``POST /v1/mcp?agent=NAME`` inside the API itself (``agentmem.mcp_server.http``).
+- streamable HTTP at ``POST /v1/mcp?agent=NAME`` inside the API itself (``agentmem.mcp_server.http``), whose
+  protocol is written here (``protocol.py``) rather than taken from the SDK, for the cold start.
 
-Nothing here is imported with the API: the ``mcp`` SDK loads only when MCP is spoken.
+Nothing here is imported with the API. The ``mcp`` SDK loads only with the stdio server; the HTTP route never
+imports it.
 """
 
 from __future__ import annotations

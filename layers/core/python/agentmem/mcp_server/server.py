@@ -1,10 +1,10 @@
-"""The MCP server both transports run: the SDK's low-level ``Server`` with two handlers, ``tools/list``
-and ``tools/call``, over whatever lists and runs the tools (the API over HTTP, or the service in-process)."""
+"""The stdio transport's MCP server: the SDK's low-level ``Server`` with two handlers, ``tools/list`` and
+``tools/call``, over what lists and runs the tools (the agentmem API). The HTTP route does not use it: it speaks
+the protocol itself (``protocol.py``), so the API's cold start never imports the SDK."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -14,40 +14,20 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
 from .. import __version__
-
-SERVER_NAME = "agentmem"
-
-
-@dataclass(frozen=True)
-class ToolAnswer:
-    """A tool call's answer: the text a model reads, the structured result, and whether it failed."""
-
-    text: str
-    structured: dict[str, Any] | None = None
-    is_error: bool = False
-
+from .protocol import SERVER_NAME, ToolAnswer, instructions
 
 ListTools = Callable[[], list[dict[str, Any]]]  # tools in MCP's format: {"name", "description", "inputSchema"}
 CallTool = Callable[[str, dict[str, Any]], ToolAnswer]
 
 
-def instructions(agent: str) -> str:
-    return (
-        f"The memory of agent {agent!r} (agentmem). Search it before answering when something learned earlier "
-        "may matter, read the entries you need, and save what you are asked to remember or learn that lasts."
-    )
-
-
-def build_server(agent: str, list_tools: ListTools, call_tool: CallTool, *, in_thread: bool) -> Server[Any]:
-    """An MCP server for one agent. ``in_thread`` runs the (blocking) callables in a worker thread, one at a
-    time, so a long-lived stdio server keeps reading its input while a call waits on the network."""
+def build_server(agent: str, list_tools: ListTools, call_tool: CallTool) -> Server[Any]:
+    """An MCP server for one agent. The (blocking) callables run in a worker thread, one at a time, so the
+    long-lived stdio server keeps reading its input while a call waits on the network."""
 
     limiter: anyio.CapacityLimiter | None = None
 
     async def run(function: Callable[..., Any], *args: Any) -> Any:
         nonlocal limiter
-        if not in_thread:
-            return function(*args)
         limiter = limiter or anyio.CapacityLimiter(1)  # one API call at a time: the client's session is not shared
         return await anyio.to_thread.run_sync(function, *args, limiter=limiter)
 

@@ -12,7 +12,8 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from ..client import AgentmemError, Client
-from .server import ToolAnswer, build_server
+from .protocol import ToolAnswer
+from .server import build_server
 
 SURFACE = "mcp"
 DIALECT = "noclick"
@@ -48,7 +49,7 @@ class ApiTools:
 
 def stdio_mcp_server(agent: str, user: str | None, client: Client) -> Server[Any]:
     tools = ApiTools(client, agent, user)
-    return build_server(agent, tools.list, tools.call, in_thread=True)
+    return build_server(agent, tools.list, tools.call)
 
 
 def run_stdio(agent: str, user: str | None = None, client: Client | None = None) -> None:
