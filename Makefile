@@ -84,9 +84,8 @@ bench-load: install emulators  ## concurrent clients on agentmem serve and serve
 bench-crash: install  ## a writer killed with SIGKILL 500 times; every acknowledged write checked after the restart
 	$(BIN)/python bench/crash.py --kills 500
 
-layers: install  ## the Lambda dependency layers: pip for the Lambda platform, no Docker (ARCH=x86_64 for Intel); a Python 3.13 (RUNTIME_PYTHON=..., on the PATH, or pyenv's) compiles them for the runtime
+layers: install  ## the Lambda dependency layer (every function has it; there is no other): pip for the Lambda platform, no Docker (ARCH=x86_64 for Intel); a Python 3.13 (RUNTIME_PYTHON=..., on the PATH, or pyenv's) compiles it for the runtime
 	PYTHON=$(BIN)/python bash layers/deps/build.sh $(ARCH) layers/deps/python
-	PYTHON=$(BIN)/python bash layers/deps/build.sh $(ARCH) layers/mcp/python layers/mcp layers/deps/python
 
 synth: layers emulators  ## both stacks into cdk.out, offline; fails on any unacknowledged cdk-nag finding
 	CDK_CONTEXT_JSON='{"agentmem:architecture": "$(ARCH)"}' $(BIN)/python app.py

@@ -8,20 +8,19 @@ What it measures, with the layers as Lambda would mount them:
 * the package layer staged as the CDK stages it (``infra.layer_build``: no caches, hash-checked .pyc);
 * the dependency layer every function has: ``layers/deps/python`` when it is built for the deployment
   architecture from the current lists (``make layers``), else built by ``layers/deps/build.sh`` into a
-  temporary folder; and the MCP function's extra layer the same way (``layers/mcp/python``, what the
-  ``mcp`` SDK brings on top of the dependency layer). Their unzipped and zipped sizes are the
-  deployment's: the Lambda runtime's Python (``infra.config.LAMBDA_PYTHON``), arm64 by default. Imports
-  run on this machine, so when its architecture differs from the deployment's, or it has no Python of the
-  runtime's version (``infra.layer_build.runtime_python``: ``$RUNTIME_PYTHON`` or ``python3.X`` on the
-  PATH), a second copy of each is built for this machine and the interpreter that imports: the runtime's
-  Python when there is one, else this one (3.11), which the output then says. Without the runtime's
-  Python the deployed copies cannot be compiled either: they are built without bytecode, and their
-  sizes add what the importable copy's bytecode weighs;
-* ``import functions.api.handler`` and the authorizer's handler in fresh interpreters with
-  ``PYTHONPATH`` = the repository (for ``functions``), the package layer, the dependency layer, and no
-  site-packages (``-S``), so nothing from the development venv can stand in for a missing package: the
-  API function has no MCP layer, and neither has this path. Then, with the MCP layer added as the MCP
-  function has it, ``import functions.mcp.handler`` (that function's whole import) and
+  temporary folder. Its unzipped and zipped sizes are the deployment's: the Lambda runtime's Python
+  (``infra.config.LAMBDA_PYTHON``), arm64 by default. Imports run on this machine, so when its
+  architecture differs from the deployment's, or it has no Python of the runtime's version
+  (``infra.layer_build.runtime_python``: ``$RUNTIME_PYTHON`` or ``python3.X`` on the PATH), a second copy
+  is built for this machine and the interpreter that imports: the runtime's Python when there is one, else
+  this one (3.11), which the output then says. Without the runtime's Python the deployed copy cannot be
+  compiled either: it is built without bytecode, and its size adds what the importable copy's bytecode
+  weighs;
+* ``import functions.api.handler``, the authorizer's handler and ``functions.mcp.handler`` (the MCP
+  function's whole import) in fresh interpreters with ``PYTHONPATH`` = the repository (for
+  ``functions``), the package layer, the dependency layer, and no site-packages (``-S``), so nothing from
+  the development venv can stand in for a missing package: no function has the ``mcp`` SDK (``/v1/mcp``
+  speaks MCP itself, ``agentmem.mcp_server.protocol``), and neither has this path. Then
   ``import agentmem.mcp_server.http`` after ``functions.api.handler`` (what MCP adds on top of the API
   handler). The environment says "Lambda" (``AWS_LAMBDA_FUNCTION_NAME``, ``LAMBDA_TASK_ROOT`` and
   friends) so the tracer (on, as on Lambda) and logger set up as they do there. Wall time is the median
@@ -32,9 +31,8 @@ What it measures, with the layers as Lambda would mount them:
 
 Prints a table and writes ``bench/results/cold_start.json``. Timings are never asserted; the targets
 (API handler import ≤ 300 ms, MCP function import ≤ 600 ms, dependency layer ≤ 60 MB unzipped) are printed
-with a pass/miss mark. The
-MCP layer has no target of its own; the MCP function's layers together are shown against Lambda's
-250 MB limit (function and layers, unzipped).
+with a pass/miss mark; a function's layers together are shown against Lambda's 250 MB limit (function and
+layers, unzipped).
 """
 
 from __future__ import annotations
@@ -63,8 +61,6 @@ from infra.config import (  # noqa: E402
     DEPS_DIR,
     DEPS_MARKER,
     LAMBDA_PYTHON,
-    MCP_BUILT_DIR,
-    MCP_DIR,
     stale_reason,
 )
 from infra.layer_build import runtime_python, stage_package_layer  # noqa: E402
@@ -73,8 +69,8 @@ RESULTS = ROOT / "bench" / "results" / "cold_start.json"
 BUILD_SCRIPT = ROOT / "layers" / "deps" / "build.sh"
 TARGETS = {"api_import_ms": 300.0, "mcp_import_ms": 600.0, "deps_layer_unzipped_mb": 60.0}
 LAMBDA_UNZIPPED_LIMIT_MB = 250.0  # a function's code and all its layers, unzipped (a Lambda quota)
-HANDLERS = {"api": "functions.api.handler", "authorizer": "functions.authorizer.handler"}  # base layers only
-MCP_HANDLER = "functions.mcp.handler"  # with the MCP layer too
+HANDLERS = {"api": "functions.api.handler", "authorizer": "functions.authorizer.handler",
+            "mcp": "functions.mcp.handler"}
 MCP_SERVER = "agentmem.mcp_server.http"  # what /v1/mcp imports, measured on top of the API handler
 TOP = 15
 MB = 1024 * 1024
@@ -103,8 +99,6 @@ class LayerDirs:
     core: Path  # holds python/agentmem, compiled for the importing interpreter
     deps_deployed: Path  # holds python/, for the deployment architecture and the Lambda runtime's Python
     deps_importable: Path  # holds python/, for this machine and the importing interpreter
-    mcp_deployed: Path  # the MCP layer (python/), for the deployment architecture and the runtime's Python
-    mcp_importable: Path  # the MCP layer, for this machine and the importing interpreter
     deployed_bytecode: bool  # False: no Python of the runtime's version here, the deployed copies are source only
 
 
@@ -133,22 +127,16 @@ def built_for(folder: Path) -> dict[str, Any] | None:
     return json.loads(marker.read_text()) if marker.is_file() else None
 
 
-def usable(folder: Path, architecture: str, recipe: Path = DEPS_DIR, base_recipe: Path | None = None) -> bool:
+def usable(folder: Path, architecture: str) -> bool:
     """Built (with a marker) for ``architecture`` from the current lists, as synthesis would accept it."""
     found = built_for(folder)
-    return found is not None and stale_reason(found, architecture, recipe, base_recipe_dir=base_recipe) is None
+    return found is not None and stale_reason(found, architecture) is None
 
 
-def build_layer(
-    architecture: str, into: Path, recipe: Path = DEPS_DIR, base: Path | None = None, *,
-    python: str = LAMBDA_PYTHON, bytecode: bool = True,
-) -> Path:
-    """``layers/deps/build.sh`` of ``recipe`` for Python ``python`` into ``into/python`` (on top of
-    ``base/python``); returns ``into``."""
-    print(f"building the {recipe.name} layer for Python {python} on {architecture} in {into} ...", flush=True)
-    command = ["bash", str(BUILD_SCRIPT), architecture, str(into / "python"), str(recipe)]
-    if base is not None:
-        command.append(str(base / "python"))
+def build_layer(architecture: str, into: Path, *, python: str = LAMBDA_PYTHON, bytecode: bool = True) -> Path:
+    """``layers/deps/build.sh`` for Python ``python`` into ``into/python``; returns ``into``."""
+    print(f"building the dependency layer for Python {python} on {architecture} in {into} ...", flush=True)
+    command = ["bash", str(BUILD_SCRIPT), architecture, str(into / "python"), str(DEPS_DIR)]
     env = {**os.environ, "PYTHON": sys.executable, "LAYER_PYTHON": python, "BYTECODE": "1" if bytecode else "0"}
     done = subprocess.run(command, env=env, capture_output=True, text=True)
     if done.returncode != 0:
@@ -156,19 +144,13 @@ def build_layer(
     return into
 
 
-def layers_for(architecture: str, python: str, work: Path, *, bytecode: bool = True) -> tuple[Path, Path]:
-    """(dependency layer, MCP layer) for ``architecture`` and Python ``python``: the ones ``make layers`` built
-    when synthesis would take them, else built in ``work``."""
-    name = f"{architecture}-py{python}"
-    deployable = python == LAMBDA_PYTHON and bytecode
+def layer_for(architecture: str, python: str, work: Path, *, bytecode: bool = True) -> Path:
+    """The dependency layer for ``architecture`` and Python ``python``: the one ``make layers`` built when
+    synthesis would take it, else built in ``work``."""
     deps = DEPS_BUILT_DIR.parent
-    if not (deployable and usable(deps, architecture)):
-        deps = build_layer(architecture, work / f"deps-{name}", python=python, bytecode=bytecode)
-    mcp = MCP_BUILT_DIR.parent
-    # the MCP layer leaves out what its base holds: take the built one only on top of the built base
-    if deps != DEPS_BUILT_DIR.parent or not usable(mcp, architecture, MCP_DIR, DEPS_DIR):
-        mcp = build_layer(architecture, work / f"mcp-{name}", MCP_DIR, base=deps, python=python, bytecode=bytecode)
-    return deps, mcp
+    if not (python == LAMBDA_PYTHON and bytecode and usable(deps, architecture)):
+        deps = build_layer(architecture, work / f"deps-{architecture}-py{python}", python=python, bytecode=bytecode)
+    return deps
 
 
 def prepare_layers(work: Path, architecture: str, interpreter: Interpreter) -> LayerDirs:
@@ -176,12 +158,12 @@ def prepare_layers(work: Path, architecture: str, interpreter: Interpreter) -> L
     stage_package_layer(ROOT / "layers" / "core", core, tuple(int(p) for p in interpreter.version.split(".")))
     # without a Python of the runtime's version the deployed copies cannot be compiled: their sizes are
     # measured without bytecode, and the report adds what the importable copy's bytecode weighs
-    deps, mcp = layers_for(architecture, LAMBDA_PYTHON, work, bytecode=interpreter.is_runtime)
+    deps = layer_for(architecture, LAMBDA_PYTHON, work, bytecode=interpreter.is_runtime)
     here = machine_architecture()
     same = here == architecture and interpreter.is_runtime
-    deps_here, mcp_here = (deps, mcp) if same else layers_for(here, interpreter.version, work)
-    return LayerDirs(core=core, deps_deployed=deps, deps_importable=deps_here, mcp_deployed=mcp,
-                     mcp_importable=mcp_here, deployed_bytecode=interpreter.is_runtime)
+    deps_here = deps if same else layer_for(here, interpreter.version, work)
+    return LayerDirs(core=core, deps_deployed=deps, deps_importable=deps_here,
+                     deployed_bytecode=interpreter.is_runtime)
 
 
 # -- sizes -----------------------------------------------------------------------------------------------
@@ -214,11 +196,9 @@ def biggest_packages(folder: Path, count: int = 8) -> list[tuple[str, float]]:
 
 # -- import time -----------------------------------------------------------------------------------------
 
-def interpreter_env(layers: LayerDirs, *, mcp: bool = False) -> dict[str, str]:
-    """What a function's interpreter sees: the base layers, and with ``mcp`` the MCP layer after them."""
+def interpreter_env(layers: LayerDirs) -> dict[str, str]:
+    """What a function's interpreter sees: its code and the two layers every function has."""
     folders = [ROOT, layers.core / "python", layers.deps_importable / "python"]
-    if mcp:
-        folders.append(layers.mcp_importable / "python")
     keep = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "TMPDIR")}
     path = os.pathsep.join(str(folder) for folder in folders)
     return {**keep, **LAMBDA_ENV, "PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1"}
@@ -327,7 +307,7 @@ W = 56  # width of the measure column
 def report(result: dict[str, Any]) -> None:
     api, on_top = result["handlers"]["api"], result["mcp_on_top_of_api"]
     layers = result["layers"]
-    deps, mcp, core = layers["deps"], layers["mcp"], layers["core"]
+    deps, core = layers["deps"], layers["core"]
     print()
     print(f"cold start — imports on Python {result['python']} on {result['machine']}; deployment: Python "
           f"{result['lambda_python']} on {result['architecture']}")
@@ -354,12 +334,10 @@ def report(result: dict[str, Any]) -> None:
     print(f"{'dependency layer (every function), unzipped':{W}} {deps['unzipped_mb']:>9.1f} MB {'≤ 60 MB':>10}  "
           f"{mark(deps['unzipped_mb'], TARGETS['deps_layer_unzipped_mb'])}")
     print(f"{'dependency layer, zipped':{W}} {deps['zipped_mb']:>9.1f} MB")
-    print(f"{'MCP layer (the MCP function only), unzipped':{W}} {mcp['unzipped_mb']:>9.1f} MB")
-    print(f"{'MCP layer, zipped':{W}} {mcp['zipped_mb']:>9.1f} MB")
     print(f"{'package layer (agentmem + .pyc), unzipped':{W}} {core['unzipped_mb']:>9.1f} MB")
     print(f"{'package layer, zipped':{W}} {core['zipped_mb']:>9.1f} MB")
-    total = layers["mcp_function_unzipped_mb"]
-    print(f"{'MCP function: its three layers together, unzipped':{W}} {total:>9.1f} MB "
+    total = layers["function_unzipped_mb"]
+    print(f"{'a function (MCP too): its two layers together, unzipped':{W}} {total:>9.1f} MB "
           f"{f'≤ {LAMBDA_UNZIPPED_LIMIT_MB:.0f} MB':>10}  {mark(total, LAMBDA_UNZIPPED_LIMIT_MB)} (Lambda's limit)")
     print()
     print(f"top {TOP} imports of the API handler by cumulative time (one -X importtime run):")
@@ -376,8 +354,6 @@ def report(result: dict[str, Any]) -> None:
     print()
     print("largest packages of the dependency layer (MB): "
           + ", ".join(f"{name} {size}" for name, size in layers["deps_biggest"]))
-    print("largest packages of the MCP layer (MB): "
-          + ", ".join(f"{name} {size}" for name, size in layers["mcp_biggest"]))
     print(f"\nwritten: {RESULTS.relative_to(ROOT)}")
 
 
@@ -397,28 +373,26 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="agentmem-cold-start-"))
     try:
         layers = prepare_layers(work, args.architecture, interpreter)
-        env, mcp_env = interpreter_env(layers), interpreter_env(layers, mcp=True)
+        env = interpreter_env(layers)
         python = interpreter.path
         measured = measure_all({
             **{name: Measure(module, env, python=python) for name, module in HANDLERS.items()},
-            "mcp": Measure(MCP_HANDLER, mcp_env, python=python),
-            "mcp_on_top_of_api": Measure(MCP_SERVER, mcp_env, after=HANDLERS["api"], python=python),
+            "mcp_on_top_of_api": Measure(MCP_SERVER, env, after=HANDLERS["api"], python=python),
         }, args.runs)
         on_top = measured.pop("mcp_on_top_of_api")
         handlers = measured
         load = os.getloadavg()
         sizes = {
             "deps": layer_size(layers.deps_deployed / "python", work),
-            "mcp": layer_size(layers.mcp_deployed / "python", work),
             "core": layer_size(layers.core / "python", work),
         }
         if not layers.deployed_bytecode:
             # what the bytecode weighs, from the importable copy of the same lists (another Python's .pyc files
             # are much the same size); the deployed layer holds it, so its size counts it
-            for name, importable in (("deps", layers.deps_importable), ("mcp", layers.mcp_importable)):
-                pyc = layer_size(importable / "python", work)["bytecode_mb"]
-                sizes[name] = {**sizes[name], "bytecode_mb_estimate": pyc, "unzipped_mb_without_bytecode":
-                               sizes[name]["unzipped_mb"], "unzipped_mb": round(sizes[name]["unzipped_mb"] + pyc, 2)}
+            pyc = layer_size(layers.deps_importable / "python", work)["bytecode_mb"]
+            deps = sizes["deps"]
+            sizes["deps"] = {**deps, "bytecode_mb_estimate": pyc, "unzipped_mb_without_bytecode": deps["unzipped_mb"],
+                             "unzipped_mb": round(deps["unzipped_mb"] + pyc, 2)}
         result = {
             "generated_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             "lambda_python": LAMBDA_PYTHON,
@@ -434,9 +408,8 @@ def main() -> int:
             "mcp_on_top_of_api": on_top,
             "layers": {
                 **sizes,
-                "mcp_function_unzipped_mb": round(sum(size["unzipped_mb"] for size in sizes.values()), 2),
+                "function_unzipped_mb": round(sum(size["unzipped_mb"] for size in sizes.values()), 2),
                 "deps_biggest": biggest_packages(layers.deps_deployed),
-                "mcp_biggest": biggest_packages(layers.mcp_deployed),
             },
         }
         result["verdict"] = {

@@ -18,9 +18,6 @@ FUNCTIONS_DIR = ROOT / "functions"
 CORE_LAYER_DIR = ROOT / "layers" / "core"
 DEPS_DIR = ROOT / "layers" / "deps"
 DEPS_BUILT_DIR = DEPS_DIR / "python"
-# the MCP function's extra layer: what `mcp` brings on top of the dependency layer (layers/deps/build.sh)
-MCP_DIR = ROOT / "layers" / "mcp"
-MCP_BUILT_DIR = MCP_DIR / "python"
 # written by layers/deps/build.sh beside the packages: what the folder was built for
 DEPS_MARKER = ".agentmem-layer.json"
 # the Lambda runtime of every function, which the layers' wheels and bytecode are built for (the project
@@ -46,7 +43,6 @@ class DeploymentConfig:
     name: str = "agentmem"  # prefix of stack and collection names; lowercase, 3–24 chars
     architecture: Architecture = "arm64"
     deps_layer_dir: str | None = None  # tests: a stand-in folder; default layers/deps (built)
-    mcp_layer_dir: str | None = None  # tests: a stand-in folder; default layers/mcp (built)
     stage_name: str = "prod"
     throttle_rate: int = 100  # requests per second, steady, across the API stage
     throttle_burst: int = 200
@@ -68,7 +64,7 @@ class DeploymentConfig:
     embedding_dimension: int = 512  # Titan Text Embeddings V2: 256, 512 or 1024
     summary_model_id: str = "amazon.nova-micro-v1:0"
     api_memory_mb: int = 1024
-    mcp_memory_mb: int = 1024  # the MCP function (POST /v1/mcp): it imports the MCP SDK on a cold start
+    mcp_memory_mb: int = 1024  # the MCP function (POST /v1/mcp)
     # a rejected key is an "Unauthorized" exception, i.e. a Lambda error: alarm only on many of them
     authorizer_error_alarm_threshold: int = 25
     # the alarms' SNS topic: an address subscribed to it by email (it confirms by the link AWS sends); unset: none
@@ -191,14 +187,8 @@ def recipe_digest(recipe_dir: Path = DEPS_DIR) -> str:
     return hashlib.sha256(b"".join(path.read_bytes() for path in sorted(recipe_dir.glob("*.txt")))).hexdigest()
 
 
-def stale_reason(
-    built_for: dict[str, Any], architecture: str, recipe_dir: Path, *, base_recipe_dir: Path | None = None
-) -> str | None:
-    """Why a layer with this marker cannot be deployed as ``architecture``, or None when it can.
-
-    A layer built on top of another (``base_recipe_dir``: the MCP layer on the dependency layer) also
-    goes stale when the base's lists change, since what it leaves out depends on what the base holds.
-    """
+def stale_reason(built_for: dict[str, Any], architecture: str, recipe_dir: Path = DEPS_DIR) -> str | None:
+    """Why a layer with this marker cannot be deployed as ``architecture``, or None when it can."""
     if built_for.get("architecture") != architecture:
         return (
             f"it was built for {built_for.get('architecture')}, but this deployment is {architecture}: "
@@ -213,14 +203,11 @@ def stale_reason(
         )
     if built_for.get("requirements_sha256") != recipe_digest(recipe_dir):
         return f"the requirements in {recipe_dir} changed since it was built: {MAKE_HINT}"
-    if base_recipe_dir is not None and built_for.get("base_requirements_sha256") != recipe_digest(base_recipe_dir):
-        return f"the requirements in {base_recipe_dir} (its base layer) changed since it was built: {MAKE_HINT}"
     return None
 
 
 def _resolve_layer_dir(
     stand_in: str | None, context_key: str, what: str, architecture: str, built_dir: Path, recipe_dir: Path,
-    base_recipe_dir: Path | None = None,
 ) -> Path:
     if stand_in:
         folder = Path(stand_in)
@@ -235,9 +222,7 @@ def _resolve_layer_dir(
         )
     marker = built_dir / DEPS_MARKER
     if marker.is_file():
-        reason = stale_reason(
-            json.loads(marker.read_text()), architecture, recipe_dir, base_recipe_dir=base_recipe_dir
-        )
+        reason = stale_reason(json.loads(marker.read_text()), architecture, recipe_dir)
         if reason is not None:
             raise DepsLayerMissingError(f"{what} in {built_dir} cannot be used: {reason}")
     return built_dir.parent
@@ -254,19 +239,4 @@ def resolve_deps_layer_dir(
     return _resolve_layer_dir(
         config.deps_layer_dir, "agentmem:depsLayerDir", "the dependency layer", config.architecture,
         built_dir, recipe_dir,
-    )
-
-
-def resolve_mcp_layer_dir(
-    config: DeploymentConfig, *, built_dir: Path = MCP_BUILT_DIR, recipe_dir: Path = MCP_DIR,
-    base_recipe_dir: Path = DEPS_DIR,
-) -> Path:
-    """The folder whose content becomes the MCP function's extra layer (it holds ``python/``).
-
-    With ``agentmem:mcpLayerDir`` (tests) that folder is used as it is. Otherwise it must have been built
-    for this architecture from the current lists, both its own and the dependency layer's.
-    """
-    return _resolve_layer_dir(
-        config.mcp_layer_dir, "agentmem:mcpLayerDir", "the MCP layer", config.architecture,
-        built_dir, recipe_dir, base_recipe_dir,
     )

@@ -160,7 +160,7 @@ class AgentmemApi(Construct):
         self, layers: Layers, environment: Mapping[str, str], table: dynamodb.ITable
     ) -> AgentmemFunction:
         mcp = AgentmemFunction(
-            self, "Mcp", layers=layers, extra_layers=[layers.mcp], config=self.config, environment=environment,
+            self, "Mcp", layers=layers, config=self.config, environment=environment,
             spec=FunctionSpec(
                 name="mcp",
                 description="agentmem: MCP over streamable HTTP, POST /v1/mcp (functions/mcp/handler.lambda_handler)",

@@ -6,8 +6,8 @@
   the asset zip (its file times are normalised);
 - the third-party dependencies are a second layer, built by ``layers/deps/build.sh`` (pip with the
   Lambda platform's wheels), which compiles them the same way;
-- what the MCP SDK brings on top of them is a third layer (``layers/mcp``, built by the same script),
-  which only the MCP function has: the API's layer stays small, and so does its cold start;
+- every function has these two and no other: the MCP function too, since ``/v1/mcp`` speaks MCP itself
+  (``agentmem.mcp_server.protocol``) and the ``mcp`` SDK is only the local stdio server's;
 - each function's code is its own folder, ``functions/<name>/``.
 """
 
@@ -27,14 +27,13 @@ from ..config import (
     LAMBDA_PYTHON,
     DeploymentConfig,
     resolve_deps_layer_dir,
-    resolve_mcp_layer_dir,
 )
 from ..layer_build import runtime_python, stage_package_layer
 
 RUNTIME: lambda_.Runtime = getattr(lambda_.Runtime, "PYTHON_" + LAMBDA_PYTHON.replace(".", "_"))
 CORE_EXCLUDE = ["**/__pycache__", "**/*.pyc", "python/*.egg-info", "python/*.egg-info/**"]
 # the recipe beside the built python/ folder (gitignore syntax: "/" anchors at the folder's root), and the
-# build marker, which only synthesis reads (two layers' markers would land on one path in /opt/python)
+# build marker, which only synthesis reads
 DEPS_EXCLUDE = ["/build.sh", "/*.txt", "/*.md", "/.gitignore", f"/python/{DEPS_MARKER}"]
 FUNCTION_EXCLUDE = ["**/__pycache__", "**/*.pyc", "tests", "tests/**"]
 
@@ -63,18 +62,15 @@ def function_code(name: str) -> lambda_.Code:
 
 
 class Layers(Construct):
-    """The two layers every function uses (the agentmem package and its dependencies), and the MCP
-    function's third one (what the MCP SDK brings on top of the dependencies)."""
+    """The two layers every function uses: the agentmem package and its dependencies."""
 
     def __init__(self, scope: Construct, construct_id: str, *, config: DeploymentConfig) -> None:
         super().__init__(scope, construct_id)
         self.architecture = lambda_architecture(config)
         # first: a missing or stale layer stops synthesis before any bundling
         deps_folder = resolve_deps_layer_dir(config)
-        mcp_folder = resolve_mcp_layer_dir(config)
         self.core = self._build_core_layer()
         self.deps = self._build_deps_layer(config, deps_folder)
-        self.mcp = self._build_mcp_layer(config, mcp_folder)
 
     @property
     def all(self) -> list[lambda_.ILayerVersion]:
@@ -107,15 +103,6 @@ class Layers(Construct):
         return lambda_.LayerVersion(
             self, "Deps", code=lambda_.Code.from_asset(str(folder), exclude=DEPS_EXCLUDE, ignore_mode=IgnoreMode.GIT),
             description=f"agentmem: third-party dependencies for Python {LAMBDA_PYTHON} on {config.architecture}",
-            compatible_runtimes=[RUNTIME], compatible_architectures=[self.architecture],
-            removal_policy=RemovalPolicy.DESTROY,
-        )
-
-    def _build_mcp_layer(self, config: DeploymentConfig, folder: Path) -> lambda_.LayerVersion:
-        return lambda_.LayerVersion(
-            self, "Mcp", code=lambda_.Code.from_asset(str(folder), exclude=DEPS_EXCLUDE, ignore_mode=IgnoreMode.GIT),
-            description=f"agentmem: the MCP SDK and what it adds to the dependency layer, Python {LAMBDA_PYTHON} on "
-            f"{config.architecture} (only the MCP function)",
             compatible_runtimes=[RUNTIME], compatible_architectures=[self.architecture],
             removal_policy=RemovalPolicy.DESTROY,
         )

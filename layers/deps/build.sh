@@ -7,9 +7,7 @@
 #     BASE    a built layer this one goes on top of (its python/ folder), for a layer only some
 #             functions add to the base one: pip resolves against the exact versions BASE holds, and
 #             what BASE already holds is left out of TARGET
-# `make layers` runs it twice:
-#   layers/deps/build.sh arm64 layers/deps/python                                   (every function)
-#   layers/deps/build.sh arm64 layers/mcp/python layers/mcp layers/deps/python      (the MCP function)
+# `make layers` runs `layers/deps/build.sh arm64 layers/deps/python` (the layer of every function).
 # What goes in: RECIPE/requirements.txt, RECIPE/requirements-nodeps.txt if present (without their
 # declared dependencies), and, if RECIPE/botocore-services.txt is present, only those of botocore's
 # service models.

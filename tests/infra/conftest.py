@@ -84,21 +84,16 @@ def synthesise(tmp_path_factory: pytest.TempPathFactory, context: dict[str, str]
     nag.ACKNOWLEDGED.clear()  # what this synthesis acknowledges, not an earlier one's
 
     # no `make layers` in tests: stand-ins with a recipe file beside a one-package python/ folder
-    stand_ins = {}
-    for layer, package in (("deps", "standin"), ("mcp", "standin_mcp")):
-        stand_in = tmp_path_factory.mktemp(f"{layer}-layer-stand-in")
-        (stand_in / "python" / f"{package}-1.0.dist-info").mkdir(parents=True)
-        (stand_in / "python" / f"{package}-1.0.dist-info" / "top_level.txt").write_text(f"{package}\n")
-        (stand_in / "python" / ".agentmem-layer.json").write_text("{}\n")  # the build marker stays out
-        (stand_in / "requirements.txt").write_text(f"{package}\n")
-        (stand_in / "build.sh").write_text("exit 0\n")
-        stand_ins[layer] = stand_in
+    package = "standin"
+    stand_in = tmp_path_factory.mktemp("deps-layer-stand-in")
+    (stand_in / "python" / f"{package}-1.0.dist-info").mkdir(parents=True)
+    (stand_in / "python" / f"{package}-1.0.dist-info" / "top_level.txt").write_text(f"{package}\n")
+    (stand_in / "python" / ".agentmem-layer.json").write_text("{}\n")  # the build marker stays out
+    (stand_in / "requirements.txt").write_text(f"{package}\n")
+    (stand_in / "build.sh").write_text("exit 0\n")
     outdir = tmp_path_factory.mktemp("cdk.out")
     started = time.perf_counter()
-    app, _, _ = build_app(
-        {"agentmem:depsLayerDir": str(stand_ins["deps"]), "agentmem:mcpLayerDir": str(stand_ins["mcp"]), **context},
-        outdir=str(outdir),
-    )
+    app, _, _ = build_app({"agentmem:depsLayerDir": str(stand_in), **context}, outdir=str(outdir))
     error = None
     try:
         app.synth()

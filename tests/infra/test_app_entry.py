@@ -23,13 +23,11 @@ def _run_app(context: dict[str, str], outdir: Path) -> subprocess.CompletedProce
 
 
 def test_app_py_synthesises_both_stacks_offline(tmp_path: Path) -> None:
-    # Given no credentials and no network, When app.py runs as the CDK CLI runs it (context from the CLI)
-    stand_in, mcp_stand_in = tmp_path / "layer", tmp_path / "mcp-layer"
+    # Given no credentials and no network, and the one layer folder there is (the MCP function has no layer
+    # of its own), When app.py runs as the CDK CLI runs it (context from the CLI)
+    stand_in = tmp_path / "layer"
     stand_in.mkdir()
-    mcp_stand_in.mkdir()
-    done = _run_app(
-        {"agentmem:depsLayerDir": str(stand_in), "agentmem:mcpLayerDir": str(mcp_stand_in)}, tmp_path / "out"
-    )
+    done = _run_app({"agentmem:depsLayerDir": str(stand_in)}, tmp_path / "out")
     # Then both templates are written and nothing was looked up
     assert done.returncode == 0, done.stderr[-3000:]
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
@@ -44,16 +42,3 @@ def test_app_py_stops_with_a_message_when_the_layer_is_missing(tmp_path: Path) -
     assert done.returncode == 2
     assert "cannot synthesise" in done.stderr and "Traceback" not in done.stderr
 
-
-def test_app_py_stops_with_a_message_when_the_mcp_layer_is_missing(tmp_path: Path) -> None:
-    # Given the dependency layer but an MCP layer folder nobody built
-    stand_in = tmp_path / "layer"
-    stand_in.mkdir()
-    done = _run_app(
-        {"agentmem:depsLayerDir": str(stand_in), "agentmem:mcpLayerDir": str(tmp_path / "not-built")},
-        tmp_path / "out",
-    )
-    # Then it stops with a message naming that layer, not a traceback
-    assert done.returncode == 2
-    assert "cannot synthesise" in done.stderr and "mcpLayerDir" in done.stderr
-    assert "Traceback" not in done.stderr

@@ -61,33 +61,24 @@ def test_functions_run_the_lambda_python_on_arm64_from_their_folder(synthesis: A
 
 
 def _layer_ids(synthesis: Any) -> dict[str, str]:
-    """"core", "deps", "mcp" → the layer's logical id."""
+    """"core", "deps" → the layer's logical id."""
     layers = synthesis.resources("Stateless", "AWS::Lambda::LayerVersion")
-    prefixes = {"core": "LayersCore", "deps": "LayersDeps", "mcp": "LayersMcp"}
+    prefixes = {"core": "LayersCore", "deps": "LayersDeps"}
     return {name: next(i for i in layers if i.startswith(prefix)) for name, prefix in prefixes.items()}
 
 
 def test_functions_use_the_package_layer_and_the_dependency_layer(synthesis: Any) -> None:
+    # Given the stack's layers, Then there are two, and every function has both and no other: the MCP
+    # function too, which speaks MCP without the SDK (no layer of the SDK's)
     layers = synthesis.resources("Stateless", "AWS::Lambda::LayerVersion")
-    assert len(layers) == 3
+    assert len(layers) == 2
     for layer in layers.values():
         assert layer["Properties"]["CompatibleRuntimes"] == [f"python{LAMBDA_PYTHON}"]
         assert layer["Properties"]["CompatibleArchitectures"] == ["arm64"]
     ids = _layer_ids(synthesis)
     for name, function in _by_folder(synthesis).items():
         used = [ref["Ref"] for ref in function["Properties"]["Layers"]]
-        expected = [ids["core"], ids["deps"], ids["mcp"]] if name == "mcp" else [ids["core"], ids["deps"]]
-        assert used == expected, name
-
-
-def test_only_the_mcp_function_carries_the_mcp_layer(synthesis: Any) -> None:
-    # Given the MCP layer (the mcp SDK and what it adds), Then the MCP function has it after the base
-    # layers, and no other function (the API's above all) does
-    mcp_layer = _layer_ids(synthesis)["mcp"]
-    carrying = [name for name, function in _by_folder(synthesis).items()
-                if {"Ref": mcp_layer} in function["Properties"]["Layers"]]
-    assert carrying == ["mcp"]
-    assert {"Ref": mcp_layer} not in _by_folder(synthesis)["api"]["Properties"]["Layers"]
+        assert used == [ids["core"], ids["deps"]], name
 
 
 def test_the_mcp_function_runs_the_api_handler() -> None:
@@ -138,14 +129,13 @@ def test_package_layer_is_the_agentmem_package_compiled_for_the_runtime_or_says_
     assert not list(core.glob("python/*.egg-info"))
 
 
-@pytest.mark.parametrize(("layer", "package"), [("deps", "standin"), ("mcp", "standin_mcp")])
-def test_dependency_layers_hold_the_built_packages_not_the_recipe(synthesis: Any, layer: str, package: str) -> None:
-    # Given the stand-in folders (recipe files, python/ with a package and the build marker)
-    built = synthesis.resources("Stateless", "AWS::Lambda::LayerVersion")[_layer_ids(synthesis)[layer]]
+def test_the_dependency_layer_holds_the_built_packages_not_the_recipe(synthesis: Any) -> None:
+    # Given the stand-in folder (recipe files, python/ with a package and the build marker)
+    built = synthesis.resources("Stateless", "AWS::Lambda::LayerVersion")[_layer_ids(synthesis)["deps"]]
     folder = synthesis.outdir / ("asset." + built["Properties"]["Content"]["S3Key"].removesuffix(".zip"))
     staged = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
-    # Then each layer's asset is the packages alone: no recipe, no marker (both layers' would meet in /opt/python)
-    assert staged == [f"python/{package}-1.0.dist-info/top_level.txt"]
+    # Then the layer's asset is the packages alone: no recipe, and no marker (only synthesis reads it)
+    assert staged == ["python/standin-1.0.dist-info/top_level.txt"]
 
 
 def test_functions_get_powertools_and_agentmem_settings(synthesis: Any) -> None:

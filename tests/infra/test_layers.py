@@ -1,5 +1,5 @@
-"""The dependency layers (every function's, and the MCP function's on top of it): what goes in each,
-and synthesis refusing a missing or stale one."""
+"""The dependency layer (every function's, and the only one besides the package's): what goes in it, and
+synthesis refusing a missing or stale one."""
 
 from __future__ import annotations
 
@@ -15,18 +15,17 @@ from infra.config import (
     DEPS_DIR,
     DEPS_MARKER,
     LAMBDA_PYTHON,
-    MCP_DIR,
     ROOT,
     DeploymentConfig,
     DepsLayerMissingError,
     InfraConfigError,
     recipe_digest,
     resolve_deps_layer_dir,
-    resolve_mcp_layer_dir,
 )
 from infra.layer_build import runtime_python, stage_package_layer
 
-CLI_ONLY = {"click"}  # the CLI runs on a laptop, not in Lambda
+# the CLI, and the stdio MCP server (`agentmem mcp`, the mcp SDK), run on a laptop, not in Lambda
+LOCAL_ONLY = {"click", "mcp"}
 BASE_RECIPE = ("requirements.txt", "requirements-nodeps.txt")
 
 
@@ -44,20 +43,21 @@ def _recipe(folder: Path, *files: str) -> set[str]:
 
 
 def test_layer_requirements_cover_the_runtime_dependencies_of_pyproject() -> None:
-    # Given pyproject's dependencies and its [aws] extra, Then each is in one of the layers' requirement lists
+    # Given pyproject's dependencies and its [aws] extra, Then each that a function may import is in the layer's
+    # requirement lists
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    needed = _names(project["dependencies"] + project["optional-dependencies"]["aws"]) - CLI_ONLY
-    layered = _recipe(DEPS_DIR, *BASE_RECIPE) | _recipe(MCP_DIR, "requirements.txt")
+    needed = _names(project["dependencies"] + project["optional-dependencies"]["aws"]) - LOCAL_ONLY
+    layered = _recipe(DEPS_DIR, *BASE_RECIPE)
     assert needed <= layered, needed - layered
 
 
-def test_mcp_is_in_the_mcp_recipe_only_and_jsonschema_stays_in_the_base_one() -> None:
-    # the API function has only the base layer: its tools route validates arguments with jsonschema,
-    # and it never imports mcp (only /v1/mcp does, served by the MCP function)
-    base, mcp = _recipe(DEPS_DIR, *BASE_RECIPE), _recipe(MCP_DIR, "requirements.txt")
-    assert "mcp" in mcp and "mcp" not in base
+def test_the_mcp_sdk_is_in_no_layer_and_jsonschema_is_in_the_dependency_layer() -> None:
+    # no function imports mcp (/v1/mcp speaks MCP itself: tests/unit/test_cold_start_imports.py), and the
+    # tools route (and the MCP route's tools) validate arguments with jsonschema
+    base = _recipe(DEPS_DIR, *BASE_RECIPE)
+    assert "mcp" not in base and "mcp-types" not in base
     assert "jsonschema" in base
-    assert not (base & mcp), "the MCP layer is built on top of the base one: a package is in one recipe only"
+    assert not (ROOT / "layers" / "mcp").exists()
 
 
 def test_the_layer_keeps_the_botocore_model_of_every_client_the_package_creates() -> None:
@@ -76,14 +76,11 @@ def test_synthesis_refuses_when_the_layer_is_not_built(tmp_path: Path) -> None:
 
 
 def _built(
-    tmp_path: Path, architecture: str, digest: str, base_digest: str | None = None, *,
-    python: str | None = LAMBDA_PYTHON, bytecode: bool = True,
+    tmp_path: Path, architecture: str, digest: str, *, python: str | None = LAMBDA_PYTHON, bytecode: bool = True,
 ) -> Path:
     built = tmp_path / "python"
     (built / "pydantic").mkdir(parents=True)
     marker = {"architecture": architecture, "python": python, "bytecode": bytecode, "requirements_sha256": digest}
-    if base_digest is not None:
-        marker["base_requirements_sha256"] = base_digest
     (built / DEPS_MARKER).write_text(json.dumps(marker))
     return built
 
@@ -159,53 +156,23 @@ def test_synthesis_refuses_a_layer_built_from_older_requirements(tmp_path: Path)
         resolve_deps_layer_dir(DeploymentConfig(), built_dir=built, recipe_dir=DEPS_DIR)
 
 
-def test_synthesis_refuses_when_the_mcp_layer_is_not_built(tmp_path: Path) -> None:
-    with pytest.raises(DepsLayerMissingError, match=r"the MCP layer is not built.*make layers"):
-        resolve_mcp_layer_dir(DeploymentConfig(), built_dir=tmp_path / "python")
-
-
-def test_synthesis_takes_an_mcp_layer_built_on_the_current_base_lists(tmp_path: Path) -> None:
-    built = _built(tmp_path, "arm64", recipe_digest(MCP_DIR), recipe_digest(DEPS_DIR))
-    assert resolve_mcp_layer_dir(DeploymentConfig(), built_dir=built) == tmp_path
-
-
-@pytest.mark.parametrize(("architecture", "own", "base", "message"), [
-    ("x86_64", True, True, "ARCH=arm64"),
-    ("arm64", False, True, "layers/mcp changed since"),
-    # what the MCP layer leaves out depends on what the base layer holds: a change there makes it stale too
-    ("arm64", True, False, r"layers/deps \(its base layer\) changed since"),
-    ("arm64", True, None, r"layers/deps \(its base layer\) changed since"),  # built without a base
-])
-def test_synthesis_refuses_a_stale_mcp_layer(
-    tmp_path: Path, architecture: str, own: bool, base: bool | None, message: str
-) -> None:
-    base_digest = None if base is None else recipe_digest(DEPS_DIR) if base else "0" * 64
-    built = _built(tmp_path, architecture, recipe_digest(MCP_DIR) if own else "0" * 64, base_digest)
-    with pytest.raises(DepsLayerMissingError, match=message):
-        resolve_mcp_layer_dir(DeploymentConfig(), built_dir=built)
-
-
 def test_tests_point_synthesis_at_a_stand_in_folder(tmp_path: Path) -> None:
-    config = DeploymentConfig(deps_layer_dir=str(tmp_path), mcp_layer_dir=str(tmp_path))
+    config = DeploymentConfig(deps_layer_dir=str(tmp_path))
     assert resolve_deps_layer_dir(config, built_dir=tmp_path / "absent") == tmp_path
-    assert resolve_mcp_layer_dir(config, built_dir=tmp_path / "absent") == tmp_path
     with pytest.raises(DepsLayerMissingError, match="not a folder"):
         resolve_deps_layer_dir(DeploymentConfig(deps_layer_dir=str(tmp_path / "absent")))
-    with pytest.raises(DepsLayerMissingError, match=r"mcpLayerDir.*not a folder"):
-        resolve_mcp_layer_dir(DeploymentConfig(mcp_layer_dir=str(tmp_path / "absent")))
 
 
 def test_layers_built_by_build_sh_are_accepted_by_synthesis() -> None:
-    # Given the folders `make layers` built from today's lists, Then synthesis takes both: build.sh writes
-    # the marker (digests, base digest, architecture) the way infra.config reads it
-    for resolve, folder in ((resolve_deps_layer_dir, DEPS_DIR), (resolve_mcp_layer_dir, MCP_DIR)):
-        marker = folder / "python" / DEPS_MARKER
-        if not marker.is_file():
-            pytest.skip(f"{folder}/python is not built (make layers)")
-        built_for = json.loads(marker.read_text())
-        if built_for.get("requirements_sha256") != recipe_digest(folder):
-            pytest.skip(f"{folder}/python was built from older lists (make layers)")
-        assert resolve(DeploymentConfig(architecture=built_for["architecture"])) == folder
+    # Given the folder `make layers` built from today's lists, Then synthesis takes it: build.sh writes
+    # the marker (digests, architecture) the way infra.config reads it
+    marker = DEPS_DIR / "python" / DEPS_MARKER
+    if not marker.is_file():
+        pytest.skip(f"{DEPS_DIR}/python is not built (make layers)")
+    built_for = json.loads(marker.read_text())
+    if built_for.get("requirements_sha256") != recipe_digest(DEPS_DIR):
+        pytest.skip(f"{DEPS_DIR}/python was built from older lists (make layers)")
+    assert resolve_deps_layer_dir(DeploymentConfig(architecture=built_for["architecture"])) == DEPS_DIR
 
 
 def test_context_values_from_the_command_line_are_converted_and_checked() -> None:
