@@ -1,7 +1,8 @@
 """MCP over streamable HTTP inside the API (``POST /v1/mcp``): one request, one answer, in one call.
 
 The protocol is ``protocol.py``'s (stateless, JSON answers, no SDK: see its docstring for why); this module gives
-it one agent's tools, run in-process through ``ToolService`` on the ``mcp`` surface for one caller.
+it one agent's tools, run in-process through ``ToolService`` on the ``mcp`` surface for one caller, and answers
+a request with them (``serve_request``).
 """
 
 from __future__ import annotations

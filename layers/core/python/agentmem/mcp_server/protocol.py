@@ -37,7 +37,7 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from .. import __version__
 
@@ -155,10 +155,14 @@ def _parse(body: bytes) -> Any:
         raise RpcError(PARSE_ERROR, f"Parse error: {error}", status=400) from None
 
 
+def _is_id(value: Any) -> TypeGuard[str | int]:
+    """A request's id is a string or an integer (JSON-RPC allows a fraction, MCP does not; null is not an id)."""
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
 def _request_id(message: Mapping[str, Any]) -> str | int:
-    """A request's id: a string or an integer (JSON-RPC allows a fraction, MCP does not; null is not an id)."""
     found = message["id"]
-    if isinstance(found, str) or (isinstance(found, int) and not isinstance(found, bool)):
+    if _is_id(found):
         return found
     raise RpcError(INVALID_REQUEST, "Invalid Request: the id must be a string or an integer", status=400)
 
@@ -183,13 +187,12 @@ def _envelope_problem(message: Any) -> str | None:
 def _response_problem(message: Mapping[str, Any]) -> str | None:
     """Why a client's response (a reply to a request of ours) is malformed, or None."""
     found = message["id"]
-    valid_id = isinstance(found, str) or (isinstance(found, int) and not isinstance(found, bool))
     if "result" in message:
-        if not valid_id or not isinstance(message["result"], dict):
+        if not _is_id(found) or not isinstance(message["result"], dict):
             return "a response carries the request's id (a string or an integer) and an object as its result"
         return None
     error = message["error"]
-    if not (valid_id or found is None) or not isinstance(error, dict):
+    if not (_is_id(found) or found is None) or not isinstance(error, dict):
         return "an error response carries the request's id and an error object"
     code, text = error.get("code"), error.get("message")
     if not isinstance(code, int) or isinstance(code, bool) or not isinstance(text, str):
