@@ -860,9 +860,10 @@ add("mcp-body-not-utf8", _with(MCP, body=b'{"jsonrpc": "2.0", "id": 1, "method":
 add("mcp-body-not-jsonrpc", _with(MCP, body={"id": 1, "method": "tools/list"}, shape="jsonrpc"))
 add("mcp-body-without-method", _with(MCP, body={"jsonrpc": "2.0", "id": 1}, shape="jsonrpc"))
 add("mcp-accept-html", _with(MCP, headers={"Accept": "text/html"}, status=(406,), shape="jsonrpc"))
-add("mcp-no-body", _with(MCP, body=None, status=(400, 415), shape="jsonrpc"))
+add("mcp-no-body", _with(MCP, body=None, status=(415,), shape="jsonrpc"))  # no body: no Content-Type either
 add("mcp-text-plain", _with(MCP, body=json.dumps(MCP_TOOLS_LIST).encode(),
-                            headers={**MCP_HEADERS, "Content-Type": "text/plain"}, status=(400, 415), shape="jsonrpc"))
+                            headers={**MCP_HEADERS, "Content-Type": "text/plain"}, status=(415,), shape="jsonrpc"))
+add("mcp-id-not-an-integer", _with(MCP, body={"jsonrpc": "2.0", "id": 1.5, "method": "tools/list"}, shape="jsonrpc"))
 
 
 # --- workspaces (SPEC §8, §10.1) -------------------------------------------------------------------
