@@ -47,7 +47,7 @@ class AgentmemFunction(Construct):
     """A function on the Lambda runtime's Python (``infra.config.LAMBDA_PYTHON``) from ``functions/<name>/``,
     with a role that starts with no permissions.
 
-    Every function has the package layer and the dependency layer; ``extra_layers`` come after them.
+    Every function has the package layer and the dependency layer, and no other.
 
     The role can only write its own log group and send traces; each capability grants what it needs.
     """
@@ -55,14 +55,13 @@ class AgentmemFunction(Construct):
     def __init__(
         self, scope: Construct, construct_id: str, *, spec: FunctionSpec, layers: Layers,
         config: DeploymentConfig, environment: Mapping[str, str],
-        extra_layers: Sequence[lambda_.ILayerVersion] = (),
     ) -> None:
         super().__init__(scope, construct_id)
         self.spec = spec
         self.role = self._build_role()
         self.log_group = self._build_log_group(config)
         self.function = self._build_function(
-            [*layers.all, *extra_layers], layers.architecture, environment, config.reserved_concurrency(spec.name)
+            layers.all, layers.architecture, environment, config.reserved_concurrency(spec.name)
         )
         self.log_group.grant_write(self.role)
         self._acknowledge()
