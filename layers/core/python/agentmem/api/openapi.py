@@ -130,6 +130,24 @@ _APPEND = ("post", "/v1/agents/{agent}/conversations/{key}/messages")
 _MCP = ("post", "/v1/mcp")
 
 
+def _mcp_refusals() -> dict[str, dict[str, Any]]:
+    """What ``/v1/mcp`` refuses before a method runs, in JSON-RPC's shape (``mcp_server/protocol.py``): a body
+    that is not JSON or not one JSON-RPC request (400, beside the API's own 400 for a body that is not an
+    object), a ``Content-Type`` that is not JSON (415), an ``Accept`` that does not admit JSON (406)."""
+    rpc = {"$ref": "#/components/schemas/JsonRpcResponse"}
+
+    def answer(description: str, schema: dict[str, Any]) -> dict[str, Any]:
+        return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+    return {
+        "400": answer("Not one JSON-RPC request: a JSON-RPC error (-32700 parse error, -32600 invalid request, "
+                      "-32602 invalid params), or the API's error (`invalid`) for a body that is not a JSON object",
+                      {"oneOf": [{"$ref": "#/components/schemas/Error"}, rpc]}),
+        "406": answer("`Accept` does not admit `application/json`: a JSON-RPC error (-32600)", rpc),
+        "415": answer("`Content-Type` is not `application/json`: a JSON-RPC error (-32600)", rpc),
+    }
+
+
 def _append_body(schemas: dict[str, Any]) -> dict[str, Any]:
     """The append reads its body by its ``format=`` (api/routes/conversations.py): either of two bodies."""
     from .schemas import AppendBody, ModelAppendBody
@@ -206,6 +224,7 @@ def document(app: APIGatewayRestResolver, base_path: str = "/") -> dict[str, Any
                 responses["413"] = _error_response(_WHY["413"])
             if (method, path) == _MCP:
                 operation["requestBody"] = _MCP_BODY
+                responses.update(_mcp_refusals())
             if (method, path) == _APPEND:
                 operation["requestBody"] = _append_body(schemas)
             if path == "/v1/memories/{memory}/entries/{name}" and method in ("put", "delete"):
