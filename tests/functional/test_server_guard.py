@@ -148,7 +148,12 @@ def test_a_method_name_that_is_not_a_token_is_a_json_400(guarded: Server) -> Non
     (b"GET /v1/health HTTP/2.0\r\nHost: localhost\r\n\r\n", 400, "invalid"),
     (b"GET /v1/health HTTP/x\r\n\r\n", 400, "invalid"),
     (b"nonsense\r\n\r\n", 400, "invalid"),
-], ids=["header-line-70kb", "150-headers", "request-line-70kb", "http-2", "bad-version", "no-request-line"])
+    (_head("GET", "/v1/health", "X-Spaced : 1"), 400, "invalid"),
+    (_head("GET", "/v1/health", "no colon here"), 400, "invalid"),
+    (_head("GET", "/v1/health", "X-Ctl: a\rb"), 400, "invalid"),
+    (b"GET /v1/health HTTP/1.\xb2\r\nHost: localhost\r\n\r\n", 400, "invalid"),
+], ids=["header-line-70kb", "150-headers", "request-line-70kb", "http-2", "bad-version", "no-request-line",
+        "space-before-colon", "not-a-header", "bare-cr-in-a-value", "a-digit-not-ascii"])
 def test_what_http_itself_refuses_is_answered_in_the_error_shape(
     guarded: Server, request_bytes: bytes, status: int, code: str
 ) -> None:

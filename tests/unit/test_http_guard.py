@@ -2,29 +2,75 @@
 
 from __future__ import annotations
 
+import io
 import socket
 import threading
 import time
 from collections.abc import Iterator
-from email.message import Message
 
 import pytest
 from agentmem.local.http_guard import (
+    HEADER_LIMIT,
+    LINE_LIMIT,
+    HeaderLinesError,
     PacedReader,
     Refusal,
+    RequestHeaders,
     Timeouts,
     declared_length,
     is_method_name,
     linger,
     protocol_error,
+    read_headers,
 )
 
 
-def headers(*pairs: tuple[str, str]) -> Message:
-    message = Message()
-    for name, value in pairs:
-        message[name] = value
-    return message
+def headers(*pairs: tuple[str, str]) -> RequestHeaders:
+    return RequestHeaders(list(pairs))
+
+
+def read(*lines: bytes) -> RequestHeaders:
+    return read_headers(io.BytesIO(b"".join(lines) + b"\r\nthe body"))
+
+
+def test_headers_are_read_once_in_order_and_found_in_any_case() -> None:
+    # Given a request's headers, one name twice, values with spaces around them and a bare-LF line
+    read_back = read(b"Host: localhost\r\n", b"X-Tag:  one \r\n", b"x-tag: two\r\n", b"Accept:\tall\n")
+    # Then each is read as sent, without the whitespace around its value
+    assert read_back.items() == [("Host", "localhost"), ("X-Tag", "one"), ("x-tag", "two"), ("Accept", "all")]
+    # And a name is found in any case: get gives its first value, get_all every one
+    assert read_back.get("x-TAG") == "one" and read_back["ACCEPT"] == "all"
+    assert read_back.get_all("X-Tag") == ["one", "two"] and read_back.get_all("Missing") is None
+    assert "host" in read_back and read_back.get("Missing", "") == ""
+    # And an event's headers take each name as sent, with its last value
+    assert read_back.as_dict() == {"Host": "localhost", "X-Tag": "one", "x-tag": "two", "Accept": "all"}
+
+
+def test_a_folded_header_line_goes_on_as_one_space() -> None:
+    assert read(b"X-Long: first\r\n", b"   second\r\n", b"\tthird\r\n").get("X-Long") == "first second third"
+
+
+@pytest.mark.parametrize("line", [b"X Bad: 1\r\n", b"X-Spaced : 1\r\n", b"no colon at all\r\n", b": no name\r\n",
+                                  b"X-Ctl: a\rb\r\n", b"X-Nul: a\x00b\r\n"],
+                         ids=["space-in-name", "space-before-colon", "no-colon", "no-name", "bare-cr", "nul"])
+def test_a_line_that_is_not_a_header_is_a_400_naming_it(line: bytes) -> None:
+    with pytest.raises(Refusal) as refused:
+        read(b"Host: localhost\r\n", line)
+    assert refused.value.status == 400 and refused.value.code == "invalid"
+    assert refused.value.details == {"field": "headers"} and "header line 2" in refused.value.message
+
+
+def test_a_first_header_line_that_goes_on_from_nothing_is_a_400() -> None:
+    with pytest.raises(Refusal, match="header line 1 begins with whitespace"):
+        read(b" folded\r\n", b"Host: localhost\r\n")
+
+
+def test_headers_past_the_limits_are_what_http_server_answers_431() -> None:
+    with pytest.raises(HeaderLinesError, match="Line too long"):
+        read(b"X-Huge: " + b"a" * LINE_LIMIT + b"\r\n")
+    with pytest.raises(HeaderLinesError, match="Too many headers"):
+        read(*(b"X-Many-%d: 1\r\n" % i for i in range(HEADER_LIMIT + 1)))
+    assert len(read(*(b"X-Many-%d: 1\r\n" % i for i in range(HEADER_LIMIT)))) == HEADER_LIMIT
 
 
 @pytest.mark.parametrize(("pairs", "length"), [

@@ -7,9 +7,12 @@ on a laptop goes through exactly the handler that runs on Lambda.
 from __future__ import annotations
 
 import base64
+import contextlib
+import itertools
+import os
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, unquote
 
@@ -23,52 +26,53 @@ def build_rest_event(
     headers: Mapping[str, str] | None = None,
     body: bytes | None = None,
     source_ip: str = "127.0.0.1",
+    *,
+    copy_headers: bool = True,
 ) -> dict[str, Any]:
     """An API Gateway REST proxy event for one request.
 
     ``raw_path`` is the URL path as sent (percent-encoded); API Gateway hands the
-    handler the decoded path, so we do the same.
+    handler the decoded path, so we do the same. ``copy_headers=False``: the event
+    takes ``headers`` itself (a dict made for it), not a copy.
     """
-    headers = dict(headers or {})
-    pairs = parse_qsl(query, keep_blank_values=True)
-    single: dict[str, str] = {}
-    multi: dict[str, list[str]] = {}
-    for key, value in pairs:
-        single[key] = value
-        multi.setdefault(key, []).append(value)
-    content_type = next((v for k, v in headers.items() if k.lower() == "content-type"), "")
-    is_text = not body or content_type.startswith(_TEXT_TYPES) or content_type == ""
+    headers = dict(headers or {}) if copy_headers or not isinstance(headers, dict) else headers
+    if query:
+        single: dict[str, str] = {}
+        multi: dict[str, list[str]] = {}
+        for key, value in parse_qsl(query, keep_blank_values=True):
+            single[key] = value
+            multi.setdefault(key, []).append(value)
+    else:
+        single, multi = {}, {}
     if body is None:
         encoded_body: str | None = None
         is_base64 = False
-    elif is_text:
-        try:
-            encoded_body = body.decode("utf-8")
-            is_base64 = False
-        except UnicodeDecodeError:
-            encoded_body = base64.b64encode(body).decode("ascii")
-            is_base64 = True
     else:
-        encoded_body = base64.b64encode(body).decode("ascii")
-        is_base64 = True
-    path = unquote(raw_path)
-    multi_headers: dict[str, list[str]] = {k: [v] for k, v in headers.items()}
+        content_type = next((v for k, v in headers.items() if k.lower() == "content-type"), "")
+        encoded_body, is_base64 = None, True
+        if not body or content_type == "" or content_type.startswith(_TEXT_TYPES):
+            with contextlib.suppress(UnicodeDecodeError):  # not UTF-8: sent base64-encoded, as a binary body
+                encoded_body, is_base64 = body.decode("utf-8"), False
+        if encoded_body is None:
+            encoded_body = base64.b64encode(body).decode("ascii")
+    path = unquote(raw_path) if "%" in raw_path else raw_path
+    method = method.upper()
     return {
         "resource": "/{proxy+}",
         "path": path,
-        "httpMethod": method.upper(),
+        "httpMethod": method,
         "headers": headers,
-        "multiValueHeaders": multi_headers,
+        "multiValueHeaders": {k: [v] for k, v in headers.items()},
         "queryStringParameters": single or None,
         "multiValueQueryStringParameters": multi or None,
         "pathParameters": {"proxy": path.lstrip("/")},
         "stageVariables": None,
         "requestContext": {
             "resourcePath": "/{proxy+}",
-            "httpMethod": method.upper(),
+            "httpMethod": method,
             "path": path,
             "stage": "local",
-            "requestId": str(uuid.uuid4()),
+            "requestId": request_id(),
             "requestTimeEpoch": int(time.time() * 1000),
             "identity": {"sourceIp": source_ip, "userAgent": headers.get("User-Agent", "")},
             "protocol": "HTTP/1.1",
@@ -76,6 +80,24 @@ def build_rest_event(
         "body": encoded_body,
         "isBase64Encoded": is_base64,
     }
+
+
+def _new_request_ids() -> None:
+    global _request_ids, _request_id_prefix
+    _request_id_prefix = str(uuid.uuid4())[:24]
+    _request_ids = itertools.count(1)
+
+
+_request_ids: Iterator[int]
+_request_id_prefix: str
+_new_request_ids()
+os.register_at_fork(after_in_child=_new_request_ids)  # each worker of a server counts from its own prefix
+
+
+def request_id() -> str:
+    """A request id in a UUID's shape, unique in this process and across processes: a random prefix per
+    process and a count (a random UUID each time reads the system's entropy on every request)."""
+    return f"{_request_id_prefix}{next(_request_ids):012x}"
 
 
 def decode_lambda_response(result: Mapping[str, Any]) -> tuple[int, list[tuple[str, str]], bytes]:

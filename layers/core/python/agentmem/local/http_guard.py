@@ -10,6 +10,10 @@
   request smuggled behind another).
 - **Errors of the HTTP layer itself** (``protocol_error``): a bad request line, an over-long one (414),
   huge headers (431), an HTTP version other than 1.x, in the §10 error shape like every other answer.
+- **Headers read once** (``read_headers``): each line split at its colon into one ``RequestHeaders``, the
+  names looked up without case; a line that is not ``name: value`` (whitespace before the colon, a name that
+  is not a token) or a value holding a control character is 400 (RFC 9112 §5), a folded line joins the one
+  before it with a space.
 - **Answers before the body is read** (a 413, a 411) close the connection after a lingering read
   (``linger``): the body still on its way is read and dropped, up to ``DRAIN_LIMIT`` bytes, so a client
   that sends all of it before reading sees the answer instead of a broken pipe.
@@ -46,8 +50,10 @@ BUSY_ANSWERS_AT_ONCE = 8
 LINE_LIMIT = 65_536  # the request line and each header line (http.server's and http.client's limit)
 HEADER_LIMIT = 100  # header lines (http.client's)
 
-_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 §5.6.2: what a method name is made of
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 §5.6.2: what a method or header name is made of
 _DIGITS = re.compile(r"[0-9]{1,18}")
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # no field value holds one (a tab is whitespace)
+_END_OF_HEADERS = (b"\r\n", b"\n", b"")
 
 
 @dataclass(frozen=True)
@@ -137,7 +143,95 @@ def is_method_name(command: str) -> bool:
     return _TOKEN.fullmatch(command) is not None
 
 
-def declared_length(headers: Message) -> int | None:
+class HeaderLinesError(Exception):
+    """The headers are over ``LINE_LIMIT`` a line or ``HEADER_LIMIT`` lines: what ``http.server`` answers 431
+    (the argument is its reason, "Line too long" or "Too many headers")."""
+
+
+class RequestHeaders:
+    """A request's headers as read, once: in order, and by name without case (``get`` gives the first value of
+    a name, as ``email.message.Message`` does, which ``http.server`` would have read them into)."""
+
+    __slots__ = ("_by_name", "_pairs")
+
+    def __init__(self, pairs: list[tuple[str, str]]) -> None:
+        self._pairs = pairs
+        self._by_name: dict[str, list[str]] = {}
+        for name, value in pairs:
+            self._by_name.setdefault(name.lower(), []).append(value)
+
+    def get(self, name: str, default: str | None = None) -> str | None:
+        values = self._by_name.get(name.lower())
+        return values[0] if values else default
+
+    def get_all(self, name: str, failobj: list[str] | None = None) -> list[str] | None:
+        values = self._by_name.get(name.lower())
+        return list(values) if values else failobj
+
+    def __getitem__(self, name: str) -> str | None:
+        return self.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.lower() in self._by_name
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for name, _ in self._pairs)
+
+    def __len__(self) -> int:
+        return len(self._pairs)
+
+    def keys(self) -> list[str]:
+        return [name for name, _ in self._pairs]
+
+    def values(self) -> list[str]:
+        return [value for _, value in self._pairs]
+
+    def items(self) -> list[tuple[str, str]]:
+        return list(self._pairs)
+
+    def as_dict(self) -> dict[str, str]:
+        """Each name as sent with its last value (what an API Gateway event's ``headers`` holds)."""
+        return dict(self._pairs)
+
+
+def read_headers(rfile: io.BufferedIOBase) -> RequestHeaders:
+    """The headers that follow a request line, up to the empty line: ``HeaderLinesError`` past the limits (the
+    431s ``http.server`` gives), ``Refusal`` (400) for a line that is not a header."""
+    lines: list[bytes] = []
+    while True:
+        line = rfile.readline(LINE_LIMIT + 1)
+        if len(line) > LINE_LIMIT:
+            raise HeaderLinesError("Line too long")
+        if line in _END_OF_HEADERS:
+            break
+        lines.append(line)
+        if len(lines) > HEADER_LIMIT:
+            raise HeaderLinesError("Too many headers")
+    pairs: list[tuple[str, str]] = []
+    for number, raw in enumerate(lines, start=1):
+        text = raw.decode("iso-8859-1").rstrip("\r\n")
+        if text[:1] in (" ", "\t"):  # obs-fold: the line before it goes on (RFC 9112 §5.2: as one space)
+            if not pairs:
+                raise _bad_header(number, "begins with whitespace")
+            name, value = pairs[-1]
+            more = text.strip(" \t")
+            pairs[-1] = (name, value + " " + more if value and more else value or more)
+            continue
+        name, colon, value = text.partition(":")
+        if not colon or _TOKEN.fullmatch(name) is None:
+            raise _bad_header(number, "is not a header (name: value)")
+        value = value.strip(" \t")
+        if _CONTROL.search(value) is not None:
+            raise _bad_header(number, f"holds a control character in the value of {name}")
+        pairs.append((name, value))
+    return RequestHeaders(pairs)
+
+
+def _bad_header(number: int, why: str) -> Refusal:
+    return Refusal(400, "invalid", f"header line {number} {why}", field="headers")
+
+
+def declared_length(headers: RequestHeaders | Message) -> int | None:
     """The body's length from its one ``Content-Length`` (None without one), or the ``Refusal`` of framing
     the server does not accept."""
     if headers.get_all("Transfer-Encoding"):

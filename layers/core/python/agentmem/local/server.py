@@ -9,8 +9,10 @@ import os
 import signal
 import socket
 import threading
+import time
 import uuid
-from dataclasses import dataclass, field
+from email.utils import formatdate
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -22,13 +24,16 @@ from ..settings import Settings
 from .events import build_rest_event, decode_lambda_response
 from .http_guard import (
     GuardedHTTPServer,
+    HeaderLinesError,
     PacedReader,
     Refusal,
+    RequestHeaders,
     Timeouts,
     declared_length,
     is_method_name,
     linger,
     protocol_error,
+    read_headers,
 )
 from .links import is_link, serve_link
 from .rate_limit import RateLimiter
@@ -44,20 +49,33 @@ SERVED_METHODS = ("DELETE", "GET", "HEAD", "POST", "PUT")  # by some path of the
 SWEEP_EVERY_S = 60.0
 
 
-@dataclass
 class LocalContext:
-    """The parts of a Lambda context the handler and Powertools read."""
+    """The parts of a Lambda context the handler and Powertools read. The request id is made when first read
+    (a log line, a trace): most requests read none."""
 
-    function_name: str = "agentmem-local"
-    function_version: str = "$LATEST"
-    memory_limit_in_mb: int = 1024
-    invoked_function_arn: str = "arn:aws:lambda:local:000000000000:function:agentmem-local"
-    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
-    log_group_name: str = "local"
-    log_stream_name: str = "local"
+    function_name = "agentmem-local"
+    function_version = "$LATEST"
+    memory_limit_in_mb = 1024
+    invoked_function_arn = "arn:aws:lambda:local:000000000000:function:agentmem-local"
+    log_group_name = "local"
+    log_stream_name = "local"
+
+    __slots__ = ("_request_id",)
+
+    def __init__(self, aws_request_id: str | None = None) -> None:
+        self._request_id = aws_request_id
+
+    @property
+    def aws_request_id(self) -> str:
+        if self._request_id is None:
+            self._request_id = str(uuid.uuid4())
+        return self._request_id
 
     def get_remaining_time_in_millis(self) -> int:
         return 30_000
+
+
+_date: tuple[int, str] = (0, "")  # the Date header of the current second, made once a second
 
 
 def _quiet_powertools() -> None:
@@ -81,6 +99,10 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
     container: Container | None = None  # set by make_server: whose workspace links this server serves
     max_body_bytes = 1_000_000  # set by make_server from the settings, for the message of a 413
     timeouts = Timeouts()  # set by make_server from the settings
+    access_log = False  # set by make_server: AGENTMEM_ACCESS_LOG asks for a line per request on stderr
+    # read by read_headers, not into an email message
+    headers: RequestHeaders  # type: ignore[assignment]
+    raw_requestline: bytes
     _reader: PacedReader
     _answered = False  # the current request has had its answer
     _unread: int | None = 0  # bytes of its body left unread: None for a length not known
@@ -108,6 +130,70 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
             self._unread = 0
             self._error(408, "request_timeout", f"{timed_out}; the connection is closed")
 
+    def parse_request(self) -> bool:
+        """``http.server``'s reading of the request line (its checks and answers, as they are), then the headers
+        read once by ``read_headers`` instead of through an email parser."""
+        self.command = None  # type: ignore[assignment]  # set in case of an error on the first line
+        self.request_version = version = self.default_request_version
+        self.close_connection = True
+        requestline = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
+        self.requestline = requestline
+        words = requestline.split()
+        if not words:
+            return False
+        if len(words) >= 3:  # enough to know the protocol's version
+            version = words[-1]
+            number = version[5:].split(".") if version.startswith("HTTP/") else []
+            if len(number) != 2 or not all(part.isascii() and part.isdigit() and len(part) <= 10 for part in number):
+                self.send_error(HTTPStatus.BAD_REQUEST, f"Bad request version ({version!r})")
+                return False
+            major, minor = int(number[0]), int(number[1])
+            if (major, minor) >= (1, 1):
+                self.close_connection = False
+            if major >= 2:
+                self.send_error(HTTPStatus.HTTP_VERSION_NOT_SUPPORTED, f"Invalid HTTP version ({version[5:]})")
+                return False
+            self.request_version = version
+        if not 2 <= len(words) <= 3:
+            self.send_error(HTTPStatus.BAD_REQUEST, f"Bad request syntax ({requestline!r})")
+            return False
+        command, path = words[:2]
+        if len(words) == 2:
+            self.close_connection = True
+            if command != "GET":
+                self.send_error(HTTPStatus.BAD_REQUEST, f"Bad HTTP/0.9 request type ({command!r})")
+                return False
+        self.command, self.path = command, path
+        if path.startswith("//"):  # gh-87389: never an absolute URI without a scheme
+            self.path = "/" + path.lstrip("/")
+        try:
+            self.headers = read_headers(self.rfile)
+        except HeaderLinesError as error:
+            self.send_error(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, str(error))
+            return False
+        except Refusal as refusal:
+            self._unread = None
+            self._error(refusal.status, refusal.code, refusal.message, **refusal.details)
+            return False
+        connection = (self.headers.get("Connection") or "").lower()
+        if connection == "close":
+            self.close_connection = True
+        elif connection == "keep-alive":
+            self.close_connection = False
+        expect = self.headers.get("Expect") or ""
+        if expect.lower() == "100-continue" and self.request_version >= "HTTP/1.1":
+            return self.handle_expect_100()
+        return True
+
+    def date_time_string(self, timestamp: float | None = None) -> str:
+        global _date
+        if timestamp is not None:
+            return super().date_time_string(timestamp)
+        now = int(time.time())
+        if _date[0] != now:
+            _date = (now, formatdate(now, usegmt=True))
+        return _date[1]
+
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         refusal = protocol_error(int(code), message)
         self._unread = None  # what the client still sends (the rest of a huge header) is read and dropped
@@ -119,7 +205,7 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
             length = declared_length(self.headers)
         except Refusal:
             return True
-        if length is not None and length > READ_LIMIT and not is_link(urlsplit(self.path).path):
+        if length is not None and length > READ_LIMIT and not is_link(_split_target(self.path)[0]):
             return True  # (an upload link takes up to 100 MB, streamed to disk)
         self.send_response_only(100)
         self.end_headers()
@@ -143,7 +229,7 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
             raise AttributeError(name)
 
     def log_message(self, format: str, *args: Any) -> None:
-        if os.environ.get("AGENTMEM_ACCESS_LOG"):
+        if self.access_log:
             super().log_message(format, *args)
 
     def _reply(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
@@ -175,8 +261,8 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
         except Refusal as refusal:
             self._error(refusal.status, refusal.code, refusal.message, **refusal.details)
             return
-        url = urlsplit(self.path)
-        if is_link(url.path) and self.command in ("GET", "HEAD", "PUT"):
+        path, query = _split_target(self.path)
+        if is_link(path) and self.command in ("GET", "HEAD", "PUT"):
             container = type(self).container
             if declared:
                 self._reader.await_body(declared)
@@ -184,7 +270,7 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
             return
         length = declared or 0
         if length > READ_LIMIT:
-            refused = oversized(self.command, unquote(url.path), length, type(self).max_body_bytes)
+            refused = oversized(self.command, unquote(path), length, type(self).max_body_bytes)
             if refused is None:
                 self._error(413, "too_large", f"the request body is {length:,} bytes; too large", limit=READ_LIMIT)
             else:  # the same 413 the handler gives a smaller body over its limit, details and all
@@ -195,10 +281,8 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
         self._unread = 0
         # HEAD is a GET whose body is left out (as API Gateway answers it)
         method = "GET" if self.command == "HEAD" else self.command
-        event = build_rest_event(
-            method, url.path, url.query, {k: v for k, v in self.headers.items()}, body,
-            source_ip=self.client_address[0],
-        )
+        event = build_rest_event(method, path, query, self.headers.as_dict(), body,
+                                 source_ip=self.client_address[0], copy_headers=False)
         result = type(self).handler(event, LocalContext())
         status, headers, payload = decode_lambda_response(result)
         self._reply(status, headers, payload)
@@ -222,6 +306,16 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
         return declared
 
 
+def _split_target(target: str) -> tuple[str, str]:
+    """The request target's path and query, as ``urlsplit`` reads them (its fragment dropped); an origin-form
+    target, which is every request but a proxy's, without it."""
+    if target.startswith("/") and "#" not in target:
+        path, _, query = target.partition("?")
+        return path, query
+    url = urlsplit(target)
+    return url.path, url.query
+
+
 def make_server(container: Container, host: str = "127.0.0.1", port: int = 8787, *,
                 listener: socket.socket | None = None, shared: ServerState | None = None) -> GuardedHTTPServer:
     """A server bound to host:port (port 0 picks a free one) serving this container, with the settings'
@@ -238,7 +332,8 @@ def make_server(container: Container, host: str = "127.0.0.1", port: int = 8787,
         "BoundApiRequestHandler",
         (ApiRequestHandler,),
         {"handler": staticmethod(lambda_handler), "max_body_bytes": settings.max_body_bytes,
-         "container": container, "timeouts": Timeouts.from_settings(settings)},
+         "container": container, "timeouts": Timeouts.from_settings(settings),
+         "access_log": bool(os.environ.get("AGENTMEM_ACCESS_LOG"))},
     )
     server = GuardedHTTPServer((host, port), handler_class, settings.serve_max_connections, listener)
     if not container.settings.public_url:
