@@ -4,6 +4,8 @@ without a second validation."""
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 from collections.abc import Iterator
 from decimal import Decimal
@@ -13,6 +15,7 @@ from typing import Annotated, Any
 import pytest
 from agentmem.api import validation
 from agentmem.api.app import answer_body, app, lambda_handler
+from agentmem.api.resolver import ApiResolver
 from agentmem.bootstrap import build_container, ensure_default_account, set_container
 from agentmem.local.events import build_rest_event
 from agentmem.local.server import LocalContext
@@ -151,3 +154,61 @@ def test_header_and_many_valued_query_parameters_are_read_as_sent() -> None:
     with pytest.raises(RequestValidationError) as refused:
         values("tag=a", {"X-Trace": "soon"})
     assert refused.value.errors()[0]["loc"] == ("header", "x-trace")
+
+
+def test_the_resolver_calls_a_route_with_its_validated_values_with_or_without_a_middleware_chain() -> None:
+    # Given the API's resolver with a route taking a path segment and an integer query parameter
+    resolver = ApiResolver()
+    seen: list[tuple[str, int]] = []
+
+    @resolver.get("/things/<thing>")
+    def things(thing: str, limit: Annotated[int, Query()] = 3) -> dict[str, Any]:
+        seen.append((thing, limit))
+        return {"thing": thing, "limit": limit}
+
+    def ask(query: str) -> dict[str, Any]:
+        return resolver.resolve(build_rest_event("GET", "/things/t1", query), LocalContext())
+
+    # When it is asked with a value of the parameter's type, and without one
+    # Then the route gets the values as their types (the default where none was sent)
+    assert json.loads(ask("limit=7")["body"]) == {"thing": "t1", "limit": 7}
+    assert json.loads(ask("")["body"]) == {"thing": "t1", "limit": 3}
+    # And a value that is not an integer never reaches the route: the validation's complaint is answered
+    refused = ask("limit=lots")
+    assert refused["statusCode"] == 422 and json.loads(refused["body"])["detail"][0]["loc"] == ["query", "limit"]
+    assert seen == [("t1", 7), ("t1", 3)]
+    # When a middleware is added, Then it runs around the route, after the same validation (a refusal never
+    # reaches it)
+    ran: list[str] = []
+
+    def noting(app: Any, next_middleware: Any) -> Any:
+        ran.append(app.current_event.path)
+        return next_middleware(app)
+
+    resolver.use([noting])
+    assert json.loads(ask("limit=8")["body"]) == {"thing": "t1", "limit": 8}
+    assert ask("limit=lots")["statusCode"] == 422
+    assert seen[-1] == ("t1", 8) and len(seen) == 3 and ran == ["/things/t1"]
+
+
+def test_an_answer_is_compressed_only_where_the_route_asks_and_the_client_takes_gzip() -> None:
+    resolver = ApiResolver()
+
+    @resolver.get("/packed", compress=True)
+    def packed() -> dict[str, Any]:
+        return {"words": "many " * 50}
+
+    @resolver.get("/plain")
+    def plain() -> dict[str, Any]:
+        return {"words": "many " * 50}
+
+    def ask(path: str, encoding: str | None) -> dict[str, Any]:
+        headers = {"Accept-Encoding": encoding} if encoding else {}
+        return resolver.resolve(build_rest_event("GET", path, "", headers), LocalContext())
+
+    zipped = ask("/packed", "gzip, br")
+    assert zipped["isBase64Encoded"] and zipped["multiValueHeaders"]["Content-Encoding"] == ["gzip"]
+    assert json.loads(gzip.decompress(base64.b64decode(zipped["body"]))) == {"words": "many " * 50}
+    for answer in (ask("/packed", None), ask("/plain", "gzip")):
+        assert not answer["isBase64Encoded"] and "Content-Encoding" not in answer["multiValueHeaders"]
+        assert json.loads(answer["body"]) == {"words": "many " * 50}

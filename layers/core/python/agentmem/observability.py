@@ -7,6 +7,7 @@ POWERTOOLS_METRICS_DISABLED) nothing is emitted at all.
 
 from __future__ import annotations
 
+import os
 from functools import cache
 
 from aws_lambda_powertools import Logger, Tracer
@@ -31,9 +32,23 @@ def trace_calls_out() -> None:
     tracer.patch(modules=TRACED_MODULES)
 
 
+_METRICS_SWITCHES = ("POWERTOOLS_METRICS_DISABLED", "POWERTOOLS_DEV")
+_metrics_off: tuple[tuple[str | None, ...], bool] = ((), False)  # the switches as last read, and their answer
+
+
+def metrics_disabled() -> bool:
+    """Powertools' ``is_metrics_disabled``, worked out again only when one of its variables changed (it parses
+    both on every call, and a request counts at least once)."""
+    global _metrics_off
+    switches = tuple(os.environ.get(name) for name in _METRICS_SWITCHES)
+    if switches != _metrics_off[0]:
+        _metrics_off = (switches, is_metrics_disabled())
+    return _metrics_off[1]
+
+
 def count(name: str, **dimensions: str) -> None:
     """One data point of the count ``name`` with these dimensions."""
-    if is_metrics_disabled():
+    if metrics_disabled():
         return
     with single_metric(
         name=name, unit=MetricUnit.Count, value=1, namespace=NAMESPACE,

@@ -13,7 +13,7 @@ import threading
 from functools import partial
 from typing import Any
 
-from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
+from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.exceptions import (
     RequestUnsupportedContentType,
     RequestValidationError,
@@ -36,8 +36,8 @@ from ..observability import count, count_request, logger
 from .context import pending_usage
 from .json_body import declared_content_type, field_name, forget_json_body, resolver_json_body, screen_json_body
 from .limits import is_file_write, oversized
+from .resolver import ApiResolver
 from .routes import agents, conversations, entries, keys, mcp, memories, system, tools, workspaces
-from .validation import validate_request
 
 PUBLIC_PATHS = frozenset({"/v1/health", "/v1/openapi.json", "/v1/docs"})
 TRANSIENT_RETRY_AFTER_S = 1  # a 503 for AWS throttling: the client's own retries already waited seconds
@@ -61,9 +61,9 @@ def answer_body(body: Any) -> Any:
 
 
 # Validation is api/validation.py's, planned once per route (Powertools' own re-reads each route's signature on
-# every request, and validates the answer again); answers are the presenters' JSON values
-app = APIGatewayRestResolver(json_body_deserializer=resolver_json_body, serializer=answer_body)
-app.use([validate_request])
+# every request, and validates the answer again), run by the resolver before it calls the route
+# (api/resolver.py); answers are the presenters' JSON values
+app = ApiResolver(json_body_deserializer=resolver_json_body, serializer=answer_body)
 for module in (system, keys, memories, entries, agents, conversations, workspaces, tools, mcp):
     app.include_router(module.router)
 
@@ -222,8 +222,6 @@ def _set_content_type(event: dict[str, Any], value: str) -> None:
 
 def _principal_from_authorizer(event: dict[str, Any]) -> Any:
     """On AWS the API-key authorizer has already authenticated the call; trust its context."""
-    from ..domain.models import Principal
-
     found = (event.get("requestContext") or {}).get("authorizer") or {}
     if not found.get("account_id"):
         return None
@@ -233,20 +231,29 @@ def _principal_from_authorizer(event: dict[str, Any]) -> Any:
     )
 
 
+def _header(event: dict[str, Any], lowered_name: str) -> Any:
+    """A request header's value, its name in any case (None when not sent)."""
+    headers = event.get("headers") or {}
+    for name, value in headers.items():
+        if name.lower() == lowered_name:
+            return value
+    return None
+
+
 def _authenticate(container: Container, event: dict[str, Any]) -> Principal:
     """The caller, from its key, within the local server's rate limits when it has them: a source whose
     invalid keys used up its budget is refused first (429), a presented key that is not valid counts against
     its source, and a valid one takes its key's and its account's token (429 when either has none)."""
-    headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
+    authorization = _header(event, "authorization")
     limiter = container.rate_limiter
     if limiter is None:
-        return container.keys.authenticate(headers.get("authorization"))
+        return container.keys.authenticate(authorization)
     source = str(((event.get("requestContext") or {}).get("identity") or {}).get("sourceIp") or "")
     limiter.check_source(source)
     try:
-        principal = container.keys.authenticate(headers.get("authorization"))
+        principal = container.keys.authenticate(authorization)
     except UnauthorizedError:
-        if headers.get("authorization"):  # a guess; no key at all guesses nothing
+        if authorization:  # a guess; no key at all guesses nothing
             limiter.failed(source)
         raise
     limiter.admit(principal)
@@ -257,14 +264,16 @@ def _handle(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     container = get_container()
     app.context.clear()
     path = event.get("path") or ""
-    refused = oversized(event.get("httpMethod") or "", path, _body_size(event), container.settings.max_body_bytes)
+    method = event.get("httpMethod") or ""
+    has_body = bool(event.get("body"))
+    refused = oversized(method, path, _body_size(event) if has_body else 0, container.settings.max_body_bytes)
     if refused is not None:
         return _proxy_error(refused)
-    if is_file_write(event.get("httpMethod") or "", path):
+    if is_file_write(method, path):
         _set_content_type(event, "application/octet-stream")  # a file's bytes, whatever the client called them
-    elif event.get("body") and declared_content_type(event).startswith("multipart/"):
+    elif has_body and declared_content_type(event).startswith("multipart/"):
         return _proxy_error(NOT_JSON)  # the resolver would parse a form itself (and fail on one without a boundary)
-    else:
+    elif has_body:
         _default_to_json(event)
     if path not in PUBLIC_PATHS:
         try:

@@ -12,6 +12,7 @@ in pydantic's shape, the first one being what the handler's 400 names.
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -39,9 +40,10 @@ class _Parameter:
     many: bool  # takes a list of values
     required: bool
     field: ModelField
+    fixed_default: Any = _MISSING  # a default that is one immutable value (most are None), taken as it is
 
     def default(self) -> Any:
-        return self.field.get_default()
+        return self.field.get_default() if self.fixed_default is _MISSING else self.fixed_default
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,8 +156,14 @@ def plan(route: Route) -> Plan:
             info = field.field_info
             if not isinstance(info, Param) or info.in_ != ParamTypes(where):
                 raise TypeError(f"{route.method} {route.path}: {field.name} is not a {where} parameter")
+            fixed = _MISSING
+            if not field.required:
+                default = field.get_default()
+                if default is None or type(default) in (bool, int, float, str):
+                    fixed = default
             parameters.append(_Parameter(name=field.name, alias=field.alias, where=where,
-                                         many=_many(info.annotation), required=field.required, field=field))
+                                         many=_many(info.annotation), required=field.required, field=field,
+                                         fixed_default=fixed))
     body = None
     if dependant.body_params:
         if len(dependant.body_params) > 1 or not isinstance(dependant.body_params[0].field_info, Body) or getattr(
@@ -167,17 +175,29 @@ def plan(route: Route) -> Plan:
         if media_type != "application/json":
             raise TypeError(f"{route.method} {route.path}: a body of {media_type} is not served")
         body = _Body(name=field.name, required=field.required, field=field)
+    taken = {parameter.name for parameter in parameters} | ({body.name} if body is not None else set())
+    unplanned = [name for name, parameter in inspect.signature(route.func).parameters.items()
+                 if name not in taken and parameter.default is inspect.Parameter.empty]
+    if unplanned:  # (a Request, which Powertools would inject)
+        raise TypeError(f"{route.method} {route.path}: {', '.join(unplanned)} is not a path, query, header or body "
+                        "parameter")
     return Plan(parameters=tuple(parameters), body=body)
 
 
 _plans: WeakKeyDictionary[Route, Plan] = WeakKeyDictionary()
 
 
-def validate_request(app: ApiGatewayResolver, next_middleware: Callable[[ApiGatewayResolver], Response[Any]]) -> Any:
-    """The resolver's middleware: the route's arguments, validated, in place of the path's raw segments."""
-    route: Route = app.context["_route"]
+def planned(route: Route) -> Plan:
+    """The route's plan, made on its first request."""
     route_plan = _plans.get(route)
     if route_plan is None:
         route_plan = _plans[route] = plan(route)
-    app.context["_route_args"] = route_plan.values(app.current_event, app.context["_route_args"])
+    return route_plan
+
+
+def validate_request(app: ApiGatewayResolver, next_middleware: Callable[[ApiGatewayResolver], Response[Any]]) -> Any:
+    """The same validation as a Powertools middleware, for a resolver that calls its routes through a chain of
+    them (api/resolver.py calls a route with its validated arguments itself)."""
+    route: Route = app.context["_route"]
+    app.context["_route_args"] = planned(route).values(app.current_event, app.context["_route_args"])
     return next_middleware(app)

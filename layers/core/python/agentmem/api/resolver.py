@@ -1,0 +1,88 @@
+"""The API's resolver: Powertools' REST resolver (its routes, exception handlers, responses and OpenAPI
+document), with a route called straight with the arguments its plan validated (api/validation.py).
+
+Powertools calls a route through a chain of middleware frames, rebuilt as text for its debug trace on
+every request, each frame inspecting its callable for injected parameters; and its response builder reads
+every header of the request into a case-insensitive dict to learn whether the client takes gzip, whether or
+not the route compresses. The API has one step before its routes, the validation, and no route compresses.
+So here a request finds its route among those of its method, runs the route's plan, calls the route with
+the values, and answers through the same exception handlers and the same response builder, which looks at
+``Accept-Encoding`` only for a route or an answer that asks for compression. A middleware added to the
+resolver or a route, or Powertools' debug mode, takes Powertools' own chain again (with the validation as
+its first middleware).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver
+from aws_lambda_powertools.event_handler.api_gateway import ResponseBuilder
+
+from .validation import planned, validate_request
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.event_handler.api_gateway import Route
+    from aws_lambda_powertools.utilities.data_classes.common import BaseProxyEvent
+
+
+class _ResponseBuilder(ResponseBuilder):  # type: ignore[type-arg]
+    @staticmethod
+    def _has_compression_enabled(route_compression: bool, response_compression: bool | None,
+                                 event: BaseProxyEvent) -> bool:
+        # compression needs the route's or the answer's asking for it (and then a client taking gzip)
+        if not route_compression and not response_compression:
+            return False
+        return bool(ResponseBuilder._has_compression_enabled(route_compression, response_compression, event))
+
+
+class ApiResolver(APIGatewayRestResolver):
+    """``APIGatewayRestResolver`` whose routes are called with their validated arguments, in one step."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self._response_builder_class = _ResponseBuilder
+        self._by_method: dict[str, list[Route]] = {}
+        self._routes_seen = -1  # how many routes _by_method was made from
+
+    def use(self, middlewares: list[Any]) -> None:
+        super().use(middlewares)
+        self._chained = True
+
+    _chained = False  # a middleware was added: Powertools' own chain, with the validation in front
+
+    def _routes_of(self, method: str) -> list[Route]:
+        routes = self._static_routes + self._dynamic_routes
+        if len(routes) != self._routes_seen:  # (routes are added, never removed)
+            self._by_method = {}
+            for route in routes:
+                self._by_method.setdefault(route.method, []).append(route)
+            self._routes_seen = len(routes)
+        return self._by_method.get(method, [])
+
+    def _resolve(self) -> ResponseBuilder:  # type: ignore[type-arg]
+        method = self.current_event.http_method.upper()
+        path = self._remove_prefix(self.current_event.path)
+        for route in self._routes_of(method):  # in the order Powertools tries them
+            match = route.rule.match(path)
+            if match:
+                self.append_context(_route=route, _path=path)
+                return self._call_route(route, match.groupdict())
+        return self._handle_not_found(method=method, path=path)
+
+    def _call_route(self, route: Route, route_arguments: dict[str, str]) -> ResponseBuilder:  # type: ignore[type-arg]
+        if self._chained or self._debug or route.middlewares:
+            if validate_request not in self._router_middlewares:
+                self._router_middlewares = [validate_request, *self._router_middlewares]
+            return super()._call_route(route, route_arguments)
+        try:
+            arguments = planned(route).values(self.current_event, route_arguments)
+            self.append_context(_route_args=arguments)
+            response = self._to_response(route.func(**arguments))
+            return self._response_builder_class(response=response, serializer=self._serializer,  # type: ignore[arg-type]
+                                                route=route)
+        except Exception as error:
+            handled = self._call_exception_handler(error, route)
+            if handled is not None:
+                return handled
+            raise
