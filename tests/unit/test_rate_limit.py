@@ -3,6 +3,9 @@ file the workers of one server share (every limit the same, whichever worker a r
 
 from __future__ import annotations
 
+import multiprocessing
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -11,7 +14,15 @@ import pytest
 from agentmem.adapters.embedded.server_state import ServerState
 from agentmem.domain.errors import RateLimitedError
 from agentmem.domain.models import Principal
-from agentmem.local.rate_limit import Rate, RateLimiter, TokenBuckets, retry_after_s
+from agentmem.local.rate_limit import (
+    LEASE_MOST,
+    LEASE_S,
+    Rate,
+    RateLimiter,
+    TokenBuckets,
+    lease_size,
+    retry_after_s,
+)
 from agentmem.settings import Settings
 
 
@@ -179,3 +190,99 @@ def test_shared_buckets_full_again_are_forgotten(tmp_path: Path, monkeypatch: py
     limits.admit(OTHER)
     names = {row[0] for row in shared.connection().execute("SELECT name FROM buckets")}
     assert names == {"key_other", "acct_b"}
+
+
+# -- leases: a worker takes a few tokens of a shared bucket at once (lease_size), and never serves more than the file
+# gave it ----------------------------------------------------------------------------------------------------
+
+
+def test_a_lease_is_a_small_share_of_the_burst_and_one_for_small_buckets() -> None:
+    assert lease_size(Rate(2, 3)) == 1
+    assert lease_size(Rate(10, 127)) == 1
+    assert lease_size(Rate(10, 256)) == 4
+    assert lease_size(Rate(2_000, 4_000)) == LEASE_MOST
+
+
+def test_a_burst_is_served_once_in_all_whichever_worker_holds_its_tokens(tmp_path: Path) -> None:
+    # Given two workers' limiters on one file, a key's bucket of 2,048 (leases of 32) that hardly refills
+    clock = Clock()
+    first, second = (RateLimiter(key=Rate(0.001, 2048), account=Rate(0.001, 100_000), failures=Rate(1, 2),
+                                 clock=clock, shared=ServerState(tmp_path)) for _ in range(2))
+    # When the first serves one request (taking a lease) and the second then serves until refused
+    first.admit(ANA)
+    served_second = _served(second, ANA)
+    # Then the second is refused while the first still holds the rest of its lease
+    assert served_second == 2048 - LEASE_MOST
+    # And the first serves exactly that rest: the burst, no more, in all
+    assert 1 + _served(first, ANA) + served_second == 2048
+    # And once a lease is older than LEASE_S what is left of it is dropped, not served
+    clock.now += LEASE_S + 1  # (the bucket gains 0.003 tokens meanwhile)
+    second_again = RateLimiter(key=Rate(0.001, 2048), account=Rate(0.001, 100_000), failures=Rate(1, 2),
+                               clock=clock, shared=ServerState(tmp_path))
+    with pytest.raises(RateLimitedError):
+        second_again.admit(ANA)
+
+
+def test_leases_never_serve_a_key_past_its_limit_across_worker_processes(tmp_path: Path) -> None:
+    # Given three worker processes of four threads each, sharing one file, a key's bucket of 1,000 a burst
+    # (leases of 15) that refills 50 a second, and its account's of 1,500 (leases of 23) that refills 75
+    rates = {"key": Rate(50, 1000), "account": Rate(75, 1500)}
+    context = multiprocessing.get_context("fork")
+    results = context.Queue()
+    started = time.time()
+    processes = [context.Process(target=_hammer, args=(tmp_path, rates, results, 1.5)) for _ in range(3)]
+    for process in processes:
+        process.start()
+    # When each thread asks for admission as fast as it can, for 1.5 s, with the key and a sibling key
+    counts = [results.get(timeout=60) for _ in processes]
+    for process in processes:
+        process.join(timeout=60)
+    elapsed = time.time() - started
+    served_ana = sum(count["ana"] for count in counts)
+    served_ben = sum(count["ben"] for count in counts)
+    # Then no more than the key's limit was served over the whole run (its burst and what refilled), and the
+    # account's limit held over both its keys
+    assert served_ana <= 1000 + 50 * elapsed
+    assert served_ana + served_ben <= 1500 + 75 * elapsed
+    # And the account's limit was reached: what the workers held back of it is at most a lease each
+    assert served_ana + served_ben >= 1500 - 3 * lease_size(rates["account"])
+    assert all(count["refused"] > 0 for count in counts)
+
+
+def _hammer(data_dir: Path, rates: dict[str, Rate], results: Any, seconds: float) -> None:
+    """One worker process: four threads asking for ANA and BEN in turns until ``seconds`` have passed."""
+    limiter = RateLimiter(key=rates["key"], account=rates["account"], failures=Rate(1, 2),
+                          shared=ServerState(data_dir))
+    counts = {"ana": 0, "ben": 0, "refused": 0}
+    lock = threading.Lock()
+    deadline = time.monotonic() + seconds
+
+    def ask() -> None:
+        turn = 0
+        while time.monotonic() < deadline:
+            turn += 1
+            who = ANA if turn % 3 else BEN
+            try:
+                limiter.admit(who)
+            except RateLimitedError:
+                with lock:
+                    counts["refused"] += 1
+                continue
+            with lock:
+                counts["ana" if who is ANA else "ben"] += 1
+
+    threads = [threading.Thread(target=ask) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    results.put(counts)
+
+
+def _served(limiter: RateLimiter, principal: Principal, most: int = 100_000) -> int:
+    for served in range(most):
+        try:
+            limiter.admit(principal)
+        except RateLimitedError:
+            return served
+    raise AssertionError("never refused")

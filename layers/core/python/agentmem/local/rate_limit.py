@@ -9,10 +9,17 @@ know takes a token from its source's bucket; while that bucket is empty every re
 
 With one server process the buckets live in it (one lock, constant work per request). With several
 (``agentmem serve --workers N``) they live in the file the workers share (``ServerState``, ``SharedTokenBuckets``),
-read and written in one transaction per check, so a limit holds for the server as a whole: dividing each budget
-by N would not, since a client's connections are not spread evenly (one kept-alive connection stays with one
-worker, which would give it 1/N of its budget). The deployed stack limits per account in API Gateway instead
-(infra/constructs/api.py).
+so a limit holds for the server as a whole: dividing each budget by N would not, since a client's connections
+are not spread evenly (one kept-alive connection stays with one worker, which would give it 1/N of its budget).
+A worker takes a key's and an account's tokens from the file a few at a time (``lease_size``: 1/64 of the
+burst, at most 32; 1 for a burst under 128) and serves the next requests of that key and account from what it
+holds, so most requests do not touch the file; tokens it has not used within ``LEASE_S`` are dropped, never
+given to another request. Every request served took a token out of the shared bucket, so a key or an account
+is never served more than its limit (burst, plus ``per_s`` a second); what the leases cost is the other way:
+a request may be refused while other workers hold up to ``lease_size - 1`` tokens each of its bucket, for at
+most ``LEASE_S``. A source's failed authentications are written to the file one by one and read on every
+request (no lease: a guesser spread over the workers meets the whole budget). The deployed stack limits per
+account in API Gateway instead (infra/constructs/api.py).
 """
 
 from __future__ import annotations
@@ -38,6 +45,9 @@ if TYPE_CHECKING:
 # memory when a flood comes from many addresses.
 MAX_BUCKETS = 50_000
 PRUNE_EVERY = 1024  # shared buckets: takes between two sweeps of the buckets that are full again
+LEASE_SHARE = 1 / 64  # of a shared bucket's burst, a worker takes at once ...
+LEASE_MOST = 32  # ... up to this many tokens
+LEASE_S = 1.0  # tokens a worker took and has not used within this long are dropped
 
 
 @dataclass(frozen=True)
@@ -78,6 +88,49 @@ class TokenBuckets:
 
     def take(self, name: str, now: float) -> None:
         self._keep(name, self._tokens(name, now) - 1.0, now)
+
+    def take_up_to(self, name: str, now: float, most: int) -> int:
+        """Take as many whole tokens as the bucket holds, at most ``most`` (at least one: ``wait_s`` was 0)."""
+        tokens = self._tokens(name, now)
+        taken = max(1, min(most, int(tokens)))
+        self._keep(name, tokens - taken, now)
+        return taken
+
+
+def lease_size(rate: Rate) -> int:
+    """Tokens a worker takes from a shared bucket at once."""
+    return max(1, min(LEASE_MOST, int(rate.burst * LEASE_SHARE)))
+
+
+class HeldTokens:
+    """The tokens one worker took from the shared buckets of one kind and has not used yet, per name, each
+    batch until ``LEASE_S`` after it was taken. Not thread-safe: ``RateLimiter`` holds the lock."""
+
+    def __init__(self, lease: int, max_buckets: int = MAX_BUCKETS) -> None:
+        self.lease = lease
+        self._max = max_buckets
+        self._held: OrderedDict[str, tuple[int, float]] = OrderedDict()  # name -> (tokens, until)
+
+    def holds(self, name: str, now: float) -> bool:
+        held = self._held.get(name)
+        return held is not None and now < held[1]
+
+    def use(self, name: str) -> None:
+        tokens, until = self._held[name]
+        if tokens > 1:
+            self._held[name] = (tokens - 1, until)
+        else:
+            del self._held[name]
+
+    def keep(self, name: str, tokens: int, now: float) -> None:
+        """``tokens`` just taken (beyond the one the request uses)."""
+        if tokens <= 0:
+            self._held.pop(name, None)
+            return
+        self._held[name] = (tokens, now + LEASE_S)
+        self._held.move_to_end(name)
+        while len(self._held) > self._max:
+            self._held.popitem(last=False)
 
 
 class SharedTokenBuckets(TokenBuckets):
@@ -131,6 +184,7 @@ class RateLimiter:
         """``shared``: the buckets live in the file the server's workers share (and the clock, which must then
         read the same in every process, is the wall clock unless one is given)."""
         self._clock = clock
+        self._held: tuple[HeldTokens, HeldTokens] | None = None
         if shared is None:
             self._keys, self._accounts, self._sources = TokenBuckets(key), TokenBuckets(account), TokenBuckets(failures)
             lock = threading.Lock()
@@ -155,6 +209,8 @@ class RateLimiter:
                 yield
 
             self._writing, self._reading = writing, reading
+            self._held = (HeldTokens(lease_size(key)), HeldTokens(lease_size(account)))
+            self._holding = threading.Lock()
             if clock is time.monotonic:
                 self._clock = time.time
 
@@ -186,17 +242,49 @@ class RateLimiter:
 
     def admit(self, principal: Principal) -> None:
         """Take a token from the key's bucket and the account's, or refuse (taking none) when either is empty."""
-        with self._writing():
-            now = self._clock()
-            key_wait = self._keys.wait_s(principal.key_id, now)
-            account_wait = self._accounts.wait_s(principal.account_id, now)
-            if key_wait <= 0 and account_wait <= 0:
-                self._keys.take(principal.key_id, now)
-                self._accounts.take(principal.account_id, now)
-                return
+        if self._held is not None:
+            key_wait, account_wait = self._admit_shared(principal.key_id, principal.account_id, *self._held)
+        else:
+            with self._writing():
+                now = self._clock()
+                key_wait = self._keys.wait_s(principal.key_id, now)
+                account_wait = self._accounts.wait_s(principal.account_id, now)
+                if key_wait <= 0 and account_wait <= 0:
+                    self._keys.take(principal.key_id, now)
+                    self._accounts.take(principal.account_id, now)
+                    return
+        if key_wait <= 0 and account_wait <= 0:
+            return
         if key_wait >= account_wait:
             raise _limited("too many requests with this API key", "key", self._keys.rate, key_wait)
         raise _limited("too many requests for this account", "account", self._accounts.rate, account_wait)
+
+
+    def _admit_shared(self, key: str, account: str, keys: HeldTokens, accounts: HeldTokens) -> tuple[float, float]:
+        """The waits of the key's and the account's buckets (both 0: a token of each was taken): from what this
+        worker holds, and from the shared file for what it does not (taking a lease's worth there)."""
+        with self._holding:
+            now = self._clock()
+            key_held, account_held = keys.holds(key, now), accounts.holds(account, now)
+            if not (key_held and account_held):
+                with self._writing():
+                    now = self._clock()
+                    key_wait = 0.0 if key_held else self._keys.wait_s(key, now)
+                    account_wait = 0.0 if account_held else self._accounts.wait_s(account, now)
+                    if key_wait > 0 or account_wait > 0:
+                        return key_wait, account_wait
+                    if not key_held:
+                        keys.keep(key, self._keys.take_up_to(key, now, keys.lease) - 1, now)
+                    if not account_held:
+                        accounts.keep(account, self._accounts.take_up_to(account, now, accounts.lease) - 1, now)
+                if key_held:
+                    keys.use(key)
+                if account_held:
+                    accounts.use(account)
+                return 0.0, 0.0
+            keys.use(key)
+            accounts.use(account)
+            return 0.0, 0.0
 
 
 def _limited(what: str, scope: str, rate: Rate, wait_s: float) -> RateLimitedError:
