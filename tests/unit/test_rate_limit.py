@@ -286,3 +286,26 @@ def _served(limiter: RateLimiter, principal: Principal, most: int = 100_000) -> 
         except RateLimitedError:
             return served
     raise AssertionError("never refused")
+
+
+def test_a_worker_sees_failures_another_wrote_though_it_read_the_source_before(tmp_path: Path) -> None:
+    # Given two workers on one file, the first having read a source's bucket (full) already
+    clock = Clock()
+    first, second = (RateLimiter(key=Rate(2, 3), account=Rate(3, 5), failures=Rate(1, 2), clock=clock,
+                                 shared=ServerState(tmp_path)) for _ in range(2))
+    first.check_source("10.0.0.1")
+    first.check_source("10.0.0.1")
+    # When the second writes the source's two failures
+    second.failed("10.0.0.1")
+    second.failed("10.0.0.1")
+    # Then the first refuses the source at once, and serves it again once a token is back
+    with pytest.raises(RateLimitedError) as refused:
+        first.check_source("10.0.0.1")
+    assert refused.value.details == {"scope": "source", "retry_after": 1}
+    clock.now += 1
+    first.check_source("10.0.0.1")
+    # And a failure the first writes is seen by the second, which has read the bucket holding that token
+    second.check_source("10.0.0.1")
+    first.failed("10.0.0.1")
+    with pytest.raises(RateLimitedError):
+        second.check_source("10.0.0.1")

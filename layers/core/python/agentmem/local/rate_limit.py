@@ -17,23 +17,30 @@ holds, so most requests do not touch the file; tokens it has not used within ``L
 given to another request. Every request served took a token out of the shared bucket, so a key or an account
 is never served more than its limit (burst, plus ``per_s`` a second); what the leases cost is the other way:
 a request may be refused while other workers hold up to ``lease_size - 1`` tokens each of its bucket, for at
-most ``LEASE_S``. A source's failed authentications are written to the file one by one and read on every
-request (no lease: a guesser spread over the workers meets the whole budget). The deployed stack limits per
-account in API Gateway instead (infra/constructs/api.py).
+most ``LEASE_S``. A source's failed authentications are written to the file one by one (no lease: a guesser
+spread over the workers meets the whole budget), and counted in a small file every worker maps
+(``FailureCount``): a worker reads a source's bucket from ``serve.db`` again only once that count has moved,
+since a failure is the only thing that changes a source's bucket. The deployed stack limits per account in
+API Gateway instead (infra/constructs/api.py).
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import math
+import mmap
+import os
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..adapters.embedded.private_files import open_private_file
 from ..domain.errors import RateLimitedError
 from ..domain.models import Principal
 from ..settings import Settings
@@ -48,6 +55,7 @@ PRUNE_EVERY = 1024  # shared buckets: takes between two sweeps of the buckets th
 LEASE_SHARE = 1 / 64  # of a shared bucket's burst, a worker takes at once ...
 LEASE_MOST = 32  # ... up to this many tokens
 LEASE_S = 1.0  # tokens a worker took and has not used within this long are dropped
+FAILURES_FILE = "serve.failures"  # beside serve.db: the count of failed authentications written to it
 
 
 @dataclass(frozen=True)
@@ -145,9 +153,10 @@ class SharedTokenBuckets(TokenBuckets):
         self._takes = 0
         self._read = threading.local()  # this thread's transaction: the buckets it has read (a take follows a wait)
 
-    def begin(self) -> None:
-        """A transaction (or a read) starts: nothing read before it is known any more."""
+    def begin(self, *, writing: bool = False) -> None:
+        """A transaction (``writing``) or a read starts: nothing read before it is known any more."""
         self._read.rows = {}
+        self._read.writing = writing
 
     def _held(self, name: str) -> tuple[float, float] | None:
         rows: dict[str, tuple[float, float] | None] | None = getattr(self._read, "rows", None)
@@ -173,6 +182,56 @@ class SharedTokenBuckets(TokenBuckets):
             conn.execute("DELETE FROM buckets WHERE kind=? AND at < ?", (self._kind, at - full_after))
 
 
+class FailureCount:
+    """How many failed authentications the server's workers have written to the shared file, kept in a file of
+    8 bytes that each worker maps into its memory: reading it costs no system call. Each failure adds one after
+    its transaction committed, under a lock on the file, so the count only grows and every failure moves it."""
+
+    def __init__(self, path: Path) -> None:
+        self._fd = open_private_file(path, os.O_RDWR)
+        if os.fstat(self._fd).st_size < 8:
+            os.ftruncate(self._fd, 8)
+        self._map = mmap.mmap(self._fd, 8)
+        self._lock = threading.Lock()  # (a lock on the file does not keep this process's threads apart)
+
+    def value(self) -> int:
+        return int.from_bytes(self._map[:8], "little")
+
+    def add_one(self) -> None:
+        with self._lock:
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
+            try:
+                self._map[:8] = (self.value() + 1).to_bytes(8, "little")
+            finally:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+
+class SharedSourceBuckets(SharedTokenBuckets):
+    """The sources' buckets in the shared file, each read again only when the server's ``FailureCount`` has
+    moved since this worker last read it (a transaction writing a failure reads the file itself)."""
+
+    def __init__(self, rate: Rate, state: ServerState, failures: FailureCount) -> None:
+        super().__init__(rate, state, "source")
+        self.failures = failures
+        self._seen: OrderedDict[str, tuple[int, tuple[float, float] | None]] = OrderedDict()
+        self._seen_lock = threading.Lock()
+
+    def _held(self, name: str) -> tuple[float, float] | None:
+        if getattr(self._read, "writing", False):
+            return super()._held(name)
+        count = self.failures.value()  # before the file: a failure committed after this moves it again
+        seen = self._seen.get(name)
+        if seen is not None and seen[0] == count:
+            return seen[1]
+        held = super()._held(name)
+        with self._seen_lock:
+            self._seen[name] = (count, held)
+            self._seen.move_to_end(name)
+            while len(self._seen) > self._max:
+                self._seen.popitem(last=False)
+        return held
+
+
 def retry_after_s(wait_s: float) -> int:
     """``Retry-After`` is whole seconds: at least 1."""
     return max(1, math.ceil(wait_s))
@@ -185,21 +244,23 @@ class RateLimiter:
         read the same in every process, is the wall clock unless one is given)."""
         self._clock = clock
         self._held: tuple[HeldTokens, HeldTokens] | None = None
+        self._failure_count: FailureCount | None = None
         if shared is None:
             self._keys, self._accounts, self._sources = TokenBuckets(key), TokenBuckets(account), TokenBuckets(failures)
             lock = threading.Lock()
             self._writing: Callable[[], AbstractContextManager[object]] = lambda: lock
             self._reading: Callable[[], AbstractContextManager[object]] = lambda: lock
         else:
-            buckets = [SharedTokenBuckets(key, shared, "key"), SharedTokenBuckets(account, shared, "account"),
-                       SharedTokenBuckets(failures, shared, "source")]
+            sources = SharedSourceBuckets(failures, shared, FailureCount(shared.path.with_name(FAILURES_FILE)))
+            buckets = [SharedTokenBuckets(key, shared, "key"), SharedTokenBuckets(account, shared, "account"), sources]
             self._keys, self._accounts, self._sources = buckets
+            self._failure_count = sources.failures
 
             @contextlib.contextmanager
             def writing() -> Iterator[None]:
                 with shared.write():
                     for bucket in buckets:
-                        bucket.begin()
+                        bucket.begin(writing=True)
                     yield
 
             @contextlib.contextmanager
@@ -239,6 +300,8 @@ class RateLimiter:
         """A request from ``source`` presented a key that is not valid."""
         with self._writing():
             self._sources.take(source, self._clock())
+        if self._failure_count is not None:  # committed: the other workers read the source's bucket again
+            self._failure_count.add_one()
 
     def admit(self, principal: Principal) -> None:
         """Take a token from the key's bucket and the account's, or refuse (taking none) when either is empty."""
