@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/http_speed.py            # 1, 4, 16 and 64 client threads, 5 s each (about 5 minutes)
     .venv/bin/python bench/http_speed.py --quick    # 1 and 16 threads, 2 s each; docs untouched (about a minute)
+    .venv/bin/python bench/http_speed.py --quick --operations read   # entry reads only (the CPU target's)
 
 The servers, each in a process of its own; the clients are threads of this process, each with its own
 kept-alive connection (``http.client``, so the client's own cost stays small):
@@ -365,10 +366,10 @@ def offers_workers() -> bool:
     return "--workers" in shown.stdout
 
 
-def run(threads: tuple[int, ...], seconds: float) -> dict[str, Any]:
+def run(threads: tuple[int, ...], seconds: float, operations: tuple[str, ...] = OPERATIONS) -> dict[str, Any]:
     cores = os.cpu_count() or 1
     results: dict[str, Any] = {"benchmark": "http", "threads": list(threads), "seconds_per_level": seconds,
-                               "servers": {}, "failed_phases": [], "notes": []}
+                               "operations": list(operations), "servers": {}, "failed_phases": [], "notes": []}
     print("in process: lambda_handler per entry read …", flush=True)
     try:
         results["in_process"] = in_process_read(2000 if seconds < 5 else 5000)
@@ -379,12 +380,12 @@ def run(threads: tuple[int, ...], seconds: float) -> dict[str, Any]:
     ]
     if offers_workers():
         servers.append(("agentmem serve, 1 worker", lambda d: started("embedded", d, ["--workers", "1"],
-                                                                      SERVE_SETTINGS), OPERATIONS))
+                                                                      SERVE_SETTINGS), operations))
         servers.append((f"agentmem serve, {cores} workers",
-                        lambda d: started("embedded", d, ["--workers", str(cores)], SERVE_SETTINGS), OPERATIONS))
+                        lambda d: started("embedded", d, ["--workers", str(cores)], SERVE_SETTINGS), operations))
     else:
         servers.append(("agentmem serve, 1 worker", lambda d: started("embedded", d, [], SERVE_SETTINGS),
-                        OPERATIONS))
+                        operations))
         results["notes"].append("`agentmem serve` offers no --workers here: one worker measured only")
         print("agentmem serve offers no --workers: measuring one worker only", flush=True)
     with tempfile.TemporaryDirectory(prefix="agentmem-http-") as tmp:
@@ -536,27 +537,32 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="1 and 16 threads, 2 s each; docs untouched")
     parser.add_argument("--seconds", type=float, help="seconds per level (default 5, quick 2)")
     parser.add_argument("--threads", type=int, nargs="+", help="client threads (default 1 4 16 64, quick 1 16)")
+    parser.add_argument("--operations", nargs="+", choices=OPERATIONS, metavar="OPERATION",
+                        help=f"agentmem's operations measured (default all: {', '.join(OPERATIONS)}); with fewer than "
+                             "all, the results go to bench/results/http-quick.json and the docs are left as they are")
     parser.add_argument("--baseline-server", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.baseline_server:
         serve_baseline(args.baseline_server)
         return 0
     threads = tuple(args.threads or (QUICK_THREADS if args.quick else THREADS))
-    results = run(threads, args.seconds or (2.0 if args.quick else 5.0))
-    results["quick"] = args.quick
+    operations = tuple(op for op in OPERATIONS if op in (args.operations or OPERATIONS))
+    partial = args.quick or operations != OPERATIONS
+    results = run(threads, args.seconds or (2.0 if args.quick else 5.0), operations)
+    results["quick"] = partial
     print_report(results)
-    name = "http-quick" if args.quick else "http"
+    name = "http-quick" if partial else "http"
     out = RESULTS / f"{name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n")
     print(f"wrote {out.relative_to(ROOT)}")
     try:
-        png = RESULTS / f"{name}.png" if args.quick else PLOT
+        png = RESULTS / f"{name}.png" if partial else PLOT
         plot(results, png)
         print(f"wrote {png.relative_to(ROOT)}")
     except Exception:
         print(f"the plot failed:\n{traceback.format_exc(limit=3)}")
-    if not args.quick and replace_block(DOCS, DOCS_BEGIN, DOCS_END, markdown(results)):
+    if not partial and replace_block(DOCS, DOCS_BEGIN, DOCS_END, markdown(results)):
         print(f"updated {DOCS.relative_to(ROOT)}")
     return 0
 
