@@ -91,8 +91,19 @@ class TokenBuckets:
 
     def wait_s(self, name: str, now: float) -> float:
         """Seconds until the bucket holds a token (0: it holds one now)."""
-        missing = 1.0 - self._tokens(name, now)
+        return self.wait_for(self._tokens(name, now))
+
+    def wait_for(self, tokens: float) -> float:
+        """Seconds until a bucket holding ``tokens`` holds a whole one."""
+        missing = 1.0 - tokens
         return 0.0 if missing <= 0 else missing / self.rate.per_s
+
+    def take_if_held(self, name: str, now: float) -> float:
+        """Take a token if the bucket holds one: the tokens it held (under 1: none was taken)."""
+        tokens = self._tokens(name, now)
+        if tokens >= 1.0:
+            self._keep(name, tokens - 1.0, now)
+        return tokens
 
     def take(self, name: str, now: float) -> None:
         self._keep(name, self._tokens(name, now) - 1.0, now)
@@ -308,20 +319,22 @@ class RateLimiter:
         if self._held is not None:
             key_wait, account_wait = self._admit_shared(principal.key_id, principal.account_id, *self._held)
         else:
-            with self._writing():
+            with self._writing():  # (in the process: each bucket worked out once)
                 now = self._clock()
-                key_wait = self._keys.wait_s(principal.key_id, now)
-                account_wait = self._accounts.wait_s(principal.account_id, now)
-                if key_wait <= 0 and account_wait <= 0:
-                    self._keys.take(principal.key_id, now)
-                    self._accounts.take(principal.account_id, now)
-                    return
+                key_tokens = self._keys.take_if_held(principal.key_id, now)
+                if key_tokens >= 1.0:
+                    account_tokens = self._accounts.take_if_held(principal.account_id, now)
+                    if account_tokens >= 1.0:
+                        return
+                    self._keys._keep(principal.key_id, key_tokens, now)  # the account refused: the key's back
+                else:
+                    account_tokens = self._accounts._tokens(principal.account_id, now)
+                key_wait, account_wait = self._keys.wait_for(key_tokens), self._accounts.wait_for(account_tokens)
         if key_wait <= 0 and account_wait <= 0:
             return
         if key_wait >= account_wait:
             raise _limited("too many requests with this API key", "key", self._keys.rate, key_wait)
         raise _limited("too many requests for this account", "account", self._accounts.rate, account_wait)
-
 
     def _admit_shared(self, key: str, account: str, keys: HeldTokens, accounts: HeldTokens) -> tuple[float, float]:
         """The waits of the key's and the account's buckets (both 0: a token of each was taken): from what this

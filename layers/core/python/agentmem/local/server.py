@@ -276,8 +276,10 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
             else:  # the same 413 the handler gives a smaller body over its limit, details and all
                 self._error(413, "too_large", refused.message, **refused.details)
             return
-        self._reader.await_body(length)
-        body = self.rfile.read(length) if length else None
+        body = None
+        if length:
+            self._reader.await_body(length)
+            body = self.rfile.read(length)
         self._unread = 0
         # HEAD is a GET whose body is left out (as API Gateway answers it)
         method = "GET" if self.command == "HEAD" else self.command
