@@ -11,7 +11,13 @@ kept-alive connection (``http.client``, so the client's own cost stays small):
   the size of an entry read (``bench/http_speed.py --baseline-server PORT`` runs it): the floor of Python's HTTP
   stack on this machine;
 * ``agentmem serve``, one worker; and one worker per core when ``agentmem serve --help`` offers
-  ``--workers`` (when it does not, only one worker is measured, and the output says so).
+  ``--workers`` (when it does not, only one worker is measured, and the output says so);
+* where entry reads are measured, two servers that show what a read's parts cost: ``agentmem serve`` (one
+  worker) whose handler answers an entry read with the bare server's fixed body straight from the event (the
+  HTTP layer and the event's translation alone), and one whose handler only looks the key up and calls the
+  service, answering the entry as the route does (no resolver, validation, rate limits, usage or metrics).
+  They run as ``bench/http_speed.py --layer-server http|service serve ...``, every other request (the setup's
+  writes) going to the real handler.
 
 Operations on agentmem, in a memory of 100 entries and a conversation of 120 messages: read an entry, save
 one (an update of one of the thread's own four names), search the memory, build the conversation's context,
@@ -84,6 +90,11 @@ FIXED_BODY = json.dumps({
     "updated_at": "2026-12-02T01:00:00Z", "expires_at": None,
     "content": "The customer asked about the yearly plan; the refund is on its way and the invoice follows. " * 3,
 }).encode()
+# agentmem serve with part of an entry read's path left out (--layer-server KIND): KIND and the server's label
+LAYERS = {
+    "http": "HTTP layer alone (agentmem serve, fixed answer)",
+    "service": "key and service alone (agentmem serve)",
+}
 # no rate limit reached by the run, the limiter itself still on the path
 SERVE_SETTINGS = {f"AGENTMEM_RATE_LIMIT_{which}": "100000000" for which in
                   ("KEY_PER_S", "KEY_BURST", "ACCOUNT_PER_S", "ACCOUNT_BURST")}
@@ -140,6 +151,34 @@ def baseline_server(workdir: Path) -> Iterator[tuple[str, str, subprocess.Popen[
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+def serve_layer(kind: str, argv: list[str]) -> None:
+    """``agentmem serve`` (``argv``) whose entry reads skip part of the request path (``LAYERS``)."""
+    from agentmem.api import app as app_module
+    from agentmem.cli import main as agentmem
+
+    handler = app_module.lambda_handler
+    fixed = FIXED_BODY.decode()
+
+    def reads_only(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        parts = event["path"].split("/")  # "", "v1", "memories", memory, "entries", name
+        if event["httpMethod"] != "GET" or len(parts) != 6 or parts[2] != "memories" or parts[4] != "entries":
+            return handler(event, context)
+        body, version = fixed, 1
+        if kind == "service":
+            from agentmem.api.presenters import entry_json
+            from agentmem.bootstrap import get_container
+
+            container = get_container()
+            principal = container.keys.authenticate(event["headers"].get("Authorization"))
+            entry = container.entries.read(principal, parts[3], parts[5])
+            body, version = json.dumps(entry_json(entry, content=True)), entry.version
+        return {"statusCode": 200, "headers": {"Content-Type": "application/json", "ETag": f'"{version}"'},
+                "body": body, "isBase64Encoded": False}
+
+    app_module.lambda_handler = reads_only  # (agentmem serve takes it from the module when it starts)
+    agentmem(argv)
 
 
 # --- CPU of a process tree ------------------------------------------------------------------------------------
@@ -378,7 +417,13 @@ def run(threads: tuple[int, ...], seconds: float, operations: tuple[str, ...] = 
     servers: list[tuple[str, Callable[[Path], Any], tuple[str, ...]]] = [
         ("bare http.server", baseline_server, ("fixed",)),
     ]
-    if offers_workers():
+    one = ["--workers", "1"] if offers_workers() else []
+    if "read" in operations:
+        for kind, label in LAYERS.items():
+            command = [sys.executable, __file__, "--layer-server", kind]
+            servers.append((label, lambda d, command=command: started("embedded", d, one, SERVE_SETTINGS,
+                                                                      command=command), ("read",)))
+    if one:
         servers.append(("agentmem serve, 1 worker", lambda d: started("embedded", d, ["--workers", "1"],
                                                                       SERVE_SETTINGS), operations))
         servers.append((f"agentmem serve, {cores} workers",
@@ -533,6 +578,9 @@ def plot(results: dict[str, Any], path: Path) -> None:
 
 
 def main() -> int:
+    if sys.argv[1:2] == ["--layer-server"]:
+        serve_layer(sys.argv[2], sys.argv[3:])
+        return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="1 and 16 threads, 2 s each; docs untouched")
     parser.add_argument("--seconds", type=float, help="seconds per level (default 5, quick 2)")

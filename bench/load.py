@@ -187,9 +187,11 @@ def server(backend: str, workdir: Path) -> Iterator[tuple[str, str]]:
 
 @contextmanager
 def started(backend: str, workdir: Path, extra_args: Sequence[str] = (),
-            settings: Mapping[str, str] | None = None) -> Iterator[tuple[str, str, subprocess.Popen[bytes]]]:
+            settings: Mapping[str, str] | None = None,
+            command: Sequence[str] = ()) -> Iterator[tuple[str, str, subprocess.Popen[bytes]]]:
     """The same, with more arguments for the command and ``AGENTMEM_*`` settings for its environment:
-    (URL, key, the server's process)."""
+    (URL, key, the server's process). ``command``: what runs in place of the ``agentmem`` executable (the
+    same arguments follow it)."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
     env.update(settings or {})
@@ -200,8 +202,8 @@ def started(backend: str, workdir: Path, extra_args: Sequence[str] = (),
         args, key_file = ["serve-emulated", "--data-dir", str(workdir / "aws")], workdir / "aws" / "dev-key"
     log = workdir / f"{backend}.log"
     with log.open("wb") as out:
-        process = subprocess.Popen([str(AGENTMEM), *args, "--port", str(port), *extra_args], cwd=workdir, env=env,
-                                   stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        process = subprocess.Popen([*(command or [str(AGENTMEM)]), *args, "--port", str(port), *extra_args],
+                                   cwd=workdir, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(process, url, log.read_text, timeout=180)
