@@ -212,3 +212,27 @@ def test_an_answer_is_compressed_only_where_the_route_asks_and_the_client_takes_
     for answer in (ask("/packed", None), ask("/plain", "gzip")):
         assert not answer["isBase64Encoded"] and "Content-Encoding" not in answer["multiValueHeaders"]
         assert json.loads(answer["body"]) == {"words": "many " * 50}
+
+
+def test_a_middleware_of_an_included_router_runs_after_the_validation() -> None:
+    # Given the API's resolver including a router that brings a middleware of its own
+    from aws_lambda_powertools.event_handler.api_gateway import Router
+
+    resolver, router = ApiResolver(), Router()
+    ran: list[int] = []
+
+    def noting(app: Any, next_middleware: Any) -> Any:
+        ran.append(app.context["_route_args"]["limit"])
+        return next_middleware(app)
+
+    router.use([noting])
+
+    @router.get("/things")
+    def things(limit: Annotated[int, Query()] = 3) -> dict[str, Any]:
+        return {"limit": limit}
+
+    resolver.include_router(router)
+    # When a request is valid and one is not, Then the middleware sees the validated value, and no refusal
+    ok = resolver.resolve(build_rest_event("GET", "/things", "limit=4"), LocalContext())
+    refused = resolver.resolve(build_rest_event("GET", "/things", "limit=lots"), LocalContext())
+    assert json.loads(ok["body"]) == {"limit": 4} and refused["statusCode"] == 422 and ran == [4]

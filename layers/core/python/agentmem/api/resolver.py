@@ -8,8 +8,8 @@ not the route compresses. The API has one step before its routes, the validation
 So here a request finds its route among those of its method, runs the route's plan, calls the route with
 the values, and answers through the same exception handlers and the same response builder, which looks at
 ``Accept-Encoding`` only for a route or an answer that asks for compression. A middleware added to the
-resolver or a route, or Powertools' debug mode, takes Powertools' own chain again (with the validation as
-its first middleware).
+resolver, to a router it includes or to a route, or Powertools' debug mode, takes Powertools' own chain again
+(with the validation as its first middleware).
 """
 
 from __future__ import annotations
@@ -45,12 +45,6 @@ class ApiResolver(APIGatewayRestResolver):
         self._by_method: dict[str, list[Route]] = {}
         self._routes_seen = -1  # how many routes _by_method was made from
 
-    def use(self, middlewares: list[Any]) -> None:
-        super().use(middlewares)
-        self._chained = True
-
-    _chained = False  # a middleware was added: Powertools' own chain, with the validation in front
-
     def _routes_of(self, method: str) -> list[Route]:
         routes = self._static_routes + self._dynamic_routes
         if len(routes) != self._routes_seen:  # (routes are added, never removed)
@@ -71,7 +65,7 @@ class ApiResolver(APIGatewayRestResolver):
         return self._handle_not_found(method=method, path=path)
 
     def _call_route(self, route: Route, route_arguments: dict[str, str]) -> ResponseBuilder:  # type: ignore[type-arg]
-        if self._chained or self._debug or route.middlewares:
+        if self._router_middlewares or route.middlewares or self._debug:  # (a router's too, once included)
             if validate_request not in self._router_middlewares:
                 self._router_middlewares = [validate_request, *self._router_middlewares]
             return super()._call_route(route, route_arguments)
