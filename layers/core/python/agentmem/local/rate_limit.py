@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..adapters.embedded.private_files import open_private_file
+from ..adapters.embedded.private_files import make_private_dirs, open_private_file
 from ..domain.errors import RateLimitedError
 from ..domain.models import Principal
 from ..settings import Settings
@@ -199,6 +199,7 @@ class FailureCount:
     its transaction committed, under a lock on the file, so the count only grows and every failure moves it."""
 
     def __init__(self, path: Path) -> None:
+        make_private_dirs(path.parent)
         self._fd = open_private_file(path, os.O_RDWR)
         if os.fstat(self._fd).st_size < 8:
             os.ftruncate(self._fd, 8)
