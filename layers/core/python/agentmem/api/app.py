@@ -232,12 +232,13 @@ def _principal_from_authorizer(event: dict[str, Any]) -> Any:
 
 
 def _header(event: dict[str, Any], lowered_name: str) -> Any:
-    """A request header's value, its name in any case (None when not sent)."""
-    headers = event.get("headers") or {}
-    for name, value in headers.items():
+    """A request header's value, its name in any case (None when not sent; of two names that differ in case
+    only, the later)."""
+    found = None
+    for name, value in (event.get("headers") or {}).items():
         if name.lower() == lowered_name:
-            return value
-    return None
+            found = value
+    return found
 
 
 def _authenticate(container: Container, event: dict[str, Any]) -> Principal:
