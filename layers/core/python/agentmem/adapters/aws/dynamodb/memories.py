@@ -21,6 +21,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future
+from contextlib import suppress
 from functools import partial
 
 from pynamodb.exceptions import DeleteError, PutError, UpdateError
@@ -28,7 +29,6 @@ from pynamodb.expressions.update import Action
 
 from ....domain.errors import AttachedError, ConflictError, NotFoundError
 from ....domain.models import Layer, MemoryRecord
-from ....observability import logger
 from ....ports.memories import MemoryStore
 from . import layout
 from .io_threads import IoThreads
@@ -185,14 +185,12 @@ class DynamoMemoryStore(MemoryStore):
 
     def _await_reads(self, account_id: str, names: Sequence[str]) -> None:
         """Wait for the reads of ``names`` sent ahead (``read_ahead(wait=False)``); one that failed is as if
-        it had not been sent: the caller reads for itself."""
+        it had not been sent: the caller reads for itself, and a failure that lasts is its read's to report."""
         with self._reading_lock:
             reads = {self._reading[(account_id, n)] for n in names if (account_id, n) in self._reading}
         for read in reads:
-            try:
+            with suppress(Exception):
                 read.result()
-            except Exception:
-                logger.warning("a memory read sent ahead failed", exc_info=True)
 
     def list_memories(
         self, account_id: str, now: str, *, trash: bool, user_id: str | None, include_account: bool
