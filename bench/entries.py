@@ -13,7 +13,11 @@ Measures, on the embedded backend (SQLite file in a temporary directory):
   in the benchmark's process, a raw ``requests.Session``, and SDK clients in a separate process;
 * LangGraph's ``SqliteStore`` on the same data (namespace = layer, key = entry name, value = the
   entry's fields), both as ``from_conn_string`` ships it and with the same journal settings as
-  agentmem (WAL, ``synchronous=NORMAL``).
+  agentmem (WAL, ``synchronous=NORMAL``);
+* WAL pages (frames) and bytes each save (create, update) and delete appends, agentmem against
+  ``SqliteStore`` (WAL) in the same run, with the pages split by the table or index they belong to
+  (``dbstat``): what a write's COMMIT costs. Latencies carry the thread's CPU time beside the wall time,
+  which the machine's other load inflates far less.
 
 Prints a table, writes ``bench/results/entries.json`` and ``docs/img/entries-latency.png``
 (``--quick`` writes ``bench/results/entries-quick.json`` and a plot beside it instead).
@@ -52,6 +56,8 @@ LAYERS = 20
 PER_LAYER = 500
 LIST_PAGE = 50  # the API's default page
 SEARCH_LIMIT = 10  # the API's default
+WAL_WRITES = 100  # writes of each kind whose WAL pages are counted
+WAL_OPERATIONS = {"save_create": "save (create)", "save_update": "save (update)", "delete": "delete"}
 
 TARGETS = {
     "read_p50_ms": 0.2,
@@ -107,23 +113,34 @@ def log(message: str) -> None:
 # --- timing ---------------------------------------------------------------------------------------------
 
 
+class Samples(list[int]):
+    """Wall-clock latencies (ns), with the calling thread's CPU time of each call beside them (``cpu``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cpu: list[int] = []
+
+
 def measure(
     call: Callable[..., object], arguments: Sequence[tuple[Any, ...]], *, budget_s: float, warmup: int | None = None,
     min_samples: int = 100,
-) -> list[int]:
+) -> Samples:
     """Run ``call(*args)`` for each args; the first ``warmup`` untimed, the rest timed until the budget is spent
-    (but at least ``min_samples``)."""
+    (but at least ``min_samples``). Each call's wall time, and its thread's CPU time (what other processes on a
+    shared machine inflate far less: waiting for a core is not counted)."""
     warm = warmup if warmup is not None else min(200, max(10, len(arguments) // 10))
     for args in arguments[:warm]:
         call(*args)
     gc.collect()
-    samples: list[int] = []
-    clock = time.perf_counter_ns
+    samples = Samples()
+    clock, cpu_clock = time.perf_counter_ns, time.thread_time_ns
     deadline = clock() + int(budget_s * 1e9)
     for args in arguments[warm:]:
+        cpu = cpu_clock()
         start = clock()
         call(*args)
         end = clock()
+        samples.cpu.append(cpu_clock() - cpu)
         samples.append(end - start)
         if end > deadline and len(samples) >= min_samples:
             break
@@ -135,13 +152,63 @@ def summarise(samples_ns: Sequence[int]) -> dict[str, float]:
 
     values = np.asarray(samples_ns, dtype=np.float64) / 1e6
     mean = float(values.mean())
-    return {
+    out = {
         "n": len(samples_ns),
         "p50_ms": round(float(np.percentile(values, 50)), 4),
         "p95_ms": round(float(np.percentile(values, 95)), 4),
         "p99_ms": round(float(np.percentile(values, 99)), 4),
         "mean_ms": round(mean, 4),
         "ops_per_s": round(1000.0 / mean, 1),
+    }
+    cpu = getattr(samples_ns, "cpu", None)
+    if cpu:
+        out["cpu_p50_ms"] = round(float(np.percentile(np.asarray(cpu, dtype=np.float64) / 1e6, 50)), 4)
+    return out
+
+
+# --- WAL pages per write --------------------------------------------------------------------------------------
+
+
+def wal_frames(wal: Path, page_size: int) -> list[int]:
+    """The page number of each frame in the WAL file (32-byte file header; a frame is a 24-byte header, whose
+    first 4 bytes are the page's number, then the page)."""
+    data = wal.read_bytes() if wal.exists() else b""
+    frame = 24 + page_size
+    return [int.from_bytes(data[at : at + 4], "big") for at in range(32, len(data) - frame + 1, frame)]
+
+
+def wal_per_op(conn: sqlite3.Connection, wal: Path, call: Callable[..., object],
+               arguments: Sequence[tuple[Any, ...]]) -> dict[str, Any]:
+    """The WAL frames (pages) and bytes ``call(*args)`` appends per call, the pages by the table or index
+    holding them (``dbstat``; "(free list)" for pages no b-tree holds, "(header)" for page 1, which SQLite
+    rewrites when the file grows). Checkpoints are off meanwhile, so the WAL only grows; nothing else may write
+    the database while this runs."""
+    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    conn.execute("PRAGMA wal_autocheckpoint = 0")
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        for args in arguments:
+            call(*args)
+        pages = wal_frames(wal, page_size)
+        try:
+            owner = {page: name for name, page in conn.execute("SELECT name, pageno FROM dbstat")}
+        except sqlite3.OperationalError:  # an SQLite built without dbstat: totals only
+            owner = {}
+        owner[1] = "(header)"
+        by_btree: dict[str, int] = {}
+        for page in pages:
+            name = owner.get(page, "(free list)")
+            by_btree[name] = by_btree.get(name, 0) + 1
+    finally:
+        conn.execute("PRAGMA wal_autocheckpoint = 1000")
+    n = len(arguments)
+    return {
+        "n": n,
+        "page_size": page_size,
+        "pages_per_op": round(len(pages) / n, 2),
+        "bytes_per_op": round(len(pages) * (24 + page_size) / n),
+        "by_btree": {name: round(count / n, 2) for name, count in sorted(by_btree.items(), key=lambda kv: -kv[1])}
+        if owner else {},
     }
 
 
@@ -187,6 +254,27 @@ class Agentmem:
     def read(self, layer: int, name: str) -> None:
         memory, user = self.where(layer)
         self.container.entries.read(self.principal, memory, name, user=user)
+
+    def delete(self, layer: int, name: str) -> None:
+        memory, user = self.where(layer)
+        self.container.entries.delete(self.principal, memory, name, user=user)
+
+    def add_layer(self, layer: int) -> None:
+        """Make layer number ``layer`` exist (a memory of its own in the 20-memory layout)."""
+        if self.layout == "memories":
+            self.container.memories.create(self.principal, self.where(layer)[0])
+
+    def settle(self) -> None:
+        """Let the semantic index catch up with every change (a search starts it): its writes would otherwise
+        land in the WAL beside those being counted."""
+        index = self.container.search_index
+        if index is not None and hasattr(index, "catch_up"):
+            index.catch_up()
+
+    def database(self) -> tuple[sqlite3.Connection, Path]:
+        """This thread's connection to the store's database, and the database's WAL file."""
+        db = self.container.stores.entries.db
+        return db.connection(), Path(str(db.path) + "-wal")
 
     def list(self, layer: int) -> None:
         memory, user = self.where(layer)
@@ -256,6 +344,9 @@ class LangGraphStore:
     def get(self, layer: int, name: str) -> None:
         item = self.store.get(namespace(layer), name)
         assert item is not None
+
+    def delete(self, layer: int, name: str) -> None:
+        self.store.delete(namespace(layer), name)
 
     def list(self, layer: int) -> None:
         items = self.store.search(namespace(layer), limit=LIST_PAGE)
@@ -506,7 +597,31 @@ def bench_agentmem(data_dir: Path, layout: str, entries: Sequence[EntryData], up
     hits = sorted(target.candidates(layer, text) for layer, text in queries[:200])
     results["search"]["candidates_median"] = hits[len(hits) // 2]
     results["search"]["candidates_p90"] = hits[len(hits) * 9 // 10]
+    log(f"{label}: WAL pages per write")
+    target.settle()
+    target.add_layer(LAYERS)
+    conn, wal = target.database()
+    results["wal"] = wal_phases(conn, wal, target.save, target.delete, entries, updates)
     return target, results
+
+
+def wal_phases(conn: sqlite3.Connection, wal: Path, save: Callable[[EntryData], object],
+               delete: Callable[[int, str], object], entries: Sequence[EntryData],
+               updates: Sequence[EntryData], *, fresh_layer: int = LAYERS) -> dict[str, Any]:
+    """WAL pages per write, the same writes for either store: ``WAL_WRITES`` creates into a fresh layer (number
+    ``fresh_layer``, as full as the others once loaded), updates of entries of the loaded layers with text
+    neither store has held, and deletes of the fresh layer's new entries."""
+    fresh = [EntryData(fresh_layer, e.name, e.description, e.content, e.category, e.importance)
+             for e in entries[:PER_LAYER]]
+    for e in fresh[WAL_WRITES:]:  # the layer as full as the others, but for the creates measured
+        save(e)
+    rewritten = [EntryData(u.layer, u.name, u.description + " (rewritten)", "Rewritten. " + u.content, u.category,
+                           u.importance) for u in updates[-WAL_WRITES:]]
+    return {
+        "save_create": wal_per_op(conn, wal, save, [(e,) for e in fresh[:WAL_WRITES]]),
+        "save_update": wal_per_op(conn, wal, save, [(e,) for e in rewritten]),
+        "delete": wal_per_op(conn, wal, delete, [(e.layer, e.name) for e in fresh[:WAL_WRITES]]),
+    }
 
 
 def bench_sqlitestore(path: Path, tuned: bool, entries: Sequence[EntryData], updates: Sequence[EntryData],
@@ -533,6 +648,9 @@ def bench_sqlitestore(path: Path, tuned: bool, entries: Sequence[EntryData], upd
     results["list"] = summarise(measure(store.list, lists[: plan.list], budget_s=plan.budget_s))
     log(f"{label}: search")
     results["search"] = summarise(measure(store.search, queries[: plan.search], budget_s=plan.budget_s))
+    if tuned:
+        log(f"{label}: WAL pages per write")
+        results["wal"] = wal_phases(store.conn, Path(str(path) + "-wal"), store.put, store.delete, entries, updates)
     if tuned:  # the same Python work on either journal mode; measured once
         log(f"{label}: search with agentmem's answer")
         results["search_equivalent"] = summarise(measure(store.search_equivalent, queries[: plan.search],
@@ -629,8 +747,9 @@ def print_report(results: dict[str, Any]) -> None:
     inproc = results["inprocess"]
     systems = [k for k in ("agentmem_memories", "agentmem_users", "sqlitestore_wal", "sqlitestore_default")
                if k in inproc]
-    header = f"{'operation':<28} {'system':<40} {'n':>6} {'p50 ms':>9} {'p95 ms':>9} {'p99 ms':>9} {'ops/s':>9}"
-    print("In-process (one thread; ops/s = 1 / mean latency)")
+    header = (f"{'operation':<28} {'system':<40} {'n':>6} {'p50 ms':>9} {'CPU p50':>9} {'p95 ms':>9} {'p99 ms':>9} "
+              f"{'ops/s':>9}")
+    print("In-process (one thread; ops/s = 1 / mean latency; CPU p50: the thread's CPU time per call)")
     print(header)
     print("-" * len(header))
     for op, op_label in OPERATIONS.items():
@@ -639,8 +758,9 @@ def print_report(results: dict[str, Any]) -> None:
             if not stats:
                 continue
             label = SYSTEM_LABELS[key] if len(SYSTEM_LABELS[key]) <= 40 else SYSTEM_LABELS[key][:37] + "..."
-            print(f"{op_label[:28]:<28} {label:<40} {stats['n']:>6} {stats['p50_ms']:>9.3f} {stats['p95_ms']:>9.3f} "
-                  f"{stats['p99_ms']:>9.3f} {stats['ops_per_s']:>9,.0f}")
+            cpu = f"{stats['cpu_p50_ms']:>9.3f}" if "cpu_p50_ms" in stats else f"{'—':>9}"
+            print(f"{op_label[:28]:<28} {label:<40} {stats['n']:>6} {stats['p50_ms']:>9.3f} {cpu} "
+                  f"{stats['p95_ms']:>9.3f} {stats['p99_ms']:>9.3f} {stats['ops_per_s']:>9,.0f}")
         print()
     for key in ("agentmem_memories", "agentmem_users"):
         if key in inproc:
@@ -650,6 +770,20 @@ def print_report(results: dict[str, Any]) -> None:
     print("SqliteStore's search ignores the query without an embedding index: it returns the namespace's newest "
           f"{SEARCH_LIMIT}.")
     print()
+    walled = [k for k in systems if "wal" in inproc[k]]
+    if walled:
+        page_size = inproc[walled[0]]["wal"]["save_create"]["page_size"]
+        print(f"WAL appended per write (mean of {WAL_WRITES}; pages of {page_size} bytes, each with a 24-byte frame "
+              "header), and the b-trees holding the pages")
+        h3 = f"{'operation':<14} {'system':<40} {'pages':>6} {'bytes':>8}  by table or index"
+        print(h3)
+        print("-" * len(h3))
+        for op in WAL_OPERATIONS:
+            for key in walled:
+                w = inproc[key]["wal"][op]
+                print(f"{WAL_OPERATIONS[op]:<14} {SYSTEM_LABELS[key][:40]:<40} {w['pages_per_op']:>6.1f} "
+                      f"{w['bytes_per_op']:>8,}  {_btrees(w)}")
+        print()
     ratio_header = f"{'operation':<16} {'system':<40} {'÷ SqliteStore WAL':>18} {'÷ SqliteStore as shipped':>25}"
     print("p50 ratio agentmem / SqliteStore (below 1 = agentmem faster)")
     print(ratio_header)
@@ -694,6 +828,10 @@ def print_report(results: dict[str, Any]) -> None:
     print_targets(results["targets"], _value_text, width=86)
 
 
+def _btrees(wal: dict[str, Any], at_least: float = 0.3) -> str:
+    return ", ".join(f"{name} {pages:.1f}" for name, pages in wal["by_btree"].items() if pages >= at_least)
+
+
 def markdown(results: dict[str, Any]) -> str:
     """The run's figures as Markdown tables (what docs/benchmarks.md shows between its bench markers)."""
     info = results["machine"]
@@ -706,12 +844,14 @@ def markdown(results: dict[str, Any]) -> str:
            f"langgraph {info['packages']['langgraph']}, langgraph-checkpoint-sqlite "
            f"{info['packages']['langgraph-checkpoint-sqlite']}.", ""]
     out += ["**In-process** (one thread; ops/s = 1 / mean latency)", "",
-            "| operation | system | n | p50 ms | p95 ms | p99 ms | ops/s |", "|---|---|--:|--:|--:|--:|--:|"]
+            "| operation | system | n | p50 ms | CPU p50 ms | p95 ms | p99 ms | ops/s |",
+            "|---|---|--:|--:|--:|--:|--:|--:|"]
     for op, label in OPERATIONS.items():
         for key in systems:
             stats = inproc[key].get(op)
             if stats:
-                out.append(f"| {label} | {SYSTEM_LABELS[key]} | {stats['n']:,} | {stats['p50_ms']:.3f} | "
+                cpu = f"{stats['cpu_p50_ms']:.3f}" if "cpu_p50_ms" in stats else "—"
+                out.append(f"| {label} | {SYSTEM_LABELS[key]} | {stats['n']:,} | {stats['p50_ms']:.3f} | {cpu} | "
                            f"{stats['p95_ms']:.3f} | {stats['p99_ms']:.3f} | {stats['ops_per_s']:,.0f} |")
     out += ["", "**p50 ratio agentmem ÷ SqliteStore** (below 1: agentmem faster)", "",
             "| operation | agentmem layout | ÷ SqliteStore, WAL | ÷ SqliteStore, as shipped |", "|---|---|--:|--:|"]
@@ -727,6 +867,17 @@ def markdown(results: dict[str, Any]) -> str:
             if key in inproc:
                 out.append(f"| search, against SqliteStore + ranking in Python (same answer) | {SYSTEM_LABELS[key]} | "
                            f"{inproc[key]['search']['p50_ms'] / same['p50_ms']:.2f} | |")
+    walled = [k for k in systems if "wal" in inproc[k]]
+    if walled:
+        out += ["", f"**WAL appended per write** (mean of {WAL_WRITES} writes; "
+                f"{inproc[walled[0]]['wal']['save_create']['page_size']}-byte pages, each with a 24-byte frame header; "
+                "pages by the table or index holding them, `dbstat`)", "",
+                "| operation | system | pages | bytes | pages by table or index (≥ 0.3) |", "|---|---|--:|--:|---|"]
+        for op in WAL_OPERATIONS:
+            for key in walled:
+                w = inproc[key]["wal"][op]
+                out.append(f"| {WAL_OPERATIONS[op]} | {SYSTEM_LABELS[key]} | {w['pages_per_op']:.1f} | "
+                           f"{w['bytes_per_op']:,} | {_btrees(w)} |")
     http = results.get("http")
     if http and "error" in http:
         out += ["", f"**Over HTTP**: the run failed ({http['error']})."]

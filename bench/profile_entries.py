@@ -36,7 +36,17 @@ from pathlib import Path
 from typing import Any
 
 from corpus import Corpus, EntryData
-from entries import LAYERS, LIST_PAGE, PER_LAYER, SEARCH_LIMIT, Agentmem, LangGraphStore
+from entries import (
+    LAYERS,
+    LIST_PAGE,
+    PER_LAYER,
+    SEARCH_LIMIT,
+    WAL_OPERATIONS,
+    WAL_WRITES,
+    Agentmem,
+    LangGraphStore,
+    wal_phases,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -150,36 +160,29 @@ def section(title: str) -> str:
 # --- WAL written per save -----------------------------------------------------------------------------------
 
 
-def wal_per_save(target: Agentmem, data_dir: Path, entries: Sequence[EntryData],
-                 updates: Sequence[EntryData], report: list[str]) -> None:
-    """WAL bytes (and 4 KiB page frames) one save (update) appends, agentmem against SqliteStore's put.
-
-    Automatic checkpoints are switched off on the measuring connection meanwhile, so the WAL only grows.
-    """
-
-    def grown(conn: Any, wal: Path, call: Callable[[EntryData], object]) -> tuple[float, float]:
-        conn.execute("PRAGMA wal_autocheckpoint = 0")
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        before = wal.stat().st_size if wal.exists() else 0
-        for entry in updates:
-            call(entry)
-        size = (wal.stat().st_size - before) / len(updates)
-        page = conn.execute("PRAGMA page_size").fetchone()[0]
-        conn.execute("PRAGMA wal_autocheckpoint = 1000")
-        return size, size / (page + 24)  # a WAL frame is a page plus a 24-byte header
-
-    conn = target.container.stores.entries.db.connection()
+def wal_per_save(target: Agentmem, entries: Sequence[EntryData], updates: Sequence[EntryData],
+                 report: list[str]) -> None:
+    """WAL pages (and bytes) one create, update (of text neither store held before) and delete appends, agentmem
+    against SqliteStore's ``put`` and ``delete`` (``entries.wal_phases``), with agentmem's pages by the table or
+    index holding them."""
+    target.settle()
+    target.add_layer(LAYERS + 2)
+    conn, wal = target.database()
     if isinstance(conn, TimingConnection):
         conn = conn._conn
-    ours = grown(conn, data_dir / "agentmem.db-wal", target.save)
+    ours = wal_phases(conn, wal, target.save, target.delete, entries, updates, fresh_layer=LAYERS + 2)
     with tempfile.TemporaryDirectory(prefix="agentmem-wal-") as tmp:
         store = LangGraphStore(Path(tmp) / "store.db", tuned=True)
         store.bulk_load(entries)
-        theirs = grown(store.conn, Path(tmp) / "store.db-wal", store.put)
+        theirs = wal_phases(store.conn, Path(tmp) / "store.db-wal", store.put, store.delete, entries, updates)
         store.close()
-    report.append(f"\n  {'':<44} {'WAL bytes':>10} {'frames':>7}   (per save, mean of {len(updates)})")
-    report.append(f"  {'agentmem save (update)':<44} {ours[0]:>10,.0f} {ours[1]:>7.1f}")
-    report.append(f"  {'SqliteStore put (update), WAL':<44} {theirs[0]:>10,.0f} {theirs[1]:>7.1f}")
+    report.append(f"\n  {'':<34} {'pages':>6} {'bytes':>8}   (per write, mean of {WAL_WRITES})")
+    for op, label in WAL_OPERATIONS.items():
+        for who, figures in (("agentmem", ours), ("SqliteStore (WAL)", theirs)):
+            w = figures[op]
+            report.append(f"  {who + ' ' + label:<34} {w['pages_per_op']:>6.1f} {w['bytes_per_op']:>8,}")
+        report.append("      agentmem's pages by table or index: "
+                      + ", ".join(f"{name} {pages:.2f}" for name, pages in ours[op]["by_btree"].items()))
 
 
 # --- HTTP ---------------------------------------------------------------------------------------------------
@@ -330,8 +333,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 wall = time.perf_counter() - start
             report.append(f"\n  {name}:")
             report.append(sql_report(proxy, len(arguments) - 20, wall))
-        report.append(section("WAL written per save (update): what its COMMIT writes"))
-        wal_per_save(target, Path(tmp), entries, [u for (u,) in updates[:200]], report)
+        report.append(section("WAL written per write: what its COMMIT writes"))
+        wal_per_save(target, entries, [corpus.entry(u.layer, int(u.name[-3:]), revision=2) for (u,) in updates],
+                     report)
         if not args.no_http:
             print("profiling HTTP…", file=sys.stderr, flush=True)
             report.append(section("HTTP"))
