@@ -68,3 +68,58 @@ def test_the_check_finds_a_lost_acknowledged_write(tmp_path: Path) -> None:
     # Then the check says so
     assert any("seq" in p or "acknowledged append" in p or "last_seq" in p
                for p in crash_writer.check(data_dir, journal).problems)
+
+
+def test_the_check_finds_words_or_versions_out_of_step_with_the_entries(tmp_path: Path) -> None:
+    """The keyword index holds no copy of the text and the history no copy of the current version: the check
+    compares the index's postings with those of the entries as stored, and the history's versions with the
+    entry's, and says when they disagree."""
+    import shutil
+    import sqlite3
+
+    from agentmem.adapters.embedded.entry_words import add_scope_function
+
+    # Given a writer's data dir after two rounds long enough to save, replace and delete entries
+    data_dir, journal = tmp_path / "data", tmp_path / "journal.jsonl"
+    proc = _writer(data_dir, journal, tmp_path / "writer.log")
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "setup 0"
+        list(crash_writer.kill_rounds(proc, 2, random.Random(5), delay=(1.5, 2.0), long_share=0))
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait(timeout=30)
+    assert crash_writer.check(data_dir, journal).problems == []
+
+    def tampered(label: str, *statements: str) -> list[str]:
+        copy = tmp_path / label
+        shutil.copytree(data_dir, copy)
+        with sqlite3.connect(copy / "agentmem.db") as db:
+            add_scope_function(db)
+            for statement in statements:
+                assert db.execute(statement).rowcount == 1, statement
+        return crash_writer.check(copy, journal).problems
+
+    one_entry = "SELECT rowid FROM entries WHERE conversation IS NULL ORDER BY rowid LIMIT 1"
+    # When an entry's words leave the keyword index behind the service's back
+    problems = tampered("words", "INSERT INTO entries_fts (entries_fts, rowid, scope, name, description, content) "
+                        "SELECT 'delete', rowid, entry_scope(account_id, memory, layer_user), name, description, "
+                        f"content FROM entries WHERE rowid = ({one_entry})")
+    # Then the check says the index does not hold the entry as stored
+    assert any("keyword index" in p for p in problems), problems
+    # When an entry's text changes without its words
+    problems = tampered("text", f"UPDATE entries SET content = content || ' unindexed' WHERE rowid = ({one_entry})")
+    # Then the check says so too (and that the text is none that was written)
+    assert any("keyword index" in p for p in problems), problems
+    # When the snapshot of a replaced version goes missing from the history
+    problems = tampered("lost", "DELETE FROM entry_history WHERE id = (SELECT max(id) FROM entry_history "
+                        "WHERE operation != 'delete' AND layer_user = '' AND name LIKE 'note-%')")
+    # Then the check misses an acknowledged version
+    assert any("missing from history" in p for p in problems), problems
+    # When the history holds the entry's current version as well (a snapshot without the save that replaced it)
+    problems = tampered("twice", "INSERT INTO entry_history (account_id, memory, layer_user, name, version, "
+                        "operation, content_hash, updated_by, changed_at, description, content, keep_until) "
+                        "SELECT account_id, memory, layer_user, name, version, operation, content_hash, updated_by, "
+                        f"updated_at, description, content, keep_until FROM entries WHERE rowid = ({one_entry})")
+    # Then the check finds the version repeated
+    assert any("history versions repeat" in p for p in problems), problems

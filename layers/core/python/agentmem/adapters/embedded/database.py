@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ...domain.text import index_text
+from .entry_words import add_scope_function
 from .migrations import MIGRATIONS
 from .private_files import DIR_MODE, FILE_MODE, make_private_dirs, open_private_file, tighten
 
@@ -44,6 +45,7 @@ class Database:
             conn.execute("PRAGMA foreign_keys = ON")
             # the journal's full-text index holds a message's words without stop words (domain/text.py)
             conn.create_function("index_text", 1, index_text, deterministic=True)
+            add_scope_function(conn)  # the entries' keyword index removes many layers' rows in one statement
             self._local.conn = conn
             self._migrate(conn)
         return conn

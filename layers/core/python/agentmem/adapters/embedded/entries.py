@@ -3,6 +3,11 @@
 Versions of a name never repeat: when an entry goes (deleted, or removed once expired) its last version is
 kept in ``entry_last_versions``, in the same transaction, and the name's next entry continues after it. A
 purge of the layer or the memory forgets it with everything else.
+
+History holds no copy of what the entry row holds (migration 15): the current version is the entry itself
+(its row keeps the change that made it, ``operation``, and how long it is kept, ``keep_until``), and
+``entry_history`` gets a version's snapshot only when a save replaces it, a delete removes it (then beside the
+delete's own row) or it expires. A create writes no history row at all. ``history`` reads the two together.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from ...domain.rules import DEFAULT_CATEGORY, DEFAULT_IMPORTANCE
 from ...domain.search import FIELD_WEIGHTS
 from ...ports.entries import EntryStore
 from .database import Database
+from .entry_words import forget_words, forget_words_where, index_words, scope_token
 
 _LIVE = "(expires_at IS NULL OR expires_at > ?)"
 _NAME_KEY = "account_id=? AND memory=? AND layer_user=? AND name=?"
@@ -27,10 +33,18 @@ _LAYERS_A_STATEMENT = 100  # layers (or keys) one compound SELECT reads (SQLite 
 # what qualifies for the pinned block (domain.context.qualifies_for_pinning), as migration 11's index says it
 _PINNABLE = ("conversation IS NULL AND (visibility = 'read_only' OR (category = 'user_profile' AND importance >= 0.7))")
 _KEY_COLUMNS = frozenset({"account_id", "memory", "layer_user", "name"})  # equal in a row and its update
+_HISTORY_COLUMNS = (
+    "account_id, memory, layer_user, name, version, operation, content_hash, updated_by, changed_at, description, "
+    "content, keep_until, category, importance, visibility, created_at, expires_at"
+)
+# an entry as the reads give it, in this order (``_row_to_entry`` reads the columns by position); a listing
+# leaves out the content, the last column
 _META_COLUMNS = (
     "name, description, category, importance, visibility, version, updated_by, created_at, updated_at, "
     "expires_at, conversation, content_hash, memory, layer_user"
 )
+_ENTRY_COLUMNS = _META_COLUMNS + ", content"
+_ENTRY_COLUMNS_E = ", ".join("e." + column for column in _ENTRY_COLUMNS.split(", "))
 
 
 def content_hash(content: str) -> str:
@@ -50,29 +64,28 @@ def prefix_terms(words: Sequence[str], joined: str = " OR ") -> str:
 
 
 def _scope_token(layer: Layer) -> str:
-    # one FTS token per layer, so a search only walks its own layers' postings
-    raw = f"{layer.account_id}\x1f{layer.memory}\x1f{layer.user_key}".encode()
-    return "l" + hashlib.blake2b(raw, digest_size=10).hexdigest()
+    return scope_token(layer.account_id, layer.memory, layer.user_key)
 
 
-def _row_to_entry(row: sqlite3.Row, *, with_content: bool) -> Entry:
-    layer_user = row["layer_user"]
+def _stored_entry(values: dict[str, Any]) -> Entry:
+    """The entry a save stored, from the values it wrote (without content, as a save answers; ``importance`` as
+    its REAL column gives it back)."""
     return Entry(
-        name=row["name"],
-        description=row["description"],
-        content=row["content"] if with_content else None,
-        category=row["category"],
-        importance=row["importance"],
-        visibility=row["visibility"],
-        version=row["version"],
-        updated_by=row["updated_by"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-        expires_at=row["expires_at"],
-        conversation=row["conversation"],
-        content_hash=row["content_hash"],
-        memory=row["memory"],
-        user_id=layer_user or None,
+        name=values["name"], description=values["description"], content=None, category=values["category"],
+        importance=float(values["importance"]), visibility=values["visibility"], version=values["version"],
+        updated_by=values["updated_by"], created_at=values["created_at"], updated_at=values["updated_at"],
+        expires_at=values["expires_at"], conversation=values["conversation"], content_hash=values["content_hash"],
+        memory=values["memory"], user_id=values["layer_user"] or None,
+    )
+
+
+def _row_to_entry(row: Sequence[Any], *, with_content: bool) -> Entry:
+    """An entry from a row of ``_ENTRY_COLUMNS`` (or ``_META_COLUMNS`` without content), read by position."""
+    return Entry(
+        name=row[0], description=row[1], content=row[14] if with_content else None, category=row[2],
+        importance=row[3], visibility=row[4], version=row[5], updated_by=row[6], created_at=row[7],
+        updated_at=row[8], expires_at=row[9], conversation=row[10], content_hash=row[11], memory=row[12],
+        user_id=row[13] or None,
     )
 
 
@@ -110,7 +123,7 @@ class SqliteEntryStore(EntryStore):
                 raise VersionConflictError(
                     _conflict_message(draft.name, current, expected_version), current_version=current
                 )
-            after = current if row is not None else self._last_version(conn, key)
+            gone = None if row is not None else self._last_version(conn, key)
             if row is None:
                 if draft.description is None:
                     raise InvalidError("description is required when the entry is new", field="description")
@@ -122,7 +135,6 @@ class SqliteEntryStore(EntryStore):
                             "delete one or use another layer",
                             limit=layer_limit,
                         )
-            digest = content_hash(draft.content)
             values: dict[str, Any] = {
                 "account_id": layer.account_id,
                 "memory": layer.memory,
@@ -136,7 +148,7 @@ class SqliteEntryStore(EntryStore):
                 if draft.importance is not None
                 else (row["importance"] if row is not None else DEFAULT_IMPORTANCE),
                 "visibility": draft.visibility_over(row["visibility"] if row is not None else None),
-                "version": after + 1,
+                "version": (current if row is not None else (gone or 0)) + 1,
                 "updated_by": draft.updated_by,
                 "created_at": row["created_at"] if row is not None else now,
                 "updated_at": now,
@@ -145,34 +157,35 @@ class SqliteEntryStore(EntryStore):
                 else row["expires_at"],
                 "conversation": draft.conversation if draft.conversation is not None
                 else (row["conversation"] if row is not None else None),
-                "content_hash": digest,
+                "content_hash": content_hash(draft.content),
                 "content": draft.content,
+                "operation": "create" if row is None else "update",
+                "keep_until": keep_history_until,
             }
-            columns = ", ".join(values)
-            marks = ", ".join(f":{c}" for c in values)
-            words_kept = False  # the entry's FTS row holds its name, description and content as saved now
+            scope = _scope_token(layer)
             if row is None:
-                cursor = conn.execute(f"INSERT INTO entries ({columns}) VALUES ({marks})", values)
-                rowid = cast(int, cursor.lastrowid)
-                conn.execute(f"DELETE FROM entry_last_versions WHERE {_NAME_KEY}", key)  # the entry holds it now
+                columns = ", ".join(values)
+                marks = ", ".join(f":{c}" for c in values)
+                rowid = cast(int, conn.execute(f"INSERT INTO entries ({columns}) VALUES ({marks})", values).lastrowid)
+                if gone is not None:
+                    conn.execute(f"DELETE FROM entry_last_versions WHERE {_NAME_KEY}", key)  # the entry holds it now
+                if values["conversation"] is None:
+                    index_words(conn, rowid, scope, draft.name, values["description"], draft.content)
             else:
                 rowid = row["rowid"]
+                self._keep_replaced(conn, rowid, now)
                 # only what changed is set: an index none of whose columns changed keeps its pages (a new
-                # content rewrites the row, the newest-first index and history, not the key or entries_live)
+                # content rewrites the row and the newest-first index, not the key or entries_live)
                 changed = {c: v for c, v in values.items() if c not in _KEY_COLUMNS and row[c] != v}
                 assignments = ", ".join(f"{c}=:{c}" for c in changed)
                 conn.execute(f"UPDATE entries SET {assignments} WHERE rowid=:rowid", {**changed, "rowid": rowid})
-                words_kept = not changed.keys() & {"description", "content", "conversation"}
-                if not words_kept:
-                    conn.execute("DELETE FROM entries_fts WHERE rowid=?", (rowid,))
-            if values["conversation"] is None and not words_kept:
-                conn.execute(
-                    "INSERT INTO entries_fts (rowid, scope, name, description, content) VALUES (?, ?, ?, ?, ?)",
-                    (rowid, _scope_token(layer), draft.name, values["description"], draft.content),
-                )
-            self._append_history(conn, values, "create" if row is None else "update", now, keep_history_until)
-            stored = conn.execute(f"SELECT {_META_COLUMNS} FROM entries WHERE rowid=?", (rowid,)).fetchone()
-        return _row_to_entry(stored, with_content=False), row is None
+                # the index is rewritten only when its words changed (or whether the entry is indexed)
+                if changed.keys() & {"description", "content", "conversation"}:
+                    if row["conversation"] is None:
+                        forget_words(conn, rowid, scope, row["name"], row["description"], row["content"])
+                    if values["conversation"] is None:
+                        index_words(conn, rowid, scope, draft.name, values["description"], draft.content)
+        return _stored_entry(values), row is None
 
     def delete(
         self,
@@ -198,13 +211,17 @@ class SqliteEntryStore(EntryStore):
                 raise VersionConflictError(
                     _conflict_message(name, row["version"], expected_version), current_version=row["version"]
                 )
-            self._remove_row(conn, row["rowid"])
-            self._append_history(
-                conn, {**dict(row), "version": row["version"] + 1, "updated_by": updated_by}, "delete", now,
-                keep_history_until,
+            self._keep_replaced(conn, row["rowid"], now)
+            # the delete is a version of its own, carrying what it removed
+            conn.execute(
+                f"INSERT INTO entry_history ({_HISTORY_COLUMNS}) SELECT account_id, memory, layer_user, name, "
+                "version + 1, 'delete', content_hash, ?, ?, description, content, ?, category, importance, visibility, "
+                "created_at, expires_at FROM entries WHERE rowid=?",
+                (updated_by, now, keep_history_until, row["rowid"]),
             )
-            self._keep_last_version(conn, key, row["version"] + 1)  # the delete is a version of its own
-        return _row_to_entry(row, with_content=False)
+            self._remove_row(conn, row)
+            self._keep_last_version(conn, key, row["version"] + 1)
+        return _stored_entry(dict(row))
 
     def purge_layer(self, layer: Layer) -> int:
         """The layer's entries (checkpoints and expired ones too), their FTS rows and the layer's history, in
@@ -212,11 +229,7 @@ class SqliteEntryStore(EntryStore):
         counted from its rows (the embedded store keeps no counter), so nothing else needs resetting."""
         key = (layer.account_id, layer.memory, layer.user_key)
         with self.db.write() as conn:
-            conn.execute(
-                "DELETE FROM entries_fts WHERE rowid IN "
-                "(SELECT rowid FROM entries WHERE account_id=? AND memory=? AND layer_user=?)",
-                key,
-            )
+            forget_words_where(conn, "account_id=? AND memory=? AND layer_user=?", key)
             removed = conn.execute(
                 "DELETE FROM entries WHERE account_id=? AND memory=? AND layer_user=?", key
             ).rowcount
@@ -230,20 +243,33 @@ class SqliteEntryStore(EntryStore):
             "SELECT rowid, * FROM entries WHERE account_id=? AND memory=? AND layer_user=? AND name=?", key
         ).fetchone()
         if row is not None and row["expires_at"] is not None and row["expires_at"] <= now:
-            self._remove_expired(conn, row)
+            self._remove_expired(conn, row, now)
             return None
         return row
 
-    def _remove_expired(self, conn: sqlite3.Connection, row: sqlite3.Row) -> None:
-        self._remove_row(conn, row["rowid"])
+    def _remove_expired(self, conn: sqlite3.Connection, row: sqlite3.Row, now: str) -> None:
+        # its version stays in the history, expired, so that its run stays hidden there (domain/history.py)
+        self._keep_replaced(conn, row["rowid"], now)
+        self._remove_row(conn, row)
         self._keep_last_version(conn, (row["account_id"], row["memory"], row["layer_user"], row["name"]),
                                 row["version"])
 
     @staticmethod
-    def _last_version(conn: sqlite3.Connection, key: tuple[str, str, str, str]) -> int:
-        """The last version of the name's entries that are gone (0: it never had one, or was forgotten)."""
+    def _keep_replaced(conn: sqlite3.Connection, rowid: int, now: str) -> None:
+        """The entry's current version into the history, as it is, before a save replaces it or it goes; read
+        inside SQLite (no second trip of the content through Python), and only while it is kept at all."""
+        conn.execute(
+            f"INSERT INTO entry_history ({_HISTORY_COLUMNS}) SELECT account_id, memory, layer_user, name, version, "
+            "operation, content_hash, updated_by, updated_at, description, content, keep_until, category, importance, "
+            "visibility, created_at, expires_at FROM entries WHERE rowid=? AND keep_until > ?",
+            (rowid, now),
+        )
+
+    @staticmethod
+    def _last_version(conn: sqlite3.Connection, key: tuple[str, str, str, str]) -> int | None:
+        """The last version of the name's entries that are gone (None: it never had one, or was forgotten)."""
         found = conn.execute(f"SELECT version FROM entry_last_versions WHERE {_NAME_KEY}", key).fetchone()
-        return int(found[0]) if found is not None else 0
+        return int(found[0]) if found is not None else None
 
     @staticmethod
     def _keep_last_version(conn: sqlite3.Connection, key: tuple[str, str, str, str], version: int) -> None:
@@ -254,31 +280,18 @@ class SqliteEntryStore(EntryStore):
         )
 
     @staticmethod
-    def _remove_row(conn: sqlite3.Connection, rowid: int) -> None:
-        conn.execute("DELETE FROM entries WHERE rowid=?", (rowid,))
-        conn.execute("DELETE FROM entries_fts WHERE rowid=?", (rowid,))
-
-    @staticmethod
-    def _append_history(
-        conn: sqlite3.Connection, values: dict[str, Any], operation: str, now: str, keep_until: str
-    ) -> None:
-        """A snapshot of one version, in the transaction that made it."""
-        conn.execute(
-            "INSERT INTO entry_history (account_id, memory, layer_user, name, version, operation, content_hash, "
-            "updated_by, changed_at, description, content, keep_until, category, importance, visibility, "
-            "created_at, expires_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                values["account_id"], values["memory"], values["layer_user"], values["name"], values["version"],
-                operation, values["content_hash"], values["updated_by"], now, values["description"],
-                values["content"], keep_until, values["category"], values["importance"], values["visibility"],
-                values["created_at"], values["expires_at"],
-            ),
-        )
+    def _remove_row(conn: sqlite3.Connection, row: sqlite3.Row) -> None:
+        """An entry's row (read whole in this transaction) and its words in the keyword index."""
+        if row["conversation"] is None:
+            forget_words(conn, row["rowid"], scope_token(row["account_id"], row["memory"], row["layer_user"]),
+                         row["name"], row["description"], row["content"])
+        conn.execute("DELETE FROM entries WHERE rowid=?", (row["rowid"],))
 
     # -- reads ------------------------------------------------------------------------------------------
     def get(self, layer: Layer, name: str, now: str) -> Entry | None:
         row = self.db.connection().execute(
-            f"SELECT * FROM entries WHERE account_id=? AND memory=? AND layer_user=? AND name=? AND {_LIVE}",
+            f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE account_id=? AND memory=? AND layer_user=? AND name=? "
+            f"AND {_LIVE}",
             (layer.account_id, layer.memory, layer.user_key, name, now),
         ).fetchone()
         return _row_to_entry(row, with_content=True) if row is not None else None
@@ -287,9 +300,10 @@ class SqliteEntryStore(EntryStore):
         """Many ``get``s in few statements (each a primary-key lookup, joined by UNION ALL)."""
         found: dict[tuple[Layer, str], Entry] = {}
         wanted = {(layer.account_id, layer.memory, layer.user_key, name): (layer, name) for layer, name in keys}
-        one = f"SELECT * FROM entries WHERE account_id=? AND memory=? AND layer_user=? AND name=? AND {_LIVE}"
+        one = (f"SELECT {_ENTRY_COLUMNS}, account_id FROM entries WHERE account_id=? AND memory=? AND layer_user=? "
+               f"AND name=? AND {_LIVE}")
         for row in _union_all(self.db.connection(), one, [(*key, now) for key in wanted]):
-            key = (row["account_id"], row["memory"], row["layer_user"], row["name"])
+            key = (row[15], row[12], row[13], row[0])
             found[wanted[key]] = _row_to_entry(row, with_content=True)
         return found
 
@@ -344,17 +358,24 @@ class SqliteEntryStore(EntryStore):
 
     def pinning_candidates(self, layer: Layer, now: str, *, limit: int) -> list[Entry]:
         rows = self.db.connection().execute(  # the terms of entries_pinnable's WHERE, word for word
-            f"SELECT * FROM entries WHERE account_id=? AND memory=? AND layer_user=? AND {_PINNABLE} AND {_LIVE} "
+            f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE account_id=? AND memory=? AND layer_user=? AND {_PINNABLE} "
+            f"AND {_LIVE} "
             "ORDER BY importance DESC, updated_at DESC, name ASC LIMIT ?",
             (layer.account_id, layer.memory, layer.user_key, now, limit),
         ).fetchall()
         return [_row_to_entry(r, with_content=True) for r in rows]
 
     def history(self, layer: Layer, name: str, now: str, *, limit: int | None = None) -> list[HistoryItem]:
+        """The kept versions, newest first: the entry's own (its current version) and ``entry_history``'s."""
+        key = (layer.account_id, layer.memory, layer.user_key, name, now)
         rows = self.db.connection().execute(
-            "SELECT * FROM entry_history WHERE account_id=? AND memory=? AND layer_user=? AND name=? "
-            "AND keep_until > ? ORDER BY id DESC LIMIT ?",
-            (layer.account_id, layer.memory, layer.user_key, name, now, -1 if limit is None else limit),
+            f"SELECT name, version, operation, content_hash, updated_by, updated_at AS changed_at, description, "
+            f"content, keep_until, category, importance, visibility, created_at, expires_at FROM entries "
+            f"WHERE {_NAME_KEY} AND keep_until > ? "
+            f"UNION ALL SELECT name, version, operation, content_hash, updated_by, changed_at, description, content, "
+            f"keep_until, category, importance, visibility, created_at, expires_at FROM entry_history "
+            f"WHERE {_NAME_KEY} AND keep_until > ? ORDER BY version DESC LIMIT ?",
+            (*key, *key, -1 if limit is None else limit),
         ).fetchall()
         return [
             HistoryItem(
@@ -391,12 +412,12 @@ class SqliteEntryStore(EntryStore):
             best = (f"ORDER BY bm25(entries_fts, 0.0, {FIELD_WEIGHTS['name']}, {FIELD_WEIGHTS['description']}, "
                     f"{FIELD_WEIGHTS['content']}) LIMIT {int(limit)}" if limit is not None else "")
             rows = conn.execute(
-                f"SELECT e.* FROM (SELECT rowid FROM entries_fts WHERE entries_fts MATCH ? {best}) f "
+                f"SELECT {_ENTRY_COLUMNS_E} FROM (SELECT rowid FROM entries_fts WHERE entries_fts MATCH ? {best}) f "
                 f"JOIN entries e ON e.rowid = f.rowid WHERE e.conversation IS NULL AND {_LIVE_E}",
                 (match, now),
             ).fetchall()
             for r in rows:
-                found[(r["memory"], r["layer_user"], r["name"])] = _row_to_entry(r, with_content=True)
+                found[(r[12], r[13], r[0])] = _row_to_entry(r, with_content=True)
         # the whole query found inside a word: such an entry holds no query word, so it ranks below every one
         # that does, and is worth reading only when the words did not fill the candidates
         if whole and (limit is None or len(found) < limit):
@@ -404,14 +425,14 @@ class SqliteEntryStore(EntryStore):
             held = [r for r in self._holding_whole(conn, layers, whole, now, cap)
                     if (r["memory"], r["layer_user"], r["name"]) not in found]
             for r in self._rows([r["rowid"] for r in held]):
-                found.setdefault((r["memory"], r["layer_user"], r["name"]), _row_to_entry(r, with_content=True))
+                found.setdefault((r[12], r[13], r[0]), _row_to_entry(r, with_content=True))
         return list(found.values())
 
     def _rows(self, rowids: Sequence[int]) -> list[Any]:
         if not rowids:
             return []
         return self.db.connection().execute(
-            f"SELECT * FROM entries WHERE rowid IN ({','.join('?' * len(rowids))})", tuple(rowids)
+            f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE rowid IN ({','.join('?' * len(rowids))})", tuple(rowids)
         ).fetchall()
 
     def _holding_whole(
@@ -445,11 +466,10 @@ class SqliteEntryStore(EntryStore):
         """The embedded store's TTL: drop expired entries and history past its keep time."""
         with self.db.write() as conn:
             expired = conn.execute(
-                "SELECT rowid, account_id, memory, layer_user, name, version FROM entries "
-                "WHERE expires_at IS NOT NULL AND expires_at <= ?", (now,)
+                "SELECT rowid, * FROM entries WHERE expires_at IS NOT NULL AND expires_at <= ?", (now,)
             ).fetchall()
             for row in expired:
-                self._remove_expired(conn, row)
+                self._remove_expired(conn, row, now)
             conn.execute("DELETE FROM entry_history WHERE keep_until <= ?", (now,))
         return len(expired)
 

@@ -8,6 +8,7 @@ from ...domain.errors import AttachedError, ConflictError, NotFoundError
 from ...domain.models import MemoryRecord
 from ...ports.memories import MemoryStore
 from .database import Database
+from .entry_words import forget_words_where
 
 _COUNT = (
     "(SELECT count(*) FROM entries e WHERE e.account_id = m.account_id AND e.memory = m.name "
@@ -39,10 +40,7 @@ def purge_memory_rows(conn: sqlite3.Connection, account_id: str, name: str) -> t
     """Delete one memory for good inside the caller's write transaction: its entries (and their search
     rows), their history and last versions, the attachments of it, and the memory row. Returns (memories,
     entries) removed."""
-    conn.execute(
-        "DELETE FROM entries_fts WHERE rowid IN (SELECT rowid FROM entries WHERE account_id=? AND memory=?)",
-        (account_id, name),
-    )
+    forget_words_where(conn, "account_id=? AND memory=?", (account_id, name))
     removed = {}
     for table in ("entries", "entry_history", "entry_last_versions", "attachments", "memories"):
         column = "name" if table == "memories" else "memory"

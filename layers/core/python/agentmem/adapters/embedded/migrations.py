@@ -32,6 +32,32 @@ def _stemmed_journal(conn: sqlite3.Connection) -> None:
         )
 
 
+def _history_beside_the_entry(conn: sqlite3.Connection) -> None:
+    """Migration 15: an entry's current version is read from the entry itself, never from a copy in
+    ``entry_history`` (adapters/embedded/entries.py). The entry row learns the change that made its version and
+    how long that is kept, from the history row that held them, and that row goes. (Its columns are added only
+    when missing, so the migration can run again over a database that has them.)"""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(entries)")}
+    if "operation" not in columns:
+        conn.execute("ALTER TABLE entries ADD COLUMN operation TEXT NOT NULL DEFAULT 'update'")
+    if "keep_until" not in columns:
+        # '' sorts before every time: a current version whose history row was purged stays unlisted
+        conn.execute("ALTER TABLE entries ADD COLUMN keep_until TEXT NOT NULL DEFAULT ''")
+    same_version = (
+        "h.account_id = entries.account_id AND h.memory = entries.memory AND h.layer_user = entries.layer_user "
+        "AND h.name = entries.name AND h.version = entries.version"
+    )
+    conn.execute(
+        f"UPDATE entries SET (operation, keep_until) = (SELECT h.operation, h.keep_until FROM entry_history h "
+        f"WHERE {same_version} ORDER BY h.id DESC LIMIT 1) "
+        f"WHERE EXISTS (SELECT 1 FROM entry_history h WHERE {same_version})"
+    )
+    conn.execute(
+        f"DELETE FROM entry_history WHERE id IN (SELECT h.id FROM entry_history h JOIN entries "
+        f"ON {same_version})"
+    )
+
+
 MIGRATIONS: list[Migration] = [
     # 1: accounts, keys, memories, entries, history, usage
     """
@@ -320,4 +346,17 @@ MIGRATIONS: list[Migration] = [
             WHERE account_id = new.account_id AND memory = new.memory AND layer_user = new.layer_user;
     END;
     """,
+    # 14: the entries' keyword index holds their words without a copy of the text (FTS5 contentless): a save
+    # writes the text once in the entry row. Rows leave it by the 'delete' command with the values they were
+    # indexed with (adapters/embedded/entry_words.py); ``entry_scope`` is a function each connection has
+    """
+    DROP TABLE entries_fts;
+    CREATE VIRTUAL TABLE entries_fts USING fts5(
+        scope, name, description, content, content = '', tokenize = 'porter unicode61 remove_diacritics 0'
+    );
+    INSERT INTO entries_fts (rowid, scope, name, description, content)
+        SELECT rowid, entry_scope(account_id, memory, layer_user), name, description, content FROM entries
+        WHERE conversation IS NULL;
+    """,
+    _history_beside_the_entry,
 ]

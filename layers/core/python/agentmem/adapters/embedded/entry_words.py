@@ -1,0 +1,56 @@
+"""The entries' keyword index (``entries_fts``): the scope token of a layer, and how rows leave the index.
+
+Since migration 14 the index is contentless (FTS5 ``content=''``): it holds the words of an entry's name,
+description and content, never a second copy of the text (the entry row has it). FTS5 then cannot look up what
+to remove, so a row leaves the index by its ``'delete'`` command, given the very values it was indexed with: the
+entry's row as stored, read in the same write transaction, before it changes. Only entries that are not
+checkpoints (``conversation IS NULL``) are indexed, and only they may be removed: a ``'delete'`` of a row the
+index never held would corrupt it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections.abc import Sequence
+
+# The SQL function each connection has (database.py): the scope token of a row's layer, for statements that
+# remove many layers' rows at once
+SCOPE_FUNCTION = "entry_scope"
+
+
+def scope_token(account_id: str, memory: str, user_key: str) -> str:
+    """One FTS token per layer, so a search only walks its own layers' postings."""
+    raw = f"{account_id}\x1f{memory}\x1f{user_key}".encode()
+    return "l" + hashlib.blake2b(raw, digest_size=10).hexdigest()
+
+
+def index_words(conn: sqlite3.Connection, rowid: int, scope: str, name: str, description: str, content: str) -> None:
+    conn.execute(
+        "INSERT INTO entries_fts (rowid, scope, name, description, content) VALUES (?, ?, ?, ?, ?)",
+        (rowid, scope, name, description, content),
+    )
+
+
+def forget_words(conn: sqlite3.Connection, rowid: int, scope: str, name: str, description: str, content: str) -> None:
+    """Remove one entry's row from the index: the values must be those it was indexed with."""
+    conn.execute(
+        "INSERT INTO entries_fts (entries_fts, rowid, scope, name, description, content) "
+        "VALUES ('delete', ?, ?, ?, ?, ?)",
+        (rowid, scope, name, description, content),
+    )
+
+
+def forget_words_where(conn: sqlite3.Connection, where: str, params: Sequence[object]) -> None:
+    """Remove from the index every indexed entry (checkpoints are not) that ``where`` selects, in one statement,
+    before those rows are deleted."""
+    conn.execute(
+        f"INSERT INTO entries_fts (entries_fts, rowid, scope, name, description, content) "
+        f"SELECT 'delete', rowid, {SCOPE_FUNCTION}(account_id, memory, layer_user), name, description, content "
+        f"FROM entries WHERE ({where}) AND conversation IS NULL",
+        tuple(params),
+    )
+
+
+def add_scope_function(conn: sqlite3.Connection) -> None:
+    conn.create_function(SCOPE_FUNCTION, 3, scope_token, deterministic=True)
