@@ -174,8 +174,8 @@ class SqliteEntryStore(EntryStore):
             else:
                 rowid = row["rowid"]
                 self._keep_replaced(conn, rowid, now)
-                # only what changed is set: an index none of whose columns changed keeps its pages (a new
-                # content rewrites the row and the newest-first index, not the key or entries_live)
+                # only what changed is set: an index none of whose columns changed keeps its pages (a save
+                # rewrites the row and the newest-first index, never the key)
                 changed = {c: v for c, v in values.items() if c not in _KEY_COLUMNS and row[c] != v}
                 assignments = ", ".join(f"{c}=:{c}" for c in changed)
                 conn.execute(f"UPDATE entries SET {assignments} WHERE rowid=:rowid", {**changed, "rowid": rowid})
@@ -439,7 +439,7 @@ class SqliteEntryStore(EntryStore):
         self, conn: sqlite3.Connection, layers: Sequence[Layer], whole: str, now: str, limit: int | None = None
     ) -> list[Any]:
         """(rowid, memory, layer_user, name) of the layers' entries whose name or description holds ``whole``
-        (lower-cased), even inside a word: one statement for many layers, each read from ``entries_live``;
+        (lower-cased), even inside a word: one statement for many layers, each read from ``entries_newest`` alone;
         at most ``limit`` of each statement, in the ranking's order for them (importance, newest, name)."""
         # SQLite's lower() folds ASCII letters only, which is all an ASCII query can match; otherwise Python
         # compares ("HEIZÖL" must hold "zöl")

@@ -359,4 +359,17 @@ MIGRATIONS: list[Migration] = [
         WHERE conversation IS NULL;
     """,
     _history_beside_the_entry,
+    # 16: one newest-first index serves what entries_live served, so a save writes one index less: the layer's
+    # listing, the memory index's pages, the whole-query scan of search and the counts read only this index
+    # (it holds name, description, importance, expiry and whether the row is a checkpoint), and the few entries
+    # with an expiry have an index of their own, for the layer limit's count of those expired
+    """
+    DROP INDEX entries_live;
+    DROP INDEX entries_newest;
+    CREATE INDEX entries_newest ON entries(
+        account_id, memory, layer_user, updated_at DESC, name, conversation, expires_at, importance, description
+    );
+    CREATE INDEX entries_expiring ON entries(account_id, memory, layer_user, expires_at)
+        WHERE expires_at IS NOT NULL AND conversation IS NULL;
+    """,
 ]
