@@ -190,17 +190,20 @@ def _find_injection(text: str, low: bytes) -> str | None:
             return "zero_width_character"
         if any(c in text for c in _BIDI_CHARS):
             return "bidi_override"
-    systems = list(_find_all(low, b"system"))
+    # each rule starts at its keyword: a keyword not in the text (a C-speed test) skips the rule's loop
+    systems = list(_find_all(low, b"system")) if b"system" in low else []
     if any(_system_line(text, i) for i in systems):
         return "system_prefix"
     for verb in (b"ignore", b"disregard", b"forget"):
+        if verb not in low:
+            continue
         for i in _find_all(low, verb):
             if i > 0 and _is_word_char(text[i - 1]):
                 continue
             m = _IGNORE_INSTRUCTIONS.match(text, i)
             if m is not None:
                 return _IGNORE_LABELS[m.group(1).lower()]
-    for i in _find_all(low, b"now"):
+    for i in _find_all(low, b"now") if b"now" in low else ():
         if _NOW_IDENTITY.match(text, i) is not None and _preceded_by_you_are(text, i):
             return "you_are_now"
     for i in systems:
@@ -466,6 +469,8 @@ def _numeric_kind(m: re.Match[str], text: str) -> str | None:
 def _scan_numbers(text: str, raw: bytes, found: set[str]) -> None:
     """Phones, cards and numeric national ids, examined in a window around each numeric region."""
     classes = raw.translate(_NUMBER_CLASS)
+    if b"d" not in classes:  # both regions hold digits
+        return
     size = len(classes)
     for regions in (_NUMBER_REGION, _ID_REGION):
         for region in regions.finditer(classes):
@@ -498,7 +503,11 @@ def _scan_tokens(text: str, raw: bytes, found: set[str]) -> None:
 
 def _scan_pairs(text: str, low: bytes, found: set[str]) -> None:
     """``key: value`` pairs, tried where the key word around each keyword starts (and after its "_"/"-")."""
+    if b":" not in low and b"=" not in low:  # every pair has one after its key (_PAIR_TAIL)
+        return
     for keyword in _SECRET_KEYWORDS:
+        if keyword not in low:
+            continue
         for i in _find_all(low, keyword):
             if _PAIR_TAIL.match(low, i) is None:
                 continue
@@ -514,6 +523,8 @@ def _scan_pairs(text: str, low: bytes, found: set[str]) -> None:
 
 
 def _has_bearer(text: str, low: bytes) -> bool:
+    if b"bearer" not in low:
+        return False
     for i in _find_all(low, b"bearer"):
         if (i == 0 or not _is_word_char(text[i - 1])) and _BEARER.match(text, i) is not None:
             return True
