@@ -5,6 +5,7 @@ path, replay-safe, never mixing embedders, exact below the graph threshold and n
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -226,3 +227,33 @@ def test_one_catch_up_at_a_time_across_processes(tmp_path: Path) -> None:
         assert other_index.pending() > 0
     # And once it is free, the other catches up
     assert other_index.catch_up(wait=False) > 0 and other_index.pending() == 0
+
+
+def test_a_change_queued_while_a_batch_is_applied_outlives_the_batch_even_after_the_queue_empties(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The queue numbers its rows without AUTOINCREMENT (migration 17): an id can come back once the queue is
+    # empty, and a batch is deleted up to its last id, so a change queued while a batch is embedded must land
+    # after it, whatever ids the queue used before.
+    container, account, index = make(tmp_path, embedder="hashing", embedding_dimension=64)
+    entries = {"kind": "entry", "account": account.account_id, "memory": "company", "user": ""}
+    for round_ in range(2):  # the second round starts on an emptied queue, whose ids begin again
+        container.entries.save(account, "company", f"cat-{round_}", SaveRequest("Tom the tabby cat.", "Pet"))
+        real_embed = index._embed
+        saved: list[str] = []
+
+        def embed_and_save(texts: list[str], round_: int = round_, real_embed: Any = real_embed,
+                           saved: list[str] = saved) -> Any:
+            if not saved:  # Given a save landing between the batch's read and its delete
+                saved.append(f"dog-{round_}")
+                container.entries.save(account, "company", f"dog-{round_}", SaveRequest("Rex the dog barks.", "Pet"))
+            return real_embed(texts)
+
+        monkeypatch.setattr(index, "_embed", embed_and_save)
+        # When the index catches up
+        index.catch_up()
+        monkeypatch.setattr(index, "_embed", real_embed)
+        index.catch_up()
+        # Then the change made meanwhile was not deleted with the batch: its vector is there
+        names = {h.fields["name"] for h in near(index, container, "Rex the dog barks.", entries, k=10)}
+        assert f"dog-{round_}" in names and index.pending() == 0

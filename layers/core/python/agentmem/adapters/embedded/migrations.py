@@ -362,14 +362,78 @@ MIGRATIONS: list[Migration] = [
     # 16: one newest-first index serves what entries_live served, so a save writes one index less: the layer's
     # listing, the memory index's pages, the whole-query scan of search and the counts read only this index
     # (it holds name, description, importance, expiry and whether the row is a checkpoint), and the few entries
-    # with an expiry have an index of their own, for the layer limit's count of those expired
+    # with an expiry have an index of their own, for the layer limit's count of those expired (written so that it
+    # can run again over a database that has them)
     """
-    DROP INDEX entries_live;
-    DROP INDEX entries_newest;
+    DROP INDEX IF EXISTS entries_live;
+    DROP INDEX IF EXISTS entries_newest;
     CREATE INDEX entries_newest ON entries(
         account_id, memory, layer_user, updated_at DESC, name, conversation, expires_at, importance, description
     );
-    CREATE INDEX entries_expiring ON entries(account_id, memory, layer_user, expires_at)
+    CREATE INDEX IF NOT EXISTS entries_expiring ON entries(account_id, memory, layer_user, expires_at)
         WHERE expires_at IS NOT NULL AND conversation IS NULL;
+    """,
+    # 17: a save no longer writes sqlite_sequence: the vector index's queue and the history number their rows
+    # without AUTOINCREMENT (the largest id + 1), so neither keeps a counter there. A queue id can be used again
+    # once the queue has emptied, which no reader can mistake: vector_index.py reads a batch and deletes it up to
+    # its last id under the data dir's catch-up lock, and every id it read is still there until then, so a row
+    # queued meanwhile gets a larger one. A history id only orders its name's rows, which are never renumbered.
+    # (Both tables are copied under their names; the queue's triggers are made again as migration 7 made them.)
+    """
+    DROP TRIGGER entries_queued_on_insert;
+    DROP TRIGGER entries_queued_on_update;
+    DROP TRIGGER entries_queued_on_delete;
+    DROP TRIGGER messages_queued_on_insert;
+    DROP TRIGGER messages_queued_on_delete;
+    CREATE TABLE index_queue_next (
+        id INTEGER PRIMARY KEY,
+        kind TEXT NOT NULL,
+        source INTEGER NOT NULL
+    );
+    INSERT INTO index_queue_next (id, kind, source) SELECT id, kind, source FROM index_queue;
+    DROP TABLE index_queue;
+    ALTER TABLE index_queue_next RENAME TO index_queue;
+    CREATE TRIGGER entries_queued_on_insert AFTER INSERT ON entries BEGIN
+        INSERT INTO index_queue (kind, source) VALUES ('entry', new.rowid);
+    END;
+    CREATE TRIGGER entries_queued_on_update AFTER UPDATE ON entries BEGIN
+        INSERT INTO index_queue (kind, source) VALUES ('entry', new.rowid);
+    END;
+    CREATE TRIGGER entries_queued_on_delete AFTER DELETE ON entries BEGIN
+        INSERT INTO index_queue (kind, source) VALUES ('entry', old.rowid);
+    END;
+    CREATE TRIGGER messages_queued_on_insert AFTER INSERT ON messages BEGIN
+        INSERT INTO index_queue (kind, source) VALUES ('message', new.id);
+    END;
+    CREATE TRIGGER messages_queued_on_delete AFTER DELETE ON messages BEGIN
+        INSERT INTO index_queue (kind, source) VALUES ('message', old.id);
+    END;
+    CREATE TABLE entry_history_next (
+        id INTEGER PRIMARY KEY,
+        account_id TEXT NOT NULL,
+        memory TEXT NOT NULL,
+        layer_user TEXT NOT NULL,
+        name TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        operation TEXT NOT NULL,
+        content_hash TEXT NOT NULL,
+        updated_by TEXT NOT NULL,
+        changed_at TEXT NOT NULL,
+        description TEXT NOT NULL,
+        content TEXT NOT NULL,
+        keep_until TEXT NOT NULL,
+        category TEXT NOT NULL DEFAULT 'note',
+        importance REAL NOT NULL DEFAULT 0.5,
+        visibility TEXT NOT NULL DEFAULT 'shared',
+        created_at TEXT,
+        expires_at TEXT
+    );
+    INSERT INTO entry_history_next SELECT id, account_id, memory, layer_user, name, version, operation, content_hash,
+        updated_by, changed_at, description, content, keep_until, category, importance, visibility, created_at,
+        expires_at FROM entry_history;
+    DROP TABLE entry_history;
+    ALTER TABLE entry_history_next RENAME TO entry_history;
+    CREATE INDEX entry_history_by_entry ON entry_history(account_id, memory, layer_user, name, id);
+    CREATE INDEX entry_history_by_age ON entry_history(keep_until);
     """,
 ]
