@@ -485,18 +485,16 @@ def _union_all(
 
 
 def _live_count(conn: sqlite3.Connection, key: Sequence[str], now: str) -> int:
-    """How many live entries (checkpoints left out) the layer ``key`` (account, memory, user key) holds: its
-    count (``layer_entry_counts``, kept by triggers) less the expired ones not swept yet (an index range)."""
+    """How many live entries (checkpoints left out) the layer ``key`` (account, memory, user key) holds, in one
+    statement: its count (``layer_entry_counts``, kept by triggers) less the expired ones not swept yet (a range
+    of ``entries_expiring``, which holds only entries with an expiry)."""
     row = conn.execute(
-        "SELECT entries FROM layer_entry_counts WHERE account_id=? AND memory=? AND layer_user=?", tuple(key)
+        "SELECT coalesce((SELECT entries FROM layer_entry_counts WHERE account_id=?1 AND memory=?2 AND layer_user=?3), "
+        "0) - (SELECT count(*) FROM entries WHERE account_id=?1 AND memory=?2 AND layer_user=?3 "
+        "AND conversation IS NULL AND expires_at IS NOT NULL AND expires_at <= ?4)",
+        (*key, now),
     ).fetchone()
-    if row is None or not row[0]:
-        return 0
-    expired: int = conn.execute(
-        "SELECT count(*) FROM entries WHERE account_id=? AND memory=? AND layer_user=? AND conversation IS NULL "
-        "AND expires_at IS NOT NULL AND expires_at <= ?", (*key, now),
-    ).fetchone()[0]
-    return int(row[0]) - expired
+    return int(row[0])
 
 
 def _index_where(layer: Layer, now: str, shadowed_by: Layer | None) -> tuple[str, list[Any]]:
