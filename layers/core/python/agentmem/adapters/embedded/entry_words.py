@@ -13,12 +13,14 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 from collections.abc import Sequence
+from functools import lru_cache
 
 # The SQL function each connection has (database.py): the scope token of a row's layer, for statements that
 # remove many layers' rows at once
 SCOPE_FUNCTION = "entry_scope"
 
 
+@lru_cache(maxsize=4096)  # every save of a layer asks again
 def scope_token(account_id: str, memory: str, user_key: str) -> str:
     """One FTS token per layer, so a search only walks its own layers' postings."""
     raw = f"{account_id}\x1f{memory}\x1f{user_key}".encode()
