@@ -50,7 +50,8 @@ class Database:
             conn.execute("PRAGMA foreign_keys = ON")  # messages reference their conversation
             # The page size stays SQLite's 4 KiB: measured on the 10,000-entry benchmark, 1 and 2 KiB pages wrote
             # fewer bytes but more pages a save, 8 KiB fewer pages but twice the bytes, and none saved faster.
-            # wal_autocheckpoint stays at 1,000 pages: 10,000 left the save's p50 where it was.
+            # wal_autocheckpoint stays at 1,000 pages: 10,000 left the save's p50 where it was (its mean and p99, which
+            # the checkpoints make, moved within the noise of the loaded machine it was measured on).
             # the journal's full-text index holds a message's words without stop words (domain/text.py)
             conn.create_function("index_text", 1, index_text, deterministic=True)
             add_scope_function(conn)  # the entries' keyword index removes many layers' rows in one statement
