@@ -110,6 +110,58 @@ def test_what_one_worker_saves_changes_or_deletes_the_other_reads_and_finds_as_i
     assert names(search(reader, memory, "tea bags drawer", "semantic")) == []
 
 
+def test_a_key_revoked_or_a_user_erased_through_one_worker_is_refused_by_every_worker_at_once(
+    workers: Workers,
+) -> None:
+    first, second = one_each(workers)
+    user = f"gone-{uuid.uuid4().hex[:8]}"
+    made = first.request("POST", "/v1/keys", {})
+    for_user = first.request("POST", "/v1/keys", {"user": user})
+    assert made.status == for_user.status == 201
+    account_key, user_key = made.body["secret"], for_user.body["secret"]
+    # Given both workers have served both keys (each keeps what it found)
+    for conn in (first, second, first, second):
+        assert conn.request("GET", "/v1/memories", key=account_key).status == 200
+        assert conn.request("GET", "/v1/memories", key=user_key).status == 200
+    # When the account key is revoked through the first worker
+    assert first.request("DELETE", f"/v1/keys/{made.body['id']}").status == 204
+    # Then the next request with it is refused by every worker, the other key still served
+    for conn in (second, first):
+        refused = conn.request("GET", "/v1/memories", key=account_key)
+        assert refused.status == 401 and refused.body["error"]["code"] == "unauthorized", refused.body
+        assert conn.request("GET", "/v1/memories", key=user_key).status == 200
+    # When the user is erased through the second worker, Then their key is refused by every worker
+    assert second.request("DELETE", f"/v1/users/{user}").status == 200
+    for conn in (first, second):
+        assert conn.request("GET", "/v1/memories", key=user_key).status == 401
+
+
+def test_a_memory_trashed_restored_or_made_again_through_one_worker_is_seen_by_the_other_at_once(
+    workers: Workers,
+) -> None:
+    writer, reader = one_each(workers)
+    user, memory = f"ana-{uuid.uuid4().hex[:8]}", f"notes-{uuid.uuid4().hex[:8]}"
+    entry = f"/v1/memories/{memory}/entries/flat"
+    assert writer.request("PUT", f"/v1/memories/{memory}?user={user}").status == 201
+    assert writer.request("PUT", f"{entry}?user={user}", {"content": "Ana lives in Lisbon.",
+                                                        "description": "Home"}).status == 201
+    # Given the reading worker has read the entry (and keeps its memory's record)
+    assert reader.request("GET", f"{entry}?user={user}").status == 200
+    # When the writer trashes the memory, Then the reader finds it gone; restored, back
+    assert writer.request("DELETE", f"/v1/memories/{memory}?user={user}").status == 200
+    assert reader.request("GET", f"{entry}?user={user}").status == 404
+    assert writer.request("POST", f"/v1/memories/{memory}/restore?user={user}").status == 200
+    assert reader.request("GET", f"{entry}?user={user}").body["content"] == "Ana lives in Lisbon."
+    # When the writer erases the user (her memory purged) and makes an account memory of that name
+    assert writer.request("DELETE", f"/v1/users/{user}").status == 200
+    assert writer.request("PUT", f"/v1/memories/{memory}").status == 201
+    assert writer.request("PUT", entry, {"content": "The office flat.", "description": "Office"}).status == 201
+    # Then the reader reads the account's memory, and nothing of hers
+    assert reader.request("GET", f"/v1/memories/{memory}").body["scope"] == "account"
+    assert reader.request("GET", entry).body["content"] == "The office flat."
+    assert reader.request("GET", f"{entry}?user={user}").status == 404
+
+
 def test_a_summary_pass_asked_for_through_both_workers_at_once_runs_once(workers: Workers) -> None:
     # Given a conversation of 30 messages (10 have left the recent window), and 4 connections to each worker
     found = connections_by_worker(workers.server.base_url, workers.server.key, workers.process.pid, each=4)

@@ -1,4 +1,8 @@
-"""Accounts and API keys on SQLite."""
+"""Accounts and API keys on SQLite.
+
+A key found is kept in the process (``generations.KeptAnswers``) while no key of the data dir was deleted or
+changed since it was read, by any process: a key revoked (or its user erased) through one worker is refused by
+every worker from the moment the revoke returned. A hash not found is asked each time."""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from ...domain.errors import ConflictError
 from ...domain.models import Account, ApiKey
 from ...ports.accounts import AccountStore
 from .database import Database
+from .generations import KeptAnswers
 
 
 def _key(row: sqlite3.Row) -> ApiKey:
@@ -20,6 +25,7 @@ def _key(row: sqlite3.Row) -> ApiKey:
 class SqliteAccountStore(AccountStore):
     def __init__(self, db: Database) -> None:
         self.db = db
+        self._keys: KeptAnswers[str, ApiKey] = KeptAnswers(db.generations, "keys")
 
     def create_account(self, account: Account) -> None:
         try:
@@ -44,10 +50,18 @@ class SqliteAccountStore(AccountStore):
             )
 
     def get_key_by_hash(self, secret_hash: str) -> ApiKey | None:
-        row = self.db.connection().execute(
-            "SELECT * FROM api_keys WHERE secret_hash=?", (secret_hash,)
+        key = self._keys.get(secret_hash)
+        if key is not None:
+            return key
+        row = self.db.connection().execute(  # the key and the generation it is current at: one snapshot
+            "SELECT *, (SELECT keys FROM cache_generation) AS generation FROM api_keys WHERE secret_hash=?",
+            (secret_hash,),
         ).fetchone()
-        return _key(row) if row else None
+        if row is None:
+            return None
+        key = _key(row)
+        self._keys.keep(secret_hash, row["generation"], key)
+        return key
 
     def list_keys(self, account_id: str) -> list[ApiKey]:
         rows = self.db.connection().execute(

@@ -4,7 +4,8 @@ Each thread gets its own connection (WAL lets readers run beside the writer). Th
 ``-shm`` and the directory holding them are the owner's alone (0600, 0700: ``private_files``).
 Writes run in ``BEGIN IMMEDIATE`` transactions, which take the database's write
 lock up front: a version check and the write it guards happen under one lock,
-so two processes sharing a data directory cannot lose an update.
+so two processes sharing a data directory cannot lose an update. Each one copies the generations of what
+processes keep in memory into the file they share before it commits (``generations.py``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from pathlib import Path
 
 from ...domain.text import index_text
 from .entry_words import add_scope_function
+from .generations import SUFFIX as GENERATIONS_SUFFIX
+from .generations import Generations
 from .migrations import MIGRATIONS
 from .private_files import DIR_MODE, FILE_MODE, make_private_dirs, open_private_file, tighten
 
@@ -32,6 +35,15 @@ class Database:
         self._setup_lock = threading.Lock()
         self._migrated = False
         self._private = False
+        self._generations: Generations | None = None
+
+    @property
+    def generations(self) -> Generations:
+        """The generations of the keys and memories this data dir's processes keep (read without a query)."""
+        if self._generations is None:
+            self._make_private()
+        assert self._generations is not None
+        return self._generations
 
     def connection(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
@@ -72,6 +84,7 @@ class Database:
             tighten(self.path, FILE_MODE)
             for companion in ("-wal", "-shm", "-journal"):
                 tighten(self.path.with_name(self.path.name + companion), FILE_MODE)
+            self._generations = Generations(self.path.with_name(self.path.name + GENERATIONS_SUFFIX))
             self._private = True
 
     def setup(self) -> None:
@@ -93,6 +106,7 @@ class Database:
                     for statement in _statements(script):
                         conn.execute(statement)
                     conn.execute(f"PRAGMA user_version = {number}")
+                self.generations.publish(conn)  # what the database holds, whatever the file held before
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -101,11 +115,14 @@ class Database:
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction holding the database's write lock from its start."""
+        """A write transaction holding the database's write lock from its start. Before it commits, the generations
+        it leaves are copied to the shared file (``generations.py``: before, not after, so that no process keeps
+        an answer the commit changed)."""
         conn = self.connection()
         conn.execute("BEGIN IMMEDIATE")
         try:
             yield conn
+            self.generations.publish(conn)
         except BaseException:
             conn.execute("ROLLBACK")
             raise

@@ -1,4 +1,9 @@
-"""Memories on SQLite, with their trash and attachments."""
+"""Memories on SQLite, with their trash and attachments.
+
+A memory's record without its counts (what every entry call looks up first) is kept in the process
+(``generations.KeptAnswers``) while no memory of the data dir was created, trashed, restored or purged since it
+was read, by any process (an agent's own memory too, which agents.py writes: the triggers see every path). Its
+counts and attachments change with every entry saved and are never kept; a memory not found is asked each time."""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from ...domain.models import MemoryRecord
 from ...ports.memories import MemoryStore
 from .database import Database
 from .entry_words import forget_words_where
+from .generations import KeptAnswers
 
 _COUNT = (
     "(SELECT count(*) FROM entries e WHERE e.account_id = m.account_id AND e.memory = m.name "
@@ -52,6 +58,7 @@ def purge_memory_rows(conn: sqlite3.Connection, account_id: str, name: str) -> t
 class SqliteMemoryStore(MemoryStore):
     def __init__(self, db: Database) -> None:
         self.db = db
+        self._records: KeptAnswers[tuple[str, str], MemoryRecord] = KeptAnswers(db.generations, "memories")
 
     def create_memory(self, record: MemoryRecord) -> tuple[MemoryRecord, bool]:
         with self.db.write() as conn:
@@ -69,16 +76,34 @@ class SqliteMemoryStore(MemoryStore):
         self, account_id: str, name: str, now: str, *, viewer: str | None = None, counts: bool = True,
         include_purged: bool = False,
     ) -> MemoryRecord | None:
-        extra = f", {_COUNT} AS entry_count, {_ATTACHED} AS attached" if counts else ""
-        row = self.db.connection().execute(
-            f"SELECT m.*{extra} FROM memories m WHERE m.account_id = :account AND m.name = :name",
-            {"account": account_id, "name": name, "now": now, "viewer": viewer},
+        if counts:
+            row = self.db.connection().execute(
+                f"SELECT m.*, {_COUNT} AS entry_count, {_ATTACHED} AS attached FROM memories m "
+                "WHERE m.account_id = :account AND m.name = :name",
+                {"account": account_id, "name": name, "now": now, "viewer": viewer},
+            ).fetchone()
+            record = _record(row) if row is not None else None
+        else:
+            record = self._record_without_counts(account_id, name)
+        if record is None:
+            return None
+        if not include_purged and record.purge_after is not None and record.purge_after <= now:
+            return None
+        return record
+
+    def _record_without_counts(self, account_id: str, name: str) -> MemoryRecord | None:
+        record = self._records.get((account_id, name))
+        if record is not None:
+            return record
+        row = self.db.connection().execute(  # the record and the generation it is current at: one snapshot
+            "SELECT m.*, (SELECT memories FROM cache_generation) AS generation FROM memories m "
+            "WHERE m.account_id = ? AND m.name = ?", (account_id, name),
         ).fetchone()
         if row is None:
             return None
-        if not include_purged and row["purge_after"] is not None and row["purge_after"] <= now:
-            return None
-        return _record(row)
+        record = _record(row)
+        self._records.keep((account_id, name), row["generation"], record)
+        return record
 
     def list_memories(
         self, account_id: str, now: str, *, trash: bool, user_id: str | None, include_account: bool

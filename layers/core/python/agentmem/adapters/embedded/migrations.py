@@ -436,4 +436,31 @@ MIGRATIONS: list[Migration] = [
     CREATE INDEX entry_history_by_entry ON entry_history(account_id, memory, layer_user, name, id);
     CREATE INDEX entry_history_by_age ON entry_history(keep_until);
     """,
+    # 18: the generations of what each process keeps in memory of the keys and of the memories (generations.py):
+    # moved by triggers in the change's own transaction (no path can forget), so a key or a memory remembered
+    # with the generation read in the same statement is as the database holds it while the generation stays
+    # (it can run again over a database that has them, as the layer-count test's replay of migrations asks)
+    """
+    CREATE TABLE IF NOT EXISTS cache_generation (
+        id INTEGER PRIMARY KEY CHECK (id = 0),
+        keys INTEGER NOT NULL,
+        memories INTEGER NOT NULL
+    );
+    INSERT OR IGNORE INTO cache_generation (id, keys, memories) VALUES (0, 0, 0);
+    CREATE TRIGGER IF NOT EXISTS api_keys_generation_on_delete AFTER DELETE ON api_keys BEGIN
+        UPDATE cache_generation SET keys = keys + 1;
+    END;
+    CREATE TRIGGER IF NOT EXISTS api_keys_generation_on_update AFTER UPDATE ON api_keys BEGIN
+        UPDATE cache_generation SET keys = keys + 1;
+    END;
+    CREATE TRIGGER IF NOT EXISTS memories_generation_on_insert AFTER INSERT ON memories BEGIN
+        UPDATE cache_generation SET memories = memories + 1;
+    END;
+    CREATE TRIGGER IF NOT EXISTS memories_generation_on_update AFTER UPDATE ON memories BEGIN
+        UPDATE cache_generation SET memories = memories + 1;
+    END;
+    CREATE TRIGGER IF NOT EXISTS memories_generation_on_delete AFTER DELETE ON memories BEGIN
+        UPDATE cache_generation SET memories = memories + 1;
+    END;
+    """,
 ]
