@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
 from agentmem.domain import rules
+from agentmem.domain.clock import iso
 from agentmem.domain.errors import InvalidError
 
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -234,6 +235,22 @@ def test_a_version_is_a_whole_number_from_0() -> None:
 def test_an_iso_8601_expiry_in_the_future_is_accepted_and_stored_as_utc(given: str, stored: str) -> None:
     # Given / When / Then
     assert rules.check_expires_at(given, NOW) == stored
+
+
+@pytest.mark.parametrize(
+    ("moment", "text"),
+    [
+        (datetime(2026, 3, 3, 9, 0, tzinfo=UTC), "2026-03-03T09:00:00.000000Z"),  # a whole second keeps its fraction
+        (datetime(2026, 3, 3, 9, 0, 0, 7, tzinfo=UTC), "2026-03-03T09:00:00.000007Z"),
+        (datetime(2026, 12, 31, 23, 59, 59, 999999, tzinfo=UTC), "2026-12-31T23:59:59.999999Z"),
+        (datetime(2027, 1, 1, 1, 30, tzinfo=timezone(timedelta(hours=2))), "2026-12-31T23:30:00.000000Z"),
+        (datetime(999, 1, 2, 3, 4, 5, 6, tzinfo=UTC), "999-01-02T03:04:05.000006Z"),  # as strftime writes it
+        (datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC), "9999-12-31T23:59:59.000000Z"),
+    ],
+)
+def test_a_moment_is_written_in_utc_with_microseconds_and_a_z(moment: datetime, text: str) -> None:
+    # Given / When / Then every stored time has one shape, sortable as text
+    assert iso(moment) == text
 
 
 @pytest.mark.parametrize(

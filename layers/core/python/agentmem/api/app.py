@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import re
 import threading
-from functools import partial
 from typing import Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
@@ -51,7 +50,8 @@ def _encoded(value: Any) -> Any:
     return jsonable_encoder(value)
 
 
-_dumps = partial(json.dumps, separators=(",", ":"), default=_encoded)
+# one encoder for every answer: json.dumps with any argument of its own builds a JSONEncoder per call
+_dumps = json.JSONEncoder(separators=(",", ":"), default=_encoded).encode
 
 
 def answer_body(body: Any) -> Any:
