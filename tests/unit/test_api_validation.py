@@ -236,3 +236,51 @@ def test_a_middleware_of_an_included_router_runs_after_the_validation() -> None:
     ok = resolver.resolve(build_rest_event("GET", "/things", "limit=4"), LocalContext())
     refused = resolver.resolve(build_rest_event("GET", "/things", "limit=lots"), LocalContext())
     assert json.loads(ok["body"]) == {"limit": 4} and refused["statusCode"] == 422 and ran == [4]
+
+
+def test_the_resolver_answers_a_path_with_the_route_powertools_would_pick() -> None:
+    # Given the same routes on the API's resolver and on Powertools' own: a rule whose second segment is a
+    # parameter (a candidate for any path), one whose dot its expression reads as any character, and two rules
+    # a path can match both of, in the order they were declared
+    def build(resolver: Any) -> Any:
+        @resolver.get("/v1/<first>/<second>/deep")
+        def by_parameter(first: str, second: str) -> dict[str, Any]:
+            return {"route": "by_parameter"}
+
+        @resolver.get("/v1/file.json")
+        def dotted() -> dict[str, Any]:
+            return {"route": "dotted"}
+
+        @resolver.get("/v1/things/<thing>")
+        def thing(thing: str) -> dict[str, Any]:
+            return {"route": "thing"}
+
+        @resolver.get("/v1/things/<thing>/deep")
+        def deep_thing(thing: str) -> dict[str, Any]:
+            return {"route": "deep_thing"}
+
+        @resolver.get("/v1/things/shared")
+        def shared() -> dict[str, Any]:
+            return {"route": "shared"}
+
+        @resolver.get("/<anything>")
+        def anything(anything: str) -> dict[str, Any]:
+            return {"route": "anything"}
+
+        return resolver
+
+    ours, theirs = build(ApiResolver()), build(APIGatewayRestResolver(enable_validation=True))
+    # When each is asked the same paths
+    paths = ["/v1/things/shared", "/v1/things/t1", "/v1/things/t1/", "/v1/file.json", "/v1/fileXjson",
+             "/v1/things/t1/deep", "/v1/other/t1/deep", "/v1", "/v2", "//v1/things/t1", "/v1/things",
+             "/v1/thingsX/t1", "/"]
+
+    def answer(resolver: Any, path: str) -> tuple[int, str]:
+        result = resolver.resolve(build_rest_event("GET", path, ""), LocalContext())
+        return result["statusCode"], result["body"]
+
+    # Then every path gets the same answer from both: the same route, or the same 404
+    assert [answer(ours, p) for p in paths] == [answer(theirs, p) for p in paths]
+    assert json.loads(answer(ours, "/v1/fileXjson")[1]) == {"route": "dotted"}
+    assert json.loads(answer(ours, "/v1/things/shared")[1]) == {"route": "shared"}  # a static rule first
+    assert json.loads(answer(ours, "/v1/things/t1/deep")[1]) == {"route": "by_parameter"}  # declared first
