@@ -3,6 +3,7 @@
     .venv/bin/python bench/http_speed.py            # 1, 4, 16 and 64 client threads, 5 s each (about 5 minutes)
     .venv/bin/python bench/http_speed.py --quick    # 1 and 16 threads, 2 s each; docs untouched (about a minute)
     .venv/bin/python bench/http_speed.py --quick --operations read   # entry reads only (the CPU target's)
+    .venv/bin/python bench/http_speed.py --turns ../old-tree          # entry reads, this tree and another in turns
 
 The servers, each in a process of its own; the clients are threads of this process, each with its own
 kept-alive connection (``http.client``, so the client's own cost stays small):
@@ -29,6 +30,13 @@ recall done). The rate limits stay on, raised past what the run sends.
 First, in this process: ``lambda_handler``'s own CPU time per entry read (what the server adds on top is the
 HTTP parsing and the event's translation).
 
+``--turns TREE`` compares this tree with another checkout (``git worktree add`` or ``git archive`` of another
+commit; its ``layers/core/python`` goes first on ``PYTHONPATH`` for its servers, with this environment's
+packages): the bare server and both trees' ``agentmem serve`` (one worker and one per core) run side by side,
+and each round measures entry reads on every one of them in turn (``--rounds``, 8 by default), so a shared
+machine's changing load falls on both trees alike. It prints each server's median CPU per read (and range)
+and its ratio to the bare server's median, and writes ``bench/results/http-turns.json``.
+
 Prints the tables and the targets (server CPU per entry read ≤ 3× the bare server's per request), writes
 ``bench/results/http.json``, the plot ``docs/img/http.png`` and the generated block of
 ``docs/benchmarks.md`` (``--quick``: ``bench/results/http-quick.json`` and ``.png``, the docs untouched). A
@@ -51,7 +59,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -394,6 +402,95 @@ def in_process_read(reads: int) -> dict[str, Any]:
             "service_us_per_read": round(sorted(service)[2] * 1e6, 1)}
 
 
+# --- this tree against another, in turns -----------------------------------------------------------------------
+
+
+def run_turns(other: Path, rounds: int, threads: tuple[int, ...], seconds: float) -> dict[str, Any]:
+    """Entry reads on the bare server and on both trees' ``agentmem serve`` (1 worker and one per core), side by
+    side, every server measured in turn within each round."""
+    cores = os.cpu_count() or 1
+    trees = {"this tree": ROOT / "layers" / "core" / "python",
+             f"other tree ({other.name})": other / "layers" / "core" / "python"}
+    results: dict[str, Any] = {"benchmark": "http-turns", "other": str(other), "rounds": rounds,
+                               "threads": list(threads), "seconds_per_level": seconds, "servers": {},
+                               "failed_phases": []}
+    load_before = [round(x, 2) for x in os.getloadavg()]
+    with tempfile.TemporaryDirectory(prefix="agentmem-http-turns-") as tmp, ExitStack() as stack:
+        servers: dict[str, tuple[str, str, int, str]] = {}
+        workdir = Path(tmp) / "bare"
+        workdir.mkdir()
+        url, key, process = stack.enter_context(baseline_server(workdir))
+        servers["bare http.server"] = (url, key, process.pid, "fixed")
+        for workers in sorted({1, cores}):
+            for tree, path in trees.items():
+                label = f"{tree}, {workers} worker{'s' if workers > 1 else ''}"
+                workdir = Path(tmp) / f"server-{len(servers)}"
+                workdir.mkdir()
+                try:
+                    url, key, process = stack.enter_context(started(
+                        "embedded", workdir, ["--workers", str(workers)], {"PYTHONPATH": str(path), **SERVE_SETTINGS}))
+                    prepare(url, key)
+                except Exception:
+                    results["failed_phases"].append({"phase": label, "error": traceback.format_exc(limit=4)})
+                    continue
+                servers[label] = (url, key, process.pid, "read")
+        for _url, _key, pid, op in servers.values():
+            if op == "read":
+                settle(pid)
+        for number in range(rounds):
+            print(f"round {number + 1} of {rounds} …", flush=True)
+            for count in threads:
+                for label, (url, key, pid, op) in servers.items():
+                    try:
+                        level = measure(url, key, pid, op, count, seconds)
+                    except Exception:
+                        results["failed_phases"].append({"phase": f"{label} × {count}",
+                                                         "error": traceback.format_exc(limit=4)})
+                        continue
+                    results["servers"].setdefault(label, {}).setdefault(str(count), []).append(level)
+    results["machine"] = {"platform": platform.platform(), "cpus": cores, "python": platform.python_version(),
+                          "load_average_before": load_before,
+                          "load_average_after": [round(x, 2) for x in os.getloadavg()],
+                          "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")}
+    return results
+
+
+def turns_rows(results: dict[str, Any]) -> list[list[str]]:
+    """Per server and thread count: the median CPU per read, its range, and the median's ratio to the bare
+    server's median at that thread count."""
+    rows = []
+    for count in results["threads"]:
+        bare = [level["server_cpu_ms_per_request"] for level in
+                results["servers"].get("bare http.server", {}).get(str(count), [])]
+        floor = sorted(bare)[len(bare) // 2] if bare else None
+        for label, by_threads in results["servers"].items():
+            cpu = sorted(level["server_cpu_ms_per_request"] for level in by_threads.get(str(count), []))
+            if not cpu:
+                continue
+            median = cpu[len(cpu) // 2]
+            ratio = f"{median / floor:.2f}×" if floor else "—"
+            rows.append([label, str(count), f"{median:.3f}", f"{cpu[0]:.3f}–{cpu[-1]:.3f}", ratio, str(len(cpu))])
+    return rows
+
+
+TURNS_HEADERS = ["server", "threads", "CPU ms/read, median", "range", "median × bare", "rounds"]
+
+
+def print_turns(results: dict[str, Any]) -> None:
+    info = results["machine"]
+    print(f"\nentry reads in turns ({results['rounds']} rounds of {results['seconds_per_level']} s, {info['date']}, "
+          f"{info['cpus']} CPUs, load average {info['load_average_before']} before, "
+          f"{info['load_average_after']} after)")
+    rows = turns_rows(results)
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(TURNS_HEADERS)]
+    print("  " + "  ".join(h.ljust(w) for h, w in zip(TURNS_HEADERS, widths, strict=True)))
+    for row in rows:
+        print("  " + "  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                               for i, (c, w) in enumerate(zip(row, widths, strict=True))))
+    for failed in results["failed_phases"]:
+        print(f"FAILED {failed['phase']}:\n{failed['error']}")
+
+
 # --- the run --------------------------------------------------------------------------------------------------
 
 
@@ -588,10 +685,25 @@ def main() -> int:
     parser.add_argument("--operations", nargs="+", choices=OPERATIONS, metavar="OPERATION",
                         help=f"agentmem's operations measured (default all: {', '.join(OPERATIONS)}); with fewer than "
                              "all, the results go to bench/results/http-quick.json and the docs are left as they are")
+    parser.add_argument("--turns", type=Path, metavar="TREE",
+                        help="entry reads only: this tree and the checkout TREE side by side, in turns "
+                             "(docs untouched)")
+    parser.add_argument("--rounds", type=int, default=8, help="with --turns: rounds, each measuring every server")
     parser.add_argument("--baseline-server", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.baseline_server:
         serve_baseline(args.baseline_server)
+        return 0
+    if args.turns:
+        if not (args.turns / "layers" / "core" / "python" / "agentmem").is_dir():
+            parser.error(f"{args.turns} is not a checkout of agentmem (no layers/core/python/agentmem)")
+        turns = run_turns(args.turns.resolve(), args.rounds, tuple(args.threads or QUICK_THREADS),
+                          args.seconds or 2.0)
+        print_turns(turns)
+        out = RESULTS / "http-turns.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(turns, indent=2) + "\n")
+        print(f"wrote {out.relative_to(ROOT)}")
         return 0
     threads = tuple(args.threads or (QUICK_THREADS if args.quick else THREADS))
     operations = tuple(op for op in OPERATIONS if op in (args.operations or OPERATIONS))
