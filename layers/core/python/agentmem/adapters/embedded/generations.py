@@ -5,7 +5,7 @@ transaction of its own (two ``fcntl`` calls on the ``-shm`` file, and the statem
 change seldom, so each process keeps the answers (``KeptAnswers``), and must drop one the moment another process
 (a worker of ``agentmem serve --workers N``, an operator command) changes what it was read from.
 
-The truth is in the database: ``cache_generation`` (migration 14) holds a generation per kind (keys, memories),
+The truth is in the database: ``cache_generation`` (migration 18) holds a generation per kind (keys, memories),
 moved by triggers in the transaction of every change of its table, whichever path makes it. An answer is kept
 with the generation read *in the same statement* (one snapshot), so it is as the database holds it for as long
 as that generation is the committed one.
