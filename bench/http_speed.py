@@ -355,9 +355,10 @@ def prepare(url: str, key: str) -> None:
 # --- in process -----------------------------------------------------------------------------------------------
 
 
-def in_process_read(reads: int) -> dict[str, Any]:
-    """``lambda_handler``'s CPU time per entry read in this process (median of 5 blocks), the server left out
-    (CPU time, not wall time: on a shared machine another's work does not count in it)."""
+@contextmanager
+def in_process_reads(reads: int) -> Iterator[tuple[Any, Any, list[dict[str, Any]], Callable[[int], None]]]:
+    """An embedded container with ``ENTRIES`` entries in one memory, the API's handler, ``reads`` entry-read
+    events and a call of the service's read by index (the server left out)."""
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
@@ -370,7 +371,7 @@ def in_process_read(reads: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="agentmem-http-") as tmp:
         container = build_container(Settings(data_dir=Path(tmp)))
         set_container(container)
-        from agentmem.api.app import lambda_handler
+        import agentmem.api.app as api
 
         _, secret = container.keys.create_account("bench")
         principal = container.keys.authenticate("Bearer " + secret)
@@ -384,22 +385,71 @@ def in_process_read(reads: int) -> dict[str, Any]:
                   for _ in range(reads)]
         context = LocalContext()
         for event in events[:200]:  # warm-up
-            assert lambda_handler(dict(event), context)["statusCode"] == 200
+            assert api.lambda_handler(dict(event), context)["statusCode"] == 200
+
+        def service_read(i: int) -> None:
+            container.entries.read(principal, "kb", f"e{i % ENTRIES:03d}")
+
+        yield api, context, events, service_read
+
+
+def in_process_read(reads: int) -> dict[str, Any]:
+    """``lambda_handler``'s CPU time per entry read in this process (median of 5 blocks), the server left out
+    (CPU time, not wall time: on a shared machine another's work does not count in it)."""
+    with in_process_reads(reads) as (api, context, events, service_read):
         blocks = []
         for _ in range(5):
             batch = [dict(event) for event in events]
             began = time.process_time()
             for event in batch:
-                lambda_handler(event, context)
+                api.lambda_handler(event, context)
             blocks.append((time.process_time() - began) / len(batch))
         service = []
         for _ in range(5):
             began = time.process_time()
             for i in range(reads):
-                container.entries.read(principal, "kb", f"e{i % ENTRIES:03d}")
+                service_read(i)
             service.append((time.process_time() - began) / reads)
     return {"reads": reads, "lambda_handler_us_per_read": round(sorted(blocks)[2] * 1e6, 1),
             "service_us_per_read": round(sorted(service)[2] * 1e6, 1)}
+
+
+def in_process_threads(reads: int, threads: tuple[int, ...]) -> list[dict[str, Any]]:
+    """The process's CPU per entry read when ``threads`` threads call the handler at once (median of 3 blocks):
+    through ``lambda_handler`` (one event at a time) and, to see what that lock costs, straight into what it
+    guards. The second is a measure only: without the lock the threads may see each other's event."""
+    rows = []
+    with in_process_reads(reads) as (api, context, events, _service_read):
+        for count in threads:
+            for locked in (True, False) if count > 1 else (True,):
+                call = api.lambda_handler if locked else api._instrumented
+                share = len(events) // count
+
+                def work(k: int, call: Callable[..., dict[str, Any]] = call, share: int = share) -> None:
+                    for event in events[k * share : (k + 1) * share]:
+                        call(dict(event), context)
+
+                blocks = []
+                for _ in range(3):
+                    workers = [threading.Thread(target=work, args=(k,)) for k in range(count)]
+                    began = time.process_time()
+                    for worker in workers:
+                        worker.start()
+                    for worker in workers:
+                        worker.join()
+                    blocks.append((time.process_time() - began) / (share * count))
+                rows.append({"threads": count, "one_event_at_a_time": locked,
+                             "cpu_us_per_read": round(sorted(blocks)[1] * 1e6, 1)})
+    return rows
+
+
+def print_in_process_threads(rows: list[dict[str, Any]]) -> None:
+    print("\nin process, the handler called from several threads at once: CPU per entry read")
+    print(f"  {'threads':>7}  {'path':<40} {'CPU µs/read':>11}")
+    for row in rows:
+        locked = row["one_event_at_a_time"]
+        path = "lambda_handler (one event at a time)" if locked else "without the lock (a measure only)"
+        print(f"  {row['threads']:>7}  {path:<40} {row['cpu_us_per_read']:>11}")
 
 
 # --- this tree against another, in turns -----------------------------------------------------------------------
@@ -689,10 +739,21 @@ def main() -> int:
                         help="entry reads only: this tree and the checkout TREE side by side, in turns "
                              "(docs untouched)")
     parser.add_argument("--rounds", type=int, default=8, help="with --turns: rounds, each measuring every server")
+    parser.add_argument("--in-process-threads", action="store_true",
+                        help="only the handler in this process, called from 1, 4 and 16 threads at once (or "
+                             "--threads): CPU per entry read with and without its one-event-at-a-time lock")
     parser.add_argument("--baseline-server", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.baseline_server:
         serve_baseline(args.baseline_server)
+        return 0
+    if args.in_process_threads:
+        rows = in_process_threads(16_000, tuple(args.threads or (1, 4, 16)))
+        print_in_process_threads(rows)
+        out = RESULTS / "http-in-process-threads.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps({"benchmark": "http-in-process-threads", "rows": rows}, indent=2) + "\n")
+        print(f"wrote {out.relative_to(ROOT)}")
         return 0
     if args.turns:
         if not (args.turns / "layers" / "core" / "python" / "agentmem").is_dir():
