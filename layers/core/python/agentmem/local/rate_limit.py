@@ -29,8 +29,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import math
-import mmap
-import os
 import threading
 import time
 from collections import OrderedDict
@@ -40,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..adapters.embedded.private_files import make_private_dirs, open_private_file
+from ..adapters.embedded.private_files import make_private_dirs, map_private_file
 from ..domain.errors import RateLimitedError
 from ..domain.models import Principal
 from ..settings import Settings
@@ -200,10 +198,7 @@ class FailureCount:
 
     def __init__(self, path: Path) -> None:
         make_private_dirs(path.parent)
-        self._fd = open_private_file(path, os.O_RDWR)
-        if os.fstat(self._fd).st_size < 8:
-            os.ftruncate(self._fd, 8)
-        self._map = mmap.mmap(self._fd, 8)
+        self._fd, self._map = map_private_file(path, 8)  # the descriptor kept: a flock is taken on it
         self._lock = threading.Lock()  # (a lock on the file does not keep this process's threads apart)
 
     def value(self) -> int:

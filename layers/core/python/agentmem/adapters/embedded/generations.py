@@ -33,7 +33,6 @@ value that did not match would only make it read the database.
 
 from __future__ import annotations
 
-import mmap
 import os
 import sqlite3
 import threading
@@ -41,7 +40,7 @@ from collections.abc import Hashable
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from .private_files import open_private_file
+from .private_files import map_private_file
 
 SUFFIX = "-generations"  # beside the database file
 KINDS = ("keys", "memories")  # cache_generation's columns, the file's slots in this order
@@ -58,13 +57,8 @@ class Generations:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        fd = open_private_file(path, os.O_RDWR)
-        try:
-            if os.fstat(fd).st_size < SLOT * len(KINDS):
-                os.ftruncate(fd, SLOT * len(KINDS))
-            self._map = mmap.mmap(fd, SLOT * len(KINDS))
-        finally:
-            os.close(fd)  # the mapping stays
+        fd, self._map = map_private_file(path, SLOT * len(KINDS))
+        os.close(fd)  # the mapping stays
         self._slots = {kind: (i * SLOT, (i + 1) * SLOT) for i, kind in enumerate(KINDS)}
 
     def current(self, kind: str) -> int:

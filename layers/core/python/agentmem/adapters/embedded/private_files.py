@@ -9,6 +9,7 @@ opened again: once the data dir is 0700, nothing inside it can be reached by ano
 from __future__ import annotations
 
 import contextlib
+import mmap
 import os
 import stat
 from pathlib import Path
@@ -47,3 +48,17 @@ def open_private_file(path: Path, flags: int) -> int:
         os.close(fd)
         raise
     return fd
+
+
+def map_private_file(path: Path, size: int) -> tuple[int, mmap.mmap]:
+    """A file of ``size`` bytes (made 0600 if missing, grown to ``size`` if shorter) mapped into this process's
+    memory, where every process that maps it reads what any of them writes without a system call: its file
+    descriptor (the caller's to close; the mapping outlives it) and the mapping."""
+    fd = open_private_file(path, os.O_RDWR)
+    try:
+        if os.fstat(fd).st_size < size:
+            os.ftruncate(fd, size)
+        return fd, mmap.mmap(fd, size)
+    except BaseException:
+        os.close(fd)
+        raise
