@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -106,6 +106,18 @@ def _record(row: sqlite3.Row) -> ConversationRecord:
 
 def _over(tokens: int, messages: int, thresholds: tuple[int, int]) -> bool:
     return tokens > thresholds[0] or messages > thresholds[1]
+
+
+def _kept_count(kept: dict[str, tuple[int, int]], term: str, newest: int, count: Callable[[str], Any]) -> int:
+    """A stem's count of messages from the journal index's vocabulary (``count`` reads it), kept in ``kept`` with
+    the newest message id it was read at and read again once the journal has grown by a tenth: it only weighs
+    and chooses words. ``kept`` starts again past ``HELD_COUNTS_KEPT`` stems."""
+    known = kept.get(term)
+    if known is None or newest > known[1] * 1.1:
+        if len(kept) >= HELD_COUNTS_KEPT:
+            kept.clear()
+        known = kept[term] = (int(count(term)), newest)
+    return known[0]
 
 
 class SqliteConversationStore(ConversationStore):
@@ -425,36 +437,27 @@ class SqliteConversationStore(ConversationStore):
         counts = {}
         for word in words:
             stemmed = stem(word)
-            known = self._held_counts.get(stemmed)
-            if known is None or newest > known[1] * 1.1:
-                if len(self._held_counts) >= HELD_COUNTS_KEPT:
-                    self._held_counts.clear()
-                known = (int(conn.execute(
+            counts[word] = _kept_count(
+                self._held_counts, stemmed, newest, lambda term: conn.execute(
                     "SELECT coalesce(sum(doc), 0) FROM messages_vocab WHERE term >= ? AND term < ?",
-                    (stemmed, stemmed + "\U0010ffff"),
-                ).fetchone()[0]), newest)
-                self._held_counts[stemmed] = known
-            counts[word] = known[0]
+                    (term, term + "\U0010ffff"),
+                ).fetchone()[0],
+            )
         rare = sorted((w for w in words if counts[w] <= SEARCH_TERM_SHARE * newest), key=lambda w: counts[w])
         if rare or len(words) < 2:
             return rare or list(words), False, counts, newest
         return sorted(words, key=lambda w: counts[w])[:3], True, counts, newest
 
     def word_counts(self, words: Sequence[str]) -> tuple[int, dict[str, int]]:
-        """From the journal index's vocabulary (each stem's message count, kept a while as ``_telling``'s are);
+        """From the journal index's vocabulary (each stem's message count, ``_kept_count``);
         the messages counted up to the newest id (a bound: deleted ones count)."""
         conn = self.db.connection()
         newest = int(conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0])
         counts = {}
         for word in dict.fromkeys(words):
-            stemmed = stem(word)
-            known = self._word_counts.get(stemmed)
-            if known is None or newest > known[1] * 1.1:
-                if len(self._word_counts) >= HELD_COUNTS_KEPT:
-                    self._word_counts.clear()
-                row = conn.execute("SELECT doc FROM messages_vocab WHERE term = ?", (stemmed,)).fetchone()
-                known = self._word_counts[stemmed] = (int(row[0]) if row else 0, newest)
-            counts[word] = min(known[0], newest)
+            held = _kept_count(self._word_counts, stem(word), newest, lambda term: (conn.execute(
+                "SELECT doc FROM messages_vocab WHERE term = ?", (term,)).fetchone() or (0,))[0])
+            counts[word] = min(held, newest)
         return newest, counts
 
     def messages_at(self, ref: ConversationRef, seqs: Sequence[int]) -> dict[int, Message]:
