@@ -359,7 +359,7 @@ class DynamoEntryStore(EntryStore):
         return to_entry(row, with_content=True) if row is not None and is_live(row, now) else None
 
     def get_many(self, keys: Sequence[tuple[Layer, str]], now: str) -> dict[tuple[Layer, str], Entry]:
-        """One consistent BatchGetItem per 100 keys (pynamodb retries what comes back unprocessed)."""
+        """One consistent BatchGetItem per 100 keys (``_read_batch``; pynamodb retries what comes back unprocessed)."""
         by_key = {(layout.layer_pk(layer), layout.entry_sk(name)): (layer, name) for layer, name in keys}
         found: dict[tuple[Layer, str], Entry] = {}
         wanted = []
@@ -370,10 +370,9 @@ class DynamoEntryStore(EntryStore):
                 wanted.append(key)
             elif (row := ahead.result().row) is not None and is_live(row, now):
                 found[by_key[key]] = to_entry(row, with_content=True)
-        for start in range(0, len(wanted), BATCH_GET):
-            for row in self.models.entry.batch_get(wanted[start : start + BATCH_GET], consistent_read=True):
-                if is_live(row, now):
-                    found[by_key[(row.pk, row.sk)]] = to_entry(row, with_content=True)
+        for key, snapshot in self._read_batch(wanted).items():
+            if (row := snapshot.row) is not None and is_live(row, now):
+                found[by_key[key]] = to_entry(row, with_content=True)
         return found
 
     def list_layer(self, layer: Layer, now: str, *, limit: int, cursor: str | None) -> Page:
