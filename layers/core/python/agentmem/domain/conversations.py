@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from .errors import InvalidError
+from .models import Layer
 from .rules import check_user_id
 
 Role = Literal["user", "assistant", "tool_call", "tool_result"]
@@ -34,6 +35,11 @@ class ConversationRef:
     def checkpoint_name(self) -> str:
         """``context.<hash of the key>``: the conversation's checkpoint entry (SPEC §4.4)."""
         return checkpoint_name(self.key)
+
+    def checkpoint_layer(self, own_memory: str) -> Layer:
+        """Where the checkpoint lives: the layer of the conversation's user (the account's, without one) in the
+        agent's own memory ``own_memory``."""
+        return Layer(self.account_id, own_memory, self.user_id)
 
     @property
     def job_name(self) -> str:

@@ -445,7 +445,7 @@ class ConversationService:
         if entry is None:
             raise NotFoundError(f"conversation {key!r} has no checkpoint (yet, or it was deleted)",
                                 reason="no_checkpoint")
-        layer = Layer(ref.account_id, ctx.agent.own_memory, ref.user_id)
+        layer = ref.checkpoint_layer(ctx.agent.own_memory)
         history = self.agent_memory.entries.store.history(layer, ref.checkpoint_name, iso(self.clock()),
                                                           limit=PASSES_READ)
         passes: list[dict[str, Any]] = []
@@ -460,7 +460,7 @@ class ConversationService:
         return entry, record, PassLog(passes[:PASSES_SHOWN], max(record.passes, len(passes)))
 
     def checkpoint_entry(self, ctx: CallContext, ref: ConversationRef) -> Entry | None:
-        layer = Layer(ref.account_id, ctx.agent.own_memory, ref.user_id)
+        layer = ref.checkpoint_layer(ctx.agent.own_memory)
         return self.agent_memory.entries.store.get(layer, ref.checkpoint_name, iso(self.clock()))
 
     def delete(
@@ -488,7 +488,7 @@ class ConversationService:
         messages = self.store.purge(ref)
         now = self.clock()
         entries = self.agent_memory.entries
-        layer = Layer(ref.account_id, own_memory, ref.user_id)
+        layer = ref.checkpoint_layer(own_memory)
         checkpoints = 0
         if entries.store.get(layer, ref.checkpoint_name, iso(now)) is not None:
             entries.store.delete(layer, ref.checkpoint_name, expected_version=None, now=iso(now),
@@ -569,7 +569,7 @@ class ConversationService:
             # them the conversation's record and tail; only the pinned entries' content waits for the listings
             # (unless the last build's pinned entries, read ahead, are the ones)
             layers = [layer for _, memory_layers in plan for layer in memory_layers]
-            checkpoint_at = (Layer(ref.account_id, ctx.agent.own_memory, ref.user_id), ref.checkpoint_name)
+            checkpoint_at = (ref.checkpoint_layer(ctx.agent.own_memory), ref.checkpoint_name)
             entries.prefetch(layers, now, entries=[checkpoint_at])
             # the tail as long as the agent's cap; the conversation's own setting can only shorten it
             tail_count = effective_cap(ctx.agent.window_messages, None)
@@ -679,7 +679,7 @@ class ConversationService:
         used unless the build, once it has checked the agent and the caller, asks for it; a store that reads at
         once ignores it all."""
         ref = ConversationRef(last.account_id, last.agent, last.user_id, key)
-        checkpoint = (Layer(last.account_id, last.own_memory, last.user_id), ref.checkpoint_name)
+        checkpoint = (ref.checkpoint_layer(last.own_memory), ref.checkpoint_name)
         self.agent_memory.entries.memories.store.read_ahead(last.account_id, last.memories, now, wait=False)
         self.agent_memory.entries.store.prefetch(last.layers, now, entries=[checkpoint, *last.pinned])
         self.store.prefetch(ref, last.tail_count)

@@ -212,7 +212,7 @@ class SummaryPass:
         from ..domain.checkpoint_edits import Version, lines_by_hand
 
         entries = self.conversations.agent_memory.entries
-        layer = Layer(plan.ref.account_id, plan.agent.own_memory, plan.ref.user_id)
+        layer = plan.ref.checkpoint_layer(plan.agent.own_memory)
         history = entries.store.history(layer, plan.ref.checkpoint_name, iso(self.clock()), limit=EDIT_HISTORY_READ)
         versions = [Version(h.version, h.updated_by, h.content, h.changed_at, h.operation == "delete")
                     for h in history]
@@ -232,7 +232,7 @@ class SummaryPass:
         if plan.record.folded_through != made["expected_folded_through"] or plan.start != made["start"]:
             return {"skip": True, "reason": "another pass folded these messages"}
         now = self.clock()
-        layer = Layer(ref.account_id, plan.agent.own_memory, ref.user_id)
+        layer = ref.checkpoint_layer(plan.agent.own_memory)
         draft = EntryDraft(
             name=ref.checkpoint_name, content=safe_summary(made["summary"], ref.user_id) or "(nothing to keep)",
             description=checkpoint_description(ref.key, int(made["end"]), str(made.get("summariser") or "unknown")),
@@ -280,7 +280,7 @@ class SummaryPass:
 
     def _checkpoint(self, plan: Plan) -> Any:
         entries = self.conversations.agent_memory.entries
-        layer = Layer(plan.ref.account_id, plan.agent.own_memory, plan.ref.user_id)
+        layer = plan.ref.checkpoint_layer(plan.agent.own_memory)
         return entries.store.get(layer, plan.ref.checkpoint_name, iso(self.clock()))
 
     def run(self, job: Mapping[str, Any]) -> dict[str, Any]:
