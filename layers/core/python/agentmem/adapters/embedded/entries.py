@@ -79,6 +79,11 @@ def _stored_entry(values: dict[str, Any]) -> Entry:
     )
 
 
+def _place(row: Sequence[Any]) -> tuple[str, str, str]:
+    """(memory, layer_user, name) of a row of ``_ENTRY_COLUMNS``: where the entry is, as the rows' key."""
+    return row[12], row[13], row[0]
+
+
 def _row_to_entry(row: Sequence[Any], *, with_content: bool) -> Entry:
     """An entry from a row of ``_ENTRY_COLUMNS`` (or ``_META_COLUMNS`` without content), read by position."""
     return Entry(
@@ -303,7 +308,7 @@ class SqliteEntryStore(EntryStore):
         one = (f"SELECT {_ENTRY_COLUMNS}, account_id FROM entries WHERE account_id=? AND memory=? AND layer_user=? "
                f"AND name=? AND {_LIVE}")
         for row in _union_all(self.db.connection(), one, [(*key, now) for key in wanted]):
-            key = (row[15], row[12], row[13], row[0])
+            key = (row[15], *_place(row))  # (account_id is the column after the entry's)
             found[wanted[key]] = _row_to_entry(row, with_content=True)
         return found
 
@@ -417,7 +422,7 @@ class SqliteEntryStore(EntryStore):
                 (match, now),
             ).fetchall()
             for r in rows:
-                found[(r[12], r[13], r[0])] = _row_to_entry(r, with_content=True)
+                found[_place(r)] = _row_to_entry(r, with_content=True)
         # the whole query found inside a word: such an entry holds no query word, so it ranks below every one
         # that does, and is worth reading only when the words did not fill the candidates
         if whole and (limit is None or len(found) < limit):
@@ -425,7 +430,7 @@ class SqliteEntryStore(EntryStore):
             held = [r for r in self._holding_whole(conn, layers, whole, now, cap)
                     if (r["memory"], r["layer_user"], r["name"]) not in found]
             for r in self._rows([r["rowid"] for r in held]):
-                found.setdefault((r[12], r[13], r[0]), _row_to_entry(r, with_content=True))
+                found.setdefault(_place(r), _row_to_entry(r, with_content=True))
         return list(found.values())
 
     def _rows(self, rowids: Sequence[int]) -> list[Any]:
