@@ -48,17 +48,23 @@ def test_every_acknowledged_write_survives_sigkills_and_nothing_is_half_written(
     assert report.counts["vectors"] > 0
 
 
-def test_the_check_finds_a_lost_acknowledged_write(tmp_path: Path) -> None:
-    # Given a writer's data dir after a few rounds
+def _after_kills(tmp_path: Path, rounds: int, rng: random.Random, *, delay: tuple[float, float]) -> tuple[Path, Path]:
+    """A writer's data dir and journal after ``rounds`` rounds, each ended by a kill (no long pauses)."""
     data_dir, journal = tmp_path / "data", tmp_path / "journal.jsonl"
     proc = _writer(data_dir, journal, tmp_path / "writer.log")
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "setup 0"
-        list(crash_writer.kill_rounds(proc, 3, random.Random(3), delay=(0.2, 0.3), long_share=0))
+        list(crash_writer.kill_rounds(proc, rounds, rng, delay=delay, long_share=0))
     finally:
         assert proc.stdin is not None
         proc.stdin.close()
         proc.wait(timeout=30)
+    return data_dir, journal
+
+
+def test_the_check_finds_a_lost_acknowledged_write(tmp_path: Path) -> None:
+    # Given a writer's data dir after a few rounds
+    data_dir, journal = _after_kills(tmp_path, 3, random.Random(3), delay=(0.2, 0.3))
     assert crash_writer.check(data_dir, journal).problems == []
     # When an acknowledged message goes missing behind the service's back
     import sqlite3
@@ -80,15 +86,7 @@ def test_the_check_finds_words_or_versions_out_of_step_with_the_entries(tmp_path
     from agentmem.adapters.embedded.entry_words import add_scope_function
 
     # Given a writer's data dir after two rounds long enough to save, replace and delete entries
-    data_dir, journal = tmp_path / "data", tmp_path / "journal.jsonl"
-    proc = _writer(data_dir, journal, tmp_path / "writer.log")
-    try:
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "setup 0"
-        list(crash_writer.kill_rounds(proc, 2, random.Random(5), delay=(1.5, 2.0), long_share=0))
-    finally:
-        assert proc.stdin is not None
-        proc.stdin.close()
-        proc.wait(timeout=30)
+    data_dir, journal = _after_kills(tmp_path, 2, random.Random(5), delay=(1.5, 2.0))
     assert crash_writer.check(data_dir, journal).problems == []
 
     def tampered(label: str, *statements: str) -> list[str]:
