@@ -46,6 +46,17 @@ def one_each(workers: Workers) -> tuple[Connection, Connection]:
     return first, second
 
 
+@contextmanager
+def two_workers(tmp_path: Path, **env: str) -> Iterator[tuple[Connection, Connection]]:
+    """A server of two workers started with these settings, and a connection (with the dev key) to each."""
+    data_dir = tmp_path / "data"
+    with running_server(data_dir, workers=2, **env) as (base_url, proc, _log):
+        wait_for_workers(proc.pid, 2)
+        key = (data_dir / "dev-key").read_text().strip()
+        first, second = (held[0] for held in connections_by_worker(base_url, key, proc.pid).values())
+        yield first, second
+
+
 def search(conn: Connection, memory: str, q: str, mode: str) -> Answer:
     """A search through this connection's worker; by meaning, once its embedder answers in time."""
     deadline = time.monotonic() + SEMANTIC_WARM_UP_S
@@ -207,11 +218,7 @@ def test_the_rate_limits_hold_for_the_server_not_per_worker(tmp_path: Path) -> N
     env = {"AGENTMEM_RATE_LIMIT_KEY_BURST": "20", "AGENTMEM_RATE_LIMIT_KEY_PER_S": "0.001",
            "AGENTMEM_RATE_LIMIT_AUTH_FAILURES_BURST": "6", "AGENTMEM_RATE_LIMIT_AUTH_FAILURES_PER_S": "0.001",
            "AGENTMEM_EMBEDDER": "hashing"}
-    data_dir = tmp_path / "data"
-    with running_server(data_dir, workers=2, **env) as (base_url, proc, _log):
-        wait_for_workers(proc.pid, 2)
-        key = (data_dir / "dev-key").read_text().strip()
-        first, second = (held[0] for held in connections_by_worker(base_url, key, proc.pid).values())
+    with two_workers(tmp_path, **env) as (first, second):
         # When 30 requests with the key alternate between the workers
         statuses = [(first if n % 2 else second).request("GET", "/v1/memories").status for n in range(30)]
         # Then 20 are served in all (not 20 by each), and the rest refused by the key's bucket
@@ -231,11 +238,7 @@ def test_a_key_bucket_taken_a_few_tokens_at_a_time_serves_its_burst_and_no_more_
     # tokens from the file they share 4 at a time (docs/api.md, rate limits)
     env = {"AGENTMEM_RATE_LIMIT_KEY_BURST": "256", "AGENTMEM_RATE_LIMIT_KEY_PER_S": "0.001",
            "AGENTMEM_EMBEDDER": "hashing"}
-    data_dir = tmp_path / "data"
-    with running_server(data_dir, workers=2, **env) as (base_url, proc, _log):
-        wait_for_workers(proc.pid, 2)
-        key = (data_dir / "dev-key").read_text().strip()
-        first, second = (held[0] for held in connections_by_worker(base_url, key, proc.pid).values())
+    with two_workers(tmp_path, **env) as (first, second):
         # When 300 requests with the key alternate between the workers
         statuses = [(first if n % 2 else second).request("GET", "/v1/memories").status for n in range(300)]
         # Then never more than the burst is served in all; fewer only by tokens a worker held past a second
