@@ -7,42 +7,18 @@ version is not lost with the item: an entry that may expire keeps it in the name
 
 from __future__ import annotations
 
-import os
-import uuid
-from collections.abc import Iterator
-from unittest import mock
-
-import boto3
-import dynamodb_local
 import pytest
-from agentmem.adapters.aws.dynamodb import DynamoDBStores, build_dynamodb_stores, create_table, layout
+from agentmem.adapters.aws.dynamodb import DynamoDBStores, create_table, layout
 from agentmem.adapters.aws.dynamodb.entries import DynamoEntryStore
 from agentmem.adapters.aws.dynamodb.table import BY_DUE, BY_LAYER_UPDATED, BY_MEMORY_EXPIRY, BY_TOOL_CALL, TTL_ATTRIBUTE
 from agentmem.domain.errors import LayerFullError
-from agentmem.domain.models import EntryDraft, Layer, MemoryRecord
+from agentmem.domain.models import EntryDraft
 from agentmem.settings import Settings
+from dynamodb_layer import LAYER, T0
 
-T0 = "2026-03-02T09:00:00.000000Z"
 LATER = "2026-03-02T12:00:00.000000Z"
 EXPIRES = "2026-03-02T10:00:00.000000Z"
 KEEP = "2026-04-02T09:00:00.000000Z"
-LAYER = Layer("acct_test", "company", None)
-
-
-@pytest.fixture(scope="session")
-def server() -> Iterator[dynamodb_local.DynamoDBLocal]:
-    yield dynamodb_local.shared()
-    dynamodb_local.stop_shared()
-
-
-@pytest.fixture
-def stores(server: dynamodb_local.DynamoDBLocal) -> Iterator[DynamoDBStores]:
-    settings = Settings(backend="aws", table=f"agentmem-{uuid.uuid4().hex[:12]}")
-    with mock.patch.dict(os.environ, server.environment()):
-        built = build_dynamodb_stores(settings, boto3.Session(), create_missing_table=True)
-    built.memories.create_memory(MemoryRecord(LAYER.account_id, LAYER.memory, None, T0))
-    yield built
-    built.client.delete_table(TableName=settings.table)
 
 
 def save(stores: DynamoDBStores, name: str, *, expires_at: str | None = None, now: str = T0, limit: int = 500) -> None:

@@ -104,6 +104,16 @@ def qualifies_for_pinning(entry: Entry) -> bool:
     )
 
 
+def best_for_pinning(entries: Iterable[Entry], limit: int) -> list[Entry]:
+    """The best ``limit`` of ``entries`` for the pinned block: highest importance first, then newest, then by
+    name."""
+    found = list(entries)
+    found.sort(key=lambda e: e.name)  # stable sorts, least significant first
+    found.sort(key=lambda e: e.updated_at, reverse=True)
+    found.sort(key=lambda e: -e.importance)
+    return found[:limit]
+
+
 def fence_for(content: str) -> str:
     """A backtick fence longer than any run of backticks or tildes in ``content`` (at least ```)."""
     longest = max((len(run) for run in _FENCE_RUN.findall(content)), default=0)

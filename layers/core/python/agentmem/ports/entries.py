@@ -3,7 +3,6 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
-from concurrent.futures import Future
 from contextlib import contextmanager
 from typing import Any
 
@@ -109,42 +108,25 @@ class EntryStore(ABC):
         The domain ranking decides."""
 
     # --- what the context for a turn reads (SPEC §5): only what it shows ---------------------------
-    # A store with queries shaped for these overrides them. These defaults list each layer whole, once per
-    # context build (``context_reads``), and answer all three from that listing.
+    # Each store reads for these only what the index and the pinned block show, whatever the layer's size.
 
+    @abstractmethod
     def index_page(
         self, layer: Layer, now: str, *, limit: int, cursor: str | None, shadowed_by: Layer | None = None
     ) -> Page:
         """The memory index's entries of one layer, without content, newest ``updated_at`` first: live and
         not checkpoints, and with ``shadowed_by`` (the user's layer of the same memory) none whose name has a
         live entry there. ``cursor``: the one the previous page gave."""
-        listed = self._index_listing(layer, now, shadowed_by)
-        start = int(cursor) if cursor else 0
-        items = listed[start : start + limit]
-        return Page(items=items, next_cursor=str(start + limit) if start + limit < len(listed) else None)
 
+    @abstractmethod
     def index_count(self, layer: Layer, now: str, *, shadowed_by: Layer | None = None) -> int:
         """How many entries ``index_page`` gives over all its pages."""
-        return len(self._index_listing(layer, now, shadowed_by))
 
+    @abstractmethod
     def pinning_candidates(self, layer: Layer, now: str, *, limit: int) -> list[Entry]:
         """The layer's best ``limit`` live entries (checkpoints left out) that qualify for the pinned block
-        (``domain.context.qualifies_for_pinning``): highest importance first, then newest. With their content
-        when the store has it at hand; the caller reads the content of those it keeps (``get_many``)."""
-        from ..domain.context import qualifies_for_pinning
-
-        found = [e for e in self._listing(layer, now) if qualifies_for_pinning(e)]
-        found.sort(key=lambda e: e.name)
-        found.sort(key=lambda e: e.updated_at, reverse=True)
-        found.sort(key=lambda e: -e.importance)
-        return found[:limit]
-
-    def _index_listing(self, layer: Layer, now: str, shadowed_by: Layer | None) -> list[Entry]:
-        listed = self._listing(layer, now)
-        if shadowed_by is None:
-            return listed
-        shadowing = {e.name for e in self._listing(shadowed_by, now)}
-        return [e for e in listed if e.name not in shadowing]
+        (``domain.context.qualifies_for_pinning``), in ``domain.context.best_for_pinning``'s order. With their
+        content when the store has it at hand; the caller reads the content of those it keeps (``get_many``)."""
 
     def prefetch(self, layers: Sequence[Layer], now: str, *, entries: Sequence[tuple[Layer, str]] = ()) -> None:
         """Inside ``context_reads``: what the build will read, known before it reads it (the listings of
@@ -155,8 +137,8 @@ class EntryStore(ABC):
 
     @contextmanager
     def context_reads(self) -> Iterator[None]:
-        """One context build's reads: the listings these defaults make inside are shared by its calls, and
-        forgotten when it ends (a later build lists again, and sees every write made since)."""
+        """One context build's reads: what a store reads inside (``context_memo``) is shared by the build's calls,
+        and forgotten when it ends (a later build reads again, and sees every write made since)."""
         previous = getattr(_LISTINGS, "memo", None)
         _LISTINGS.memo = {}
         try:
@@ -164,39 +146,12 @@ class EntryStore(ABC):
         finally:
             _LISTINGS.memo = previous
 
-    def _listing(self, layer: Layer, now: str) -> list[Entry]:
-        """The layer's live entries without checkpoints, newest first (once per build in ``context_reads``)."""
-        memo: dict[Any, Any] | None = context_memo()
-        key = (id(self), layer, now)
-        if memo is not None and key in memo:
-            known = memo[key]
-            if isinstance(known, Future):  # read ahead (``prefetch``): its answer, or its error
-                known = memo[key] = known.result()
-            listed: list[Entry] = known
-            return listed
-        found = self._list_whole(layer, now)
-        if memo is not None:
-            memo[key] = found
-        return found
 
-    def _list_whole(self, layer: Layer, now: str) -> list[Entry]:
-        """The layer's live entries without checkpoints, newest first, read now (``list_layer``'s pages)."""
-        found: list[Entry] = []
-        cursor: str | None = None
-        while True:
-            page = self.list_layer(layer, now, limit=100, cursor=cursor)
-            found += [e for e in page.items if e.conversation is None]
-            if page.next_cursor is None:
-                break
-            cursor = page.next_cursor
-        return found
-
-
-_LISTINGS = threading.local()  # per thread, the listings of the context build under way (context_reads)
+_LISTINGS = threading.local()  # per thread, the reads of the context build under way (context_reads)
 
 
 def context_memo() -> dict[Any, Any] | None:
-    """The calling thread's reads of the context build under way (``context_reads``); None outside one. Keyed
-    by ``(id(store), layer, now)`` for a listing; a store adds keys of its own (what ``prefetch`` started)."""
+    """The calling thread's reads of the context build under way (``context_reads``); None outside one. A store
+    keys what it keeps there by its own ``id`` (what ``prefetch`` started, what the build's calls read)."""
     memo: dict[Any, Any] | None = getattr(_LISTINGS, "memo", None)
     return memo

@@ -38,37 +38,46 @@ Round trips (requests to DynamoDB) of each operation of the store:
 - ``history``: one consistent ``Query`` of the entry's history rows.
 - ``search_candidates``: one consistent ``Query`` per layer per MB of the layer's entries.
 - ``existing_names``: one ``BatchGetItem`` per 100 names.
-- ``prefetch`` (a context build, inside ``context_reads``): each layer's whole listing, one ``Query`` of the
-  by_layer_updated index per MB of listing rows (a 500-entry layer: one), and the named entries' consistent
-  ``GetItem`` (one ``BatchGetItem`` when there are several), all sent at once on the store's threads; the
-  build's ``index_page``, ``index_count``, ``pinning_candidates``, ``get`` and ``get_many`` calls then wait
-  for those answers instead of reading.
+- ``prefetch`` (a context build, inside ``context_reads``): each layer's first read (``context_index.py``): one
+  ``Query`` of the by_layer_updated index for its newest 100 entries, or to its end for a user's layer beside
+  the account's and for an account layer shadowed by many names; of the layers too large to read whole last
+  time, the counters (one ``BatchGetItem``), a count of the by_memory_expiry index each, and the user's names
+  looked up (``existing_names``); and the named entries' consistent ``GetItem`` (one ``BatchGetItem`` when
+  there are several), all sent at once on the store's threads; the build's ``index_page``, ``index_count``,
+  ``pinning_candidates``, ``get`` and ``get_many`` calls then wait for those answers instead of reading.
+- A save or delete that changes whether an entry qualifies for the pinned block, or changes one that does,
+  changes its pin on the layer's counter in its transaction (one more action, no more requests).
 """
 
 from __future__ import annotations
 
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from functools import partial
 from itertools import islice
-from typing import cast
+from typing import Any, Generic, TypeVar, cast
 
 from pynamodb.expressions.condition import Condition
 
+from ....domain.context import best_for_pinning, qualifies_for_pinning
 from ....domain.cursor import decode_cursor, encode_cursor
 from ....domain.errors import ConflictError, InvalidError, LayerFullError, NotFoundError, VersionConflictError
 from ....domain.models import Entry, EntryDraft, HistoryItem, Layer, Page
 from ....ports.entries import EntryStore, context_memo
-from . import layout
+from . import context_index, layout
+from .context_index import ContextHints, LayerIndexReads, LayerRead
 from .entry_rows import (
     from_raw,
     history_row,
     is_counted,
     is_live,
     last_version_row,
+    live_filter,
     merged_row,
+    pin_of,
+    qualifies,
     to_entry,
     to_history_item,
     version_of,
@@ -79,6 +88,9 @@ from .models import BoundModels, EntryRow, HistoryRow, LastVersionRow
 from .snapshots import Snapshot, SnapshotCache
 from .transactions import Cancelled, WriteSet
 
+_K = TypeVar("_K")
+_T = TypeVar("_T")
+
 MAX_WRITE_ATTEMPTS = 120  # with the backoff below, several seconds of contention before a save gives up
 
 
@@ -86,10 +98,6 @@ def _back_off(attempt: int) -> None:
     """Exponential backoff with full jitter (2 ms doubling, at most 100 ms): writers that keep colliding
     spread out instead of retrying in lockstep, so none of them starves."""
     time.sleep(random.uniform(0, min(0.1, 0.002 * 2 ** min(attempt, 6))))
-
-
-def _live_filter(now: str) -> Condition:
-    return cast(Condition, EntryRow.expires_at.does_not_exist() | (EntryRow.expires_at > now))
 
 
 def _stored_exactly(row: EntryRow | None) -> Condition:
@@ -120,7 +128,10 @@ class DynamoEntryStore(EntryStore):
         self.models = models
         self.cache = cache or SnapshotCache()
         self.space = LayerSpace(models)
-        self.threads = IoThreads()  # a context build's reads, sent at once (prefetch)
+        # a context build's reads, sent at once (prefetch): per layer a listing, and a counter and an expired count
+        self.threads = IoThreads(16)
+        self.index = LayerIndexReads(models)
+        self.hints = ContextHints()
         self.on_ttl_removed = self.space.on_ttl_removed  # the stream indexer's hook for TTL deletions
 
     # -- writes -----------------------------------------------------------------------------------------
@@ -168,9 +179,13 @@ class DynamoEntryStore(EntryStore):
                 now, keep_history_until,
             ))
             delta = int(is_counted(row)) - int(stored is not None and is_counted(stored))
-            if stored is None or delta:
-                # a new item also registers its layer (a counter, even at 0), so a purge finds it
-                count_in_layer(writes, self.models, layer, delta, limit=layer_limit if delta > 0 else None)
+            pin = pin_of(row)
+            pins = {row.name: pin} if pin != (pin_of(stored) if stored is not None else None) else {}
+            if stored is None or delta or pins:
+                # a new item also registers its layer (a counter, even at 0), so a purge finds it; the counter
+                # holds the pins of the layer's entries that qualify for the pinned block (context_index.py)
+                count_in_layer(writes, self.models, layer, delta, limit=layer_limit if delta > 0 else None,
+                               pins=pins)
             expiring = row.expires_at is not None and is_counted(row)
             if delta or expiring:
                 count_in_memory(writes, self.models, layer, delta, expiring=expiring, require_live=True)
@@ -272,7 +287,7 @@ class DynamoEntryStore(EntryStore):
             # the delete is a version of its own, and the next entry of the name continues after it
             writes.put("last_version", last_version_row(self.models, layer, name, int(live.version) + 1))
             if is_counted(live):
-                count_in_layer(writes, self.models, layer, -1)
+                count_in_layer(writes, self.models, layer, -1, pins={name: None} if qualifies(live) else None)
                 count_in_memory(writes, self.models, layer, -1, require_live=memory_live)
             elif memory_live:
                 memory_is_live(writes, self.models, layer)
@@ -380,21 +395,84 @@ class DynamoEntryStore(EntryStore):
         if cursor:
             after = EntryRow.lu_sk < layout.listing_sk(*_decode_listing_cursor(cursor))
         rows = list(self.models.entry.by_layer_updated.query(
-            layout.layer_pk(layer), range_key_condition=after, filter_condition=_live_filter(now),
+            layout.layer_pk(layer), range_key_condition=after, filter_condition=live_filter(now),
             scan_index_forward=False, limit=limit + 1, page_size=limit + 1,
         ))
         items = [to_entry(r, with_content=False) for r in rows[:limit]]
         more = len(rows) > limit
         return Page(items=items, next_cursor=encode_cursor([items[-1].updated_at, items[-1].name]) if more else None)
 
+    # -- what a context build reads: only what it shows (context_index.py) ------------------------------
+    def index_page(
+        self, layer: Layer, now: str, *, limit: int, cursor: str | None, shadowed_by: Layer | None = None
+    ) -> Page:
+        read, hidden = self._shadowed_read(layer, shadowed_by, now)
+        start = int(cursor) if cursor else 0  # (a cursor of this build's own pages)
+        while True:
+            shown = [e for e in read.rows if e.name not in hidden]
+            if len(shown) > start + limit or read.complete:
+                break
+            self.index.more(layer, now, read)
+        more = len(shown) > start + limit
+        return Page(items=shown[start : start + limit], next_cursor=str(start + limit) if more else None)
+
+    def index_count(self, layer: Layer, now: str, *, shadowed_by: Layer | None = None) -> int:
+        read, hidden = self._shadowed_read(layer, shadowed_by, now)
+        if read.complete:
+            return sum(1 for e in read.rows if e.name not in hidden)
+        self._send_counts([layer], now)  # (both at once, unless sent ahead)
+        held = self._memo_or(("counter", id(self), layer), lambda: self.index.counters([layer])[layer]).entries
+        expired = self._memo_or(("expired", id(self), layer, now), lambda: self.index.expired(layer, now))
+        return max(0, held - expired - (self._shadowed(layer, hidden, read, now) if hidden else 0))
+
+    def _shadowed_read(self, layer: Layer, shadowed_by: Layer | None, now: str) -> tuple[LayerRead, set[str]]:
+        """The layer's read so far, and the names of ``shadowed_by`` (the user's layer, read to its end). With more
+        of those than ``SHADOW_LOOKUPS``, the layer is read to its end too (one request per MB): looking each up
+        would cost more (the next build sends that read ahead)."""
+        read = self._layer_read(layer, now)
+        if shadowed_by is None:
+            return read, set()
+        hidden = self._names(shadowed_by, now)
+        many = len(hidden) > context_index.SHADOW_LOOKUPS
+        if many and not read.complete:
+            self.index.more(layer, now, read, to_the_end=True)
+        self.hints.read_whole(layer, many)
+        self.hints.saw_shadows(layer, () if many else sorted(hidden))
+        return read, hidden
+
+    def pinning_candidates(self, layer: Layer, now: str, *, limit: int) -> list[Entry]:
+        read = self._layer_read(layer, now)
+        if read.complete:
+            return best_for_pinning((e for e in read.rows if qualifies_for_pinning(e)), limit)
+        counter = self._memo_or(("counter", id(self), layer), lambda: self.index.counters([layer])[layer])
+        return self.index.pinned(layer, counter, now, limit)
+
     def prefetch(self, layers: Sequence[Layer], now: str, *, entries: Sequence[tuple[Layer, str]] = ()) -> None:
         memo = context_memo()
         if memo is None:
             return  # outside a context build nothing would keep the answers
-        for layer in dict.fromkeys(layers):
-            listing = (id(self), layer, now)
-            if listing not in memo:
-                memo[listing] = self.threads.submit(partial(self._list_whole, layer, now))
+        layers = list(dict.fromkeys(layers))
+        large = []
+        for layer in layers:
+            listing = ("index", id(self), layer, now)
+            if listing in memo:
+                continue
+            # a user's layer beside the account's (whose names it shadows: all are needed), or a layer whose
+            # shadows were many last time, is read to its end; any other, its first entries
+            shadowing = layer.user_id is not None and Layer(layer.account_id, layer.memory, None) in layers
+            if shadowing or self.hints.whole(layer):
+                memo[listing] = self.threads.submit(partial(self.index.whole, layer, now))
+                continue
+            memo[listing] = self.threads.submit(partial(self._first_read, layer, now))
+            if self.hints.large(layer) and ("counter", id(self), layer) not in memo:
+                large.append(layer)
+        self._send_counts(large, now)
+        for layer in large:  # the names of the user's layer that shadowed it last time, looked up in it
+            names = self.hints.shadows(layer)
+            if names and ("shadow", id(self), layer) not in memo:
+                memo[("shadow", id(self), layer)] = (
+                    set(names), self.threads.submit(partial(self.existing_names, layer, names, now))
+                )
         keys = [key for key in dict.fromkeys((layout.layer_pk(layer), layout.entry_sk(name)) for layer, name in entries)
                 if ("get", id(self), key) not in memo]
         if len(keys) == 1:
@@ -404,13 +482,59 @@ class DynamoEntryStore(EntryStore):
             for key in keys:
                 memo[("get", id(self), key)] = _PartOf(read, key)
 
-    def _list_whole(self, layer: Layer, now: str) -> list[Entry]:
-        """The layer's live listing rows without checkpoints, newest first: one Query per MB of them (the
-        order and the rows of ``list_layer``'s pages, without a request per page)."""
-        rows = self.models.entry.by_layer_updated.query(
-            layout.layer_pk(layer), filter_condition=_live_filter(now), scan_index_forward=False,
-        )
-        return [e for e in (to_entry(r, with_content=False) for r in rows) if e.conversation is None]
+    def _send_counts(self, layers: Sequence[Layer], now: str) -> None:
+        """Start, in this build, what counts layers too large to read whole: their counters (one BatchGetItem)
+        and expired counts, those not started yet."""
+        memo = context_memo()
+        if memo is None:
+            return
+        layers = [layer for layer in layers if ("counter", id(self), layer) not in memo]
+        if not layers:
+            return
+        counters = self.threads.submit(partial(self.index.counters, layers))
+        for layer in layers:
+            memo[("counter", id(self), layer)] = _PartOf(counters, layer)
+            memo[("expired", id(self), layer, now)] = self.threads.submit(partial(self.index.expired, layer, now))
+
+    def _first_read(self, layer: Layer, now: str) -> LayerRead:
+        read = self.index.first(layer, now)
+        self.hints.saw(layer, read)
+        return read
+
+    def _layer_read(self, layer: Layer, now: str) -> LayerRead:
+        """The layer's rows read so far in this build (its first read, sent ahead or made now)."""
+        return self._memo_or(("index", id(self), layer, now), lambda: self._first_read(layer, now))
+
+    def _names(self, layer: Layer, now: str) -> set[str]:
+        """Every live name of the layer (a user's layer, whose copies shadow the account's): read to its end."""
+        read = self._layer_read(layer, now)
+        if not read.complete:
+            self.index.more(layer, now, read, to_the_end=True)
+        return {e.name for e in read.rows}
+
+    def _shadowed(self, layer: Layer, hidden: set[str], read: LayerRead, now: str) -> int:
+        """How many of ``hidden`` (the user's layer's names) are live in ``layer``: those among its rows read so
+        far, and the others looked up by key (those the last build looked up were sent ahead)."""
+        seen = {e.name for e in read.rows} & hidden
+        rest = hidden - seen
+        memo = context_memo()
+        ahead = memo.pop(("shadow", id(self), layer), None) if memo is not None else None
+        asked, found = (ahead[0], ahead[1].result()) if ahead is not None else (set(), set())
+        found = (found & rest) | (self.existing_names(layer, sorted(rest - asked), now) if rest - asked else set())
+        return len(seen) + len(found)
+
+    def _memo_or(self, key: tuple[Any, ...], read: Callable[[], _T]) -> _T:
+        """This build's answer under ``key`` (sent ahead, or read before), or ``read()``'s, kept for the build."""
+        memo = context_memo()
+        if memo is None:
+            return read()
+        if key in memo:
+            known = memo[key]
+            if isinstance(known, Future | _PartOf):
+                known = memo[key] = known.result()
+            return cast(_T, known)
+        found = memo[key] = read()
+        return found
 
     def history(self, layer: Layer, name: str, now: str, *, limit: int | None = None) -> list[HistoryItem]:
         # newest first: the key orders an entry's runs by creation, each run's versions in order
@@ -439,20 +563,20 @@ class DynamoEntryStore(EntryStore):
         for layer in layers:
             rows = self.models.entry.query(
                 layout.layer_pk(layer), EntryRow.sk.startswith(layout.ENTRY_PREFIX),
-                filter_condition=EntryRow.conversation.does_not_exist() & _live_filter(now), consistent_read=True,
+                filter_condition=EntryRow.conversation.does_not_exist() & live_filter(now), consistent_read=True,
             )
             found += [to_entry(r, with_content=True) for r in rows]
         return found
 
 
-class _PartOf:
-    """One key's answer of a batch read sent ahead (``prefetch``): ``result()`` as a ``_read``'s future."""
+class _PartOf(Generic[_K, _T]):
+    """One key's answer of a batch read sent ahead (``prefetch``): ``result()`` as a single read's future."""
 
-    def __init__(self, batch: Future[dict[tuple[str, str], Snapshot]], key: tuple[str, str]) -> None:
+    def __init__(self, batch: Future[dict[_K, _T]], key: _K) -> None:
         self.batch = batch
         self.key = key
 
-    def result(self) -> Snapshot:
+    def result(self) -> _T:
         return self.batch.result()[self.key]
 
 

@@ -11,7 +11,10 @@ import hashlib
 import math
 from typing import Any, cast
 
+from pynamodb.expressions.condition import Condition
+
 from ....domain.clock import parse_iso
+from ....domain.context import qualifies_for_pinning
 from ....domain.models import Entry, EntryDraft, HistoryItem, Layer, Operation, UpdatedBy, Visibility
 from ....domain.rules import DEFAULT_CATEGORY, DEFAULT_IMPORTANCE
 from . import layout
@@ -31,9 +34,25 @@ def is_live(row: EntryRow, now: str) -> bool:
     return row.expires_at is None or row.expires_at > now
 
 
+def live_filter(now: str) -> Condition:
+    """The condition (a query's filter) that an entry item has not expired at ``now``."""
+    return cast(Condition, EntryRow.expires_at.does_not_exist() | (EntryRow.expires_at > now))
+
+
 def is_counted(row: EntryRow) -> bool:
     """Whether the entry counts toward its layer's 500: checkpoints do not."""
     return row.conversation is None
+
+
+def qualifies(row: EntryRow) -> bool:
+    """Whether the entry qualifies for the pinned block (``domain.context.qualifies_for_pinning``; checkpoints
+    never do): its layer counter then holds its pin (``layout.pin_value``)."""
+    return is_counted(row) and qualifies_for_pinning(to_entry(row, with_content=False))
+
+
+def pin_of(row: EntryRow) -> str | None:
+    """The counter's pin value for ``row`` (None: it does not qualify)."""
+    return layout.pin_value(row.importance, row.updated_at, row.expires_at) if qualifies(row) else None
 
 
 def merged_row(

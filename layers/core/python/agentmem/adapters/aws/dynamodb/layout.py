@@ -58,6 +58,8 @@ AGENT_PREFIX = "G#"
 USAGE_PREFIX = "U#"
 COUNTER_PREFIX = "C#"
 ENTRY_PREFIX = "E#"
+PIN_PREFIX = "pin:"  # a layer counter's attributes naming the entries that qualify for the pinned block
+PINS_TRACKED = "pins_tracked"  # on a layer counter: its pin attributes are all the layer's (context_index.py)
 HISTORY_PREFIX = "H#"
 LAST_VERSION_PREFIX = "V#"
 TRASH = "TRASH"  # the by_due index's partition of trashed memories
@@ -138,6 +140,22 @@ def parse_layer_pk(pk: str) -> Layer:
 
 def counter_sk(user_id: str | None) -> str:
     return f"{COUNTER_PREFIX}{layer_suffix(user_id)}"
+
+
+def pin_attribute(name: str) -> str:
+    """The counter's attribute that holds an entry's pinning keys while it qualifies for the pinned block."""
+    return f"{PIN_PREFIX}{name}"
+
+
+def pin_value(importance: float, updated_at: str, expires_at: str | None) -> str:
+    """What ``pin_attribute`` holds: the pinned block's order (importance, then newest) and the expiry."""
+    return f"{float(importance)!r}|{updated_at}|{expires_at or ''}"
+
+
+def parse_pin(value: str) -> tuple[float, str, str | None]:
+    """(importance, updated_at, expires_at) of a ``pin_value``."""
+    importance, updated_at, expires_at = value.split("|", 2)
+    return float(importance), updated_at, expires_at or None
 
 
 def entry_sk(name: str) -> str:
