@@ -147,7 +147,7 @@ class LayerIndexReads:
         if read.rows:
             last = read.rows[-1]
             after = EntryRow.lu_sk < layout.listing_sk(last.updated_at, last.name)
-        limit = None if to_the_end else INDEX_READ
+        limit = None if to_the_end else INDEX_READ + 1  # (one more tells whether more follow)
         # checkpoints (which the index holds for the layer's own listing) and expired entries are left out
         rows = list(self.models.entry.by_layer_updated.query(
             layout.layer_pk(layer), range_key_condition=after,

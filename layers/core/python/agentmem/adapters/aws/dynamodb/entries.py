@@ -420,7 +420,6 @@ class DynamoEntryStore(EntryStore):
         read, hidden = self._shadowed_read(layer, shadowed_by, now)
         if read.complete:
             return sum(1 for e in read.rows if e.name not in hidden)
-        self._send_counts([layer], now)  # (both at once, unless sent ahead)
         held = self._memo_or(("counter", id(self), layer), lambda: self.index.counters([layer])[layer]).entries
         expired = self._memo_or(("expired", id(self), layer, now), lambda: self.index.expired(layer, now))
         return max(0, held - expired - (self._shadowed(layer, hidden, read, now) if hidden else 0))
@@ -502,8 +501,18 @@ class DynamoEntryStore(EntryStore):
         return read
 
     def _layer_read(self, layer: Layer, now: str) -> LayerRead:
-        """The layer's rows read so far in this build (its first read, sent ahead or made now)."""
-        return self._memo_or(("index", id(self), layer, now), lambda: self._first_read(layer, now))
+        """The layer's rows read so far in this build (its first read, sent ahead or made now). When it is not
+        read whole, what counts every such layer of the build is sent at once (unless it was sent ahead)."""
+        read = self._memo_or(("index", id(self), layer, now), lambda: self._first_read(layer, now))
+        if not read.complete:
+            self._send_counts(self._not_read_whole(now), now)
+        return read
+
+    def _not_read_whole(self, now: str) -> list[Layer]:
+        """The layers of this build whose first reads (all sent together) did not reach their end."""
+        memo = context_memo() or {}
+        keys = [key for key in memo if len(key) == 4 and key[0] == "index" and key[1] == id(self) and key[3] == now]
+        return [key[2] for key in keys if not self._memo_or(key, lambda: LayerRead(complete=True)).complete]
 
     def _names(self, layer: Layer, now: str) -> set[str]:
         """Every live name of the layer (a user's layer, whose copies shadow the account's): read to its end."""
