@@ -1,9 +1,9 @@
-"""The pins a DynamoDB layer counter keeps for the pinned block (``context_index.py``), on DynamoDB Local.
+"""The pin items of DynamoDB layers (``context_index.py``), on DynamoDB Local.
 
-The context build of a layer too large to read whole takes its pinned block's candidates from the layer's counter:
-one attribute per entry that qualifies, written in the transaction of every save, delete and removal that changes
-it. These tests hold every path that changes a pin to it, and the counters written before pins were kept (no
-``pins_tracked``) to their one-time backfill.
+The context build of a layer too large to read whole takes its pinned block's candidates from its pin items: one
+per entry that qualifies, in the block's order, written in the transaction of every save and delete that changes
+it. These tests hold every path that changes a pin to it, and the layers saved before pin items were kept (no
+``pins_tracked`` on their counter) to their one-time backfill.
 """
 
 from __future__ import annotations
@@ -13,12 +13,14 @@ from typing import Any
 import pytest
 from agentmem.adapters.aws.dynamodb import DynamoDBStores, context_index, layout
 from agentmem.adapters.aws.dynamodb.entries import DynamoEntryStore
+from agentmem.adapters.aws.dynamodb.models import PinRow
 from agentmem.domain.models import EntryDraft, Visibility
 from agentmem.ports.entries import EntryStore
 from dynamodb_layer import LAYER, T0
 from test_dynamodb_counters import EXPIRES, KEEP, LATER
 
 T1 = "2026-03-02T09:00:01.000000Z"
+
 
 def save(stores: DynamoDBStores, name: str, *, visibility: Visibility = "shared", category: str | None = None,
          importance: float | None = None, expires_at: str | None = None, now: str = T0) -> None:
@@ -27,25 +29,15 @@ def save(stores: DynamoDBStores, name: str, *, visibility: Visibility = "shared"
     stores.entries.save(LAYER, draft, expected_version=None, now=now, keep_history_until=KEEP, layer_limit=500)
 
 
-def pins(stores: DynamoDBStores) -> dict[str, tuple[float, str, str | None]] | None:
-    return stores.entries.index.counters([LAYER], consistent=True)[LAYER].pins
+def pins(stores: DynamoDBStores) -> list[tuple[str, float, str]]:
+    """The layer's pin items, in key order: (name, importance, updated_at)."""
+    rows = stores.models.pin.query(layout.layer_pk(LAYER), PinRow.sk.startswith(layout.PIN_PREFIX),
+                                   consistent_read=True)
+    return [(r.name, float(r.importance), r.updated_at) for r in rows]
 
 
-def counter_item(stores: DynamoDBStores) -> dict[str, Any]:
-    key = {"PK": {"S": layout.memory_pk(LAYER.account_id, LAYER.memory)}, "SK": {"S": layout.counter_sk(None)}}
-    item: dict[str, Any] = stores.client.get_item(TableName=stores.models.table, Key=key, ConsistentRead=True)["Item"]
-    return item
-
-
-def as_before_pins_were_kept(stores: DynamoDBStores) -> None:
-    """The counter as a version that kept no pins left it: no pin attributes, no ``pins_tracked``."""
-    item = counter_item(stores)
-    gone = [name for name in item if name.startswith(layout.PIN_PREFIX) or name == layout.PINS_TRACKED]
-    stores.client.update_item(
-        TableName=stores.models.table, Key={"PK": item["PK"], "SK": item["SK"]},
-        UpdateExpression="REMOVE " + ", ".join(f"#a{n}" for n in range(len(gone))),
-        ExpressionAttributeNames={f"#a{n}": name for n, name in enumerate(gone)},
-    )
+def tracked(stores: DynamoDBStores) -> bool:
+    return stores.entries.index.counters([LAYER], consistent=True)[LAYER].tracked
 
 
 def candidates(store: EntryStore, now: str = T1) -> list[str]:
@@ -53,56 +45,41 @@ def candidates(store: EntryStore, now: str = T1) -> list[str]:
         return [e.name for e in store.pinning_candidates(LAYER, now, limit=10)]
 
 
-def test_every_save_and_delete_keeps_the_pins_of_the_entries_that_qualify(stores: DynamoDBStores) -> None:
-    # Given a counter that keeps pins (the first build marked it)
-    save(stores, "plain")
-    stores.entries.index.backfill_pins(LAYER, T0)
-    assert pins(stores) == {}
+def as_before_pins_were_kept(stores: DynamoDBStores) -> None:
+    """The layer as a version that kept no pin items left it: none, and no ``pins_tracked`` on its counter."""
+    for pin in stores.models.pin.query(layout.layer_pk(LAYER), PinRow.sk.startswith(layout.PIN_PREFIX)):
+        pin.delete()
+    key = {"PK": {"S": layout.memory_pk(LAYER.account_id, LAYER.memory)}, "SK": {"S": layout.counter_sk(None)}}
+    stores.client.update_item(TableName=stores.models.table, Key=key, UpdateExpression="REMOVE #t",
+                              ExpressionAttributeNames={"#t": layout.PINS_TRACKED})
 
+
+def test_pin_keys_order_as_the_pinned_block_does() -> None:
+    keys = [layout.pin_sk(1.0, T0, "b"), layout.pin_sk(0.9, T1, "a"), layout.pin_sk(0.9, T0, "a"),
+            layout.pin_sk(0.9, T0, "b"), layout.pin_sk(0.7000001, LATER, "z"), layout.pin_sk(0.7, LATER, "a"),
+            layout.pin_sk(0.0, LATER, "a"), layout.pin_sk(-0.0, T0, "a")]
+    assert keys == sorted(keys)
+
+
+def test_every_save_and_delete_keeps_the_pin_items_of_the_entries_that_qualify(stores: DynamoDBStores) -> None:
     # When entries become pinnable, change, stop qualifying and go
+    save(stores, "plain")
     save(stores, "policy", visibility="read_only")
     save(stores, "profile", category="user_profile", importance=0.9)
     save(stores, "low", category="user_profile", importance=0.5)
-    assert set(pins(stores) or {}) == {"policy", "profile"}
+    assert [p[0] for p in pins(stores)] == ["profile", "policy"]
     save(stores, "profile", category="user_profile", importance=0.8, now=T1)
-    assert (pins(stores) or {})["profile"] == (0.8, T1, None)
+    assert pins(stores) == [("profile", 0.8, T1), ("policy", 0.5, T0)]
     save(stores, "policy", visibility="shared", now=T1)  # no longer read_only
     save(stores, "low", category="user_profile", importance=0.75, now=T1)
-    assert set(pins(stores) or {}) == {"profile", "low"}
+    assert [p[0] for p in pins(stores)] == ["profile", "low"]
     stores.entries.delete(LAYER, "low", expected_version=None, now=T1, keep_history_until=KEEP, updated_by="api")
 
-    # Then the counter holds exactly the pins of the entries that qualify now, with their order's keys
-    assert pins(stores) == {"profile": (0.8, T1, None)}
+    # Then the layer holds exactly one pin item per entry that qualifies now, with its order's keys
+    assert pins(stores) == [("profile", 0.8, T1)]
 
 
-def test_a_ttl_removal_takes_its_pin_off_but_not_the_pin_of_a_later_save(stores: DynamoDBStores) -> None:
-    # Given two pinned entries that expire, removed by TTL; one name saved again before the stream's record came
-    save(stores, "flash", visibility="read_only", expires_at=EXPIRES)
-    save(stores, "again", visibility="read_only", expires_at=EXPIRES)
-    stores.entries.index.backfill_pins(LAYER, T0)
-    images = {}
-    for name in ("flash", "again"):
-        key = {"PK": {"S": layout.layer_pk(LAYER)}, "SK": {"S": layout.entry_sk(name)}}
-        images[name] = stores.client.delete_item(TableName=stores.models.table, Key=key, ReturnValues="ALL_OLD")
-    save(stores, "again", visibility="read_only", now=LATER)
-
-    # When the hook gets both removals
-    for image in images.values():
-        assert stores.entries.space.on_ttl_removed(dict(image["Attributes"])) is True
-
-    # Then the removed entry's pin is gone and the new entry's stays
-    assert pins(stores) == {"again": (0.5, LATER, None)}
-
-
-def test_expired_slots_given_back_take_their_pins_with_them(stores: DynamoDBStores) -> None:
-    save(stores, "flash", visibility="read_only", expires_at=EXPIRES)
-    save(stores, "kept", visibility="read_only")
-    stores.entries.index.backfill_pins(LAYER, T0)
-    stores.entries.space.free(LAYER, LATER)
-    assert set(pins(stores) or {}) == {"kept"}
-
-
-def test_a_large_layer_offers_its_pinned_entries_from_its_counter_never_an_expired_one(
+def test_a_large_layer_offers_its_pinned_entries_from_its_pin_items_never_an_expired_one(
     stores: DynamoDBStores, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given a layer larger than one read, with pinned entries old and new, one of them expired
@@ -112,45 +89,53 @@ def test_a_large_layer_offers_its_pinned_entries_from_its_counter_never_an_expir
     save(stores, "old-policy", visibility="read_only")
     save(stores, "profile", category="user_profile", importance=0.9)
     save(stores, "gone", visibility="read_only", expires_at=EXPIRES)
+    # (its first build marks the counter: every entry already had its pin item)
+    assert candidates(stores.entries, LATER) == ["profile", "old-policy"] and tracked(stores)
 
-    # When a build after the expiry asks for the candidates (the counter has no pins yet: the first build keeps them)
-    first = candidates(stores.entries, LATER)
-    item = counter_item(stores)
-
-    # Then they are the live pinned entries in the block's order, and the counter now keeps them
-    assert first == ["profile", "old-policy"]
-    assert item[layout.PINS_TRACKED] == {"BOOL": True}
-    assert {n for n in item if n.startswith(layout.PIN_PREFIX)} == {"pin:old-policy", "pin:profile", "pin:gone"}
-    # and a new process, reading them from the counter alone, offers the same
+    # When a new process builds, reading them from the pin items alone
+    monkeypatch.setattr(context_index.LayerIndexReads, "backfill_pins", None)  # (it must not be needed)
     other = DynamoEntryStore(stores.models)
-    assert candidates(other, LATER) == first
+
+    # Then it offers the live pinned entries in the block's order
+    assert candidates(other, LATER) == ["profile", "old-policy"]
 
 
-def test_a_counter_written_before_pins_were_kept_is_filled_once_unless_a_write_races_it(
-    stores: DynamoDBStores, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Given a large layer with a pinned entry, its counter as an older version left it
+def test_a_layer_from_before_pin_items_gets_them_once(stores: DynamoDBStores, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given a large layer with pinned entries, as a version that kept no pin items left it, and a stray pin item
     monkeypatch.setattr(context_index, "INDEX_READ", 2)
     for n in range(4):
         save(stores, f"note-{n}")
     save(stores, "policy", visibility="read_only")
+    save(stores, "profile", category="user_profile", importance=0.9)
     as_before_pins_were_kept(stores)
-    assert pins(stores) is None
+    stray = stores.models.pin(layout.layer_pk(LAYER), layout.pin_sk(1.0, T0, "long-gone"))
+    stray.name, stray.importance, stray.updated_at = "long-gone", 1.0, T0
+    stray.save()
+    assert not tracked(stores)
 
-    # When a save lands between the backfill's read of the counter and its write
+    # When a build asks for its candidates
+    first = candidates(DynamoEntryStore(stores.models))
+
+    # Then they are right, the layer has exactly its pin items, and its counter is marked
+    assert first == ["profile", "policy"]
+    assert [p[0] for p in pins(stores)] == ["profile", "policy"] and tracked(stores)
+
+
+def test_a_backfill_leaves_alone_a_pin_a_save_wrote_meanwhile(
+    stores: DynamoDBStores, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a layer from before pin items, whose pinned entry is saved again while the backfill runs
+    save(stores, "policy", visibility="read_only")
+    as_before_pins_were_kept(stores)
     reads = stores.entries.index
-    counters = reads.counters
+    write_pins = reads._write_pins
 
-    def raced(layers: Any, *, consistent: bool = False) -> Any:
-        found = counters(layers, consistent=consistent)
-        save(stores, "profile", category="user_profile", importance=0.9, now=T1)
-        return found
+    def raced(layer: Any, changes: Any) -> None:
+        save(stores, "policy", visibility="read_only", now=T1)  # after the backfill read the entry
+        write_pins(layer, changes)
 
-    monkeypatch.setattr(reads, "counters", raced)
-    reads.backfill_pins(LAYER, T1)
-    monkeypatch.setattr(reads, "counters", counters)
+    monkeypatch.setattr(reads, "_write_pins", raced)
+    reads.backfill_pins(LAYER, T1, 10)
 
-    # Then the counter is not marked (its pins may miss the racing save), and the next build fills it right
-    assert pins(stores) is None
-    assert candidates(DynamoEntryStore(stores.models)) == ["profile", "policy"]
-    assert set(pins(stores) or {}) == {"profile", "policy"}
+    # Then the save's pin item stands, and the backfill's (of the version it read) was refused
+    assert pins(stores) == [("policy", 0.5, T1)]

@@ -6,19 +6,24 @@ small layer always is. Of a layer that is not, the build reads no more than that
 
 - **its count** from the layer's counter item (``CounterRow.entries``: its entries, expired or not), less its
   expired entries that TTL has not removed yet (a count of the by_memory_expiry index, keys only), less those
-  a user's copy shadows (the user's layer's names looked up in this layer: ``existing_names``);
-- **its pinned block's candidates** from the same counter item: it holds, for each entry that qualifies for
-  the pinned block, an attribute ``pin:{name}`` with the entry's importance, ``updated_at`` and expiry
-  (``layout.pin_value``), written in the transaction of every save, delete and removal that changes it. The
-  block's entries' content is then read by key (``get_many``).
+  a user's copy shadows (the user's layer's names looked up in this layer: ``existing_names``). The user's
+  layer itself is read whole, for those names; when it holds more than ``SHADOW_LOOKUPS``, the layer it
+  shadows is read whole too, which costs less than looking each up;
+- **its pinned block's candidates** from its pin items: each entry that qualifies for the pinned block has one
+  in its layer's partition (``P#…``, ``layout.pin_sk``), keyed in the block's order (importance, then newest,
+  then name) and holding what that order needs and the expiry, written in the transaction of every save and
+  delete that changes it (the old one goes, the new one comes), with the entry's TTL. One Query reads the best
+  few; the block's entries' content is then read by key (``get_many``).
 
-A counter written before the pins were kept has no ``pins_tracked``: the first build that needs its pins reads
-the layer once with a consistent query, writes them, and marks it (``backfill_pins``), on the condition that no
-write moved the counter's ``rev`` meanwhile (every change of a pin moves it).
+A layer whose counter is not marked ``pins_tracked`` holds entries saved before the pin items were kept: the first
+build that needs its pins reads the layer once with a consistent query, writes the missing pin items (each on the
+condition that its entry is still as read), takes off the pin items no entry holds, and marks the counter
+(``backfill_pins``).
 
 Within one build (``EntryStore.context_reads``) each layer's reads are kept in the build's memo; ``prefetch``
-starts them at once, with the counters (one BatchGetItem) and the expired counts of layers that were too large
-to read whole last time, and the shadow lookups of the names the user's layer had then (``ContextHints``).
+starts them at once, with the counters (one BatchGetItem), expired counts and pin items of layers that were too
+large to read whole last time, and the shadow lookups of the names the user's layer had then (``ContextHints``). A
+first build sends those of every layer its first reads found large at once, when the first of them is asked.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,14 +41,14 @@ from pynamodb.expressions.operand import Path
 from ....domain.context import best_for_pinning
 from ....domain.models import Entry, Layer
 from . import layout
-from .entry_rows import live_filter, pin_of, to_entry
-from .layer_space import counter_of, pin_actions
-from .models import BoundModels, CounterRow, EntryRow
+from .entry_rows import live_filter, pin_row, to_entry
+from .layer_space import counter_of
+from .models import BoundModels, CounterRow, EntryRow, PinRow
 from .transactions import Cancelled, WriteSet
 
 INDEX_READ = 100  # entries of a layer one request reads for the index (its first read, and each after)
 SHADOW_LOOKUPS = 16  # a user's names looked up one by one in the account's layer; more: that layer is read whole
-PIN_ACTIONS_A_WRITE = 100  # pins one update of a counter sets or removes (an update expression holds 4 KB)
+PIN_CHANGES_A_WRITE = 50  # pin items one transaction writes, each with its entry's condition (100 actions)
 HINTS_KEPT = 4096  # layers whose last build's shape this process remembers
 
 
@@ -57,26 +63,18 @@ class LayerRead:
 
 @dataclass(frozen=True)
 class Counter:
-    """A layer's counter item as read: its count, its ``rev``, and its pins (None: not kept for it yet)."""
+    """A layer's counter item as read: its count, and whether each qualifying entry has its pin item."""
 
     entries: int
-    rev: int | None
-    pins: dict[str, tuple[float, str, str | None]] | None
+    tracked: bool
+    exists: bool = True
 
     @staticmethod
     def from_item(item: dict[str, Any] | None) -> Counter:
         if not item:
-            return Counter(0, None, {})  # no counter: an empty layer, whose pins are known (none)
-        pins = {
-            name[len(layout.PIN_PREFIX):]: layout.parse_pin(value["S"])
-            for name, value in item.items() if name.startswith(layout.PIN_PREFIX)
-        }
-        tracked = item.get(layout.PINS_TRACKED, {}).get("BOOL", False)
-        return Counter(
-            int(item.get("entries", {}).get("N", "0")),
-            int(item["rev"]["N"]) if "rev" in item else None,
-            pins if tracked else None,
-        )
+            return Counter(0, True, exists=False)  # no counter: an empty layer, whose pins are known (none)
+        return Counter(int(item.get("entries", {}).get("N", "0")),
+                       item.get(layout.PINS_TRACKED, {}).get("BOOL", False))
 
 
 class ContextHints:
@@ -185,50 +183,62 @@ class LayerIndexReads:
         ))
 
     # -- the pins ---------------------------------------------------------------------------------
-    def pinned(self, layer: Layer, counter: Counter, now: str, limit: int) -> list[Entry]:
-        """The layer's best ``limit`` entries for the pinned block, without their content, from its counter's
-        pins (read and kept first when the counter has none yet)."""
-        pins = counter.pins if counter.pins is not None else self.backfill_pins(layer, now)
-        return best_for_pinning((
-            _pinned_entry(layer, name, importance, updated_at, expires_at)
-            for name, (importance, updated_at, expires_at) in pins.items()
-            if expires_at is None or expires_at > now
-        ), limit)
+    def pins(self, layer: Layer, now: str, limit: int) -> list[Entry]:
+        """The layer's best ``limit`` live entries for the pinned block, without their content, from their pin
+        items (one Query: they are stored in the block's order)."""
+        rows = self.models.pin.query(
+            layout.layer_pk(layer), PinRow.sk.startswith(layout.PIN_PREFIX),
+            filter_condition=PinRow.expires_at.does_not_exist() | (PinRow.expires_at > now),
+            limit=limit, page_size=limit,
+        )
+        return [_pinned_entry(layer, r.name, float(r.importance), r.updated_at, r.expires_at) for r in rows]
 
-    def backfill_pins(self, layer: Layer, now: str) -> dict[str, tuple[float, str, str | None]]:
-        """The layer's pins read from its entries (one consistent query of its partition) and written to its
-        counter, which is then marked ``pins_tracked``, unless a write moved the counter on meanwhile (the
-        next build tries again). Returns the pins read."""
-        counter = self.counters([layer], consistent=True)[layer]
-        rows = self.models.entry.query(
+    def backfill_pins(self, layer: Layer, now: str, limit: int) -> list[Entry]:
+        """Give each qualifying entry of a layer whose counter is not ``pins_tracked`` its pin item, take off any
+        pin item no entry holds, and mark the counter (one consistent query of the entries and one of the pins,
+        once per layer); each write is conditioned on the entry being as read (a save since writes its own).
+        Returns the best ``limit`` candidates as read."""
+        rows = list(self.models.entry.query(
             layout.layer_pk(layer), EntryRow.sk.startswith(layout.ENTRY_PREFIX),
             filter_condition=EntryRow.conversation.does_not_exist(), consistent_read=True,
-        )
-        values = {r.name: pin for r in rows if (pin := pin_of(r)) is not None}
-        pins = {name: layout.parse_pin(value) for name, value in values.items()}
-        if counter.rev is None:
-            return pins  # no counter to keep them on: the layer has no entries (or is being purged)
-        changes: dict[str, str | None] = dict(values)
-        changes.update({name: None for name in (counter.pins or {}) if name not in values})
-        self._write_pins(layer, changes, counter.rev)
-        return pins
-
-    def _write_pins(self, layer: Layer, changes: dict[str, str | None], rev: int) -> None:
-        items = list(changes.items())
-        chunks = [items[i:i + PIN_ACTIONS_A_WRITE] for i in range(0, len(items), PIN_ACTIONS_A_WRITE)] or [[]]
-        counter = counter_of(self.models, layer)
-        tracked = Path(BooleanAttribute(attr_name=layout.PINS_TRACKED))
-        for n, chunk in enumerate(chunks):
-            actions = [*pin_actions(dict(chunk)), CounterRow.rev.add(1)]
-            if n == len(chunks) - 1:
-                actions.append(tracked.set(True))
+        ))
+        held = {p.sk: p for p in self.models.pin.query(
+            layout.layer_pk(layer), PinRow.sk.startswith(layout.PIN_PREFIX), consistent_read=True,
+        )}
+        by_name = {r.name: r for r in rows}
+        wanted = {pin.sk: (pin, by_name[pin.name]) for r in rows if (pin := pin_row(self.models, r)) is not None}
+        changes: list[tuple[EntryRow | None, str, PinRow, bool]] = [
+            (row, row.name, pin, True) for sk, (pin, row) in wanted.items() if sk not in held
+        ]
+        changes += [(by_name.get(pin.name), pin.name, pin, False) for sk, pin in held.items() if sk not in wanted]
+        for start in range(0, len(changes), PIN_CHANGES_A_WRITE):
+            self._write_pins(layer, changes[start:start + PIN_CHANGES_A_WRITE])
+        with suppress(Cancelled):
             writes = WriteSet(self.models.connection)
-            writes.update("counter", counter, actions, CounterRow.rev == rev)
-            try:
-                writes.commit()
-            except Cancelled:
-                return  # a write changed the layer meanwhile: its pins are read again next time
-            rev += 1
+            writes.update("counter", counter_of(self.models, layer),
+                          [Path(BooleanAttribute(attr_name=layout.PINS_TRACKED)).set(True)], CounterRow.sk.exists())
+            writes.commit()
+        return best_for_pinning(
+            (to_entry(pin_row_of, with_content=False) for _, (_, pin_row_of) in wanted.items()
+             if pin_row_of.expires_at is None or pin_row_of.expires_at > now), limit)
+
+    def _write_pins(self, layer: Layer, changes: Sequence[tuple[EntryRow | None, str, PinRow, bool]]) -> None:
+        """Put (``True``) or delete pin items, each on the condition that its entry is as read (absent: still
+        absent): in one transaction, or one by one when a condition fails."""
+        writes = WriteSet(self.models.connection)
+        for n, (row, name, pin, put) in enumerate(changes):
+            unchanged = EntryRow.version == row.version if row is not None else EntryRow.sk.does_not_exist()
+            writes.check(f"entry{n}", self.models.entry, layout.layer_pk(layer), layout.entry_sk(name), unchanged)
+            if put:
+                writes.put(f"pin{n}", pin)
+            else:
+                writes.delete(f"pin{n}", pin)
+        try:
+            writes.commit()
+        except Cancelled:
+            if len(changes) > 1:
+                for change in changes:
+                    self._write_pins(layer, [change])
 
 
 def _pinned_entry(layer: Layer, name: str, importance: float, updated_at: str, expires_at: str | None) -> Entry:

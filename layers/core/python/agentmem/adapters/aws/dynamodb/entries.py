@@ -25,7 +25,7 @@ Round trips (requests to DynamoDB) of each operation of the store:
 - ``delete``: ONE transaction (entry Delete conditioned like a save, history row, the name's last version,
   counters) when the entry is in the cache; else ``GetItem`` + transaction.
 - ``purge_layer``: a consistent ``GetItem`` of the layer's counter, one consistent keys-only ``Query`` of
-  the layer's partition (entries, history rows and last versions share it: a purge forgets them all) per
+  the layer's partition (entries, history rows, last versions and pin items share it: a purge forgets them all) per
   MB of it, one ``BatchWriteItem`` per 25 items found (pynamodb's ``batch_write``, which resends
   unprocessed items), ONE transaction deleting
   the counter (conditioned on its ``rev`` as read) and taking what it held off the memory's
@@ -39,14 +39,15 @@ Round trips (requests to DynamoDB) of each operation of the store:
 - ``search_candidates``: one consistent ``Query`` per layer per MB of the layer's entries.
 - ``existing_names``: one ``BatchGetItem`` per 100 names.
 - ``prefetch`` (a context build, inside ``context_reads``): each layer's first read (``context_index.py``): one
-  ``Query`` of the by_layer_updated index for its newest 100 entries, or to its end for a user's layer beside
+  ``Query`` of the by_layer_updated index for its newest 101 entries, or to its end for a user's layer beside
   the account's and for an account layer shadowed by many names; of the layers too large to read whole last
-  time, the counters (one ``BatchGetItem``), a count of the by_memory_expiry index each, and the user's names
-  looked up (``existing_names``); and the named entries' consistent ``GetItem`` (one ``BatchGetItem`` when
-  there are several), all sent at once on the store's threads; the build's ``index_page``, ``index_count``,
-  ``pinning_candidates``, ``get`` and ``get_many`` calls then wait for those answers instead of reading.
-- A save or delete that changes whether an entry qualifies for the pinned block, or changes one that does,
-  changes its pin on the layer's counter in its transaction (one more action, no more requests).
+  time, the counters (one ``BatchGetItem``), a count of the by_memory_expiry index and a ``Query`` of the best
+  pin items each, and the user's names looked up (``existing_names``); and the named entries' consistent
+  ``GetItem`` (one ``BatchGetItem`` when there are several), all sent at once on the store's threads; the
+  build's ``index_page``, ``index_count``, ``pinning_candidates``, ``get`` and ``get_many`` calls then wait for
+  those answers instead of reading.
+- A save or delete of an entry that qualifies for the pinned block (before or after) puts or deletes its pin
+  items in its transaction (one or two more actions, no more requests).
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ from typing import Any, Generic, TypeVar, cast
 
 from pynamodb.expressions.condition import Condition
 
-from ....domain.context import best_for_pinning, qualifies_for_pinning
+from ....domain.context import PINNED_MAX, best_for_pinning, qualifies_for_pinning
 from ....domain.cursor import decode_cursor, encode_cursor
 from ....domain.errors import ConflictError, InvalidError, LayerFullError, NotFoundError, VersionConflictError
 from ....domain.models import Entry, EntryDraft, HistoryItem, Layer, Page
@@ -76,8 +77,7 @@ from .entry_rows import (
     last_version_row,
     live_filter,
     merged_row,
-    pin_of,
-    qualifies,
+    pin_row,
     to_entry,
     to_history_item,
     version_of,
@@ -178,14 +178,11 @@ class DynamoEntryStore(EntryStore):
                 self.models, layer, row, "create" if live is None else "update", int(row.version), row.updated_by,
                 now, keep_history_until,
             ))
+            self._repin(writes, stored, row)
             delta = int(is_counted(row)) - int(stored is not None and is_counted(stored))
-            pin = pin_of(row)
-            pins = {row.name: pin} if pin != (pin_of(stored) if stored is not None else None) else {}
-            if stored is None or delta or pins:
-                # a new item also registers its layer (a counter, even at 0), so a purge finds it; the counter
-                # holds the pins of the layer's entries that qualify for the pinned block (context_index.py)
-                count_in_layer(writes, self.models, layer, delta, limit=layer_limit if delta > 0 else None,
-                               pins=pins)
+            if stored is None or delta:
+                # a new item also registers its layer (a counter, even at 0), so a purge finds it
+                count_in_layer(writes, self.models, layer, delta, limit=layer_limit if delta > 0 else None)
             expiring = row.expires_at is not None and is_counted(row)
             if delta or expiring:
                 count_in_memory(writes, self.models, layer, delta, expiring=expiring, require_live=True)
@@ -230,6 +227,16 @@ class DynamoEntryStore(EntryStore):
                 self.cache.keep_last_version(key, int(row.version) if row.expires_at is not None else None)
             return to_entry(row, with_content=False), live is None
         raise ConflictError(f"entry {draft.name!r} is being changed by too many writers at once; try again")
+
+    def _repin(self, writes: WriteSet, stored: EntryRow | None, row: EntryRow | None) -> None:
+        """The write's actions on the entry's pin item (``context_index.py``): the stored version's goes and the
+        new one's comes, when either qualifies for the pinned block (their keys differ: ``updated_at`` moves)."""
+        old = pin_row(self.models, stored) if stored is not None else None
+        new = pin_row(self.models, row) if row is not None else None
+        if old is not None and (new is None or new.sk != old.sk):
+            writes.delete("unpin", old)
+        if new is not None:
+            writes.put("pin", new)
 
     def _keep_version(
         self, writes: WriteSet, layer: Layer, row: EntryRow, *, creating: bool, believed: int | None
@@ -286,8 +293,9 @@ class DynamoEntryStore(EntryStore):
             ))
             # the delete is a version of its own, and the next entry of the name continues after it
             writes.put("last_version", last_version_row(self.models, layer, name, int(live.version) + 1))
+            self._repin(writes, live, None)
             if is_counted(live):
-                count_in_layer(writes, self.models, layer, -1, pins={name: None} if qualifies(live) else None)
+                count_in_layer(writes, self.models, layer, -1)
                 count_in_memory(writes, self.models, layer, -1, require_live=memory_live)
             elif memory_live:
                 memory_is_live(writes, self.models, layer)
@@ -444,7 +452,9 @@ class DynamoEntryStore(EntryStore):
         if read.complete:
             return best_for_pinning((e for e in read.rows if qualifies_for_pinning(e)), limit)
         counter = self._memo_or(("counter", id(self), layer), lambda: self.index.counters([layer])[layer])
-        return self.index.pinned(layer, counter, now, limit)
+        if not counter.tracked:  # a layer from before the pin items: given them once
+            return self.index.backfill_pins(layer, now, limit)
+        return self._memo_or(("pins", id(self), layer, now, limit), lambda: self.index.pins(layer, now, limit))
 
     def prefetch(self, layers: Sequence[Layer], now: str, *, entries: Sequence[tuple[Layer, str]] = ()) -> None:
         memo = context_memo()
@@ -482,8 +492,8 @@ class DynamoEntryStore(EntryStore):
                 memo[("get", id(self), key)] = _PartOf(read, key)
 
     def _send_counts(self, layers: Sequence[Layer], now: str) -> None:
-        """Start, in this build, what counts layers too large to read whole: their counters (one BatchGetItem)
-        and expired counts, those not started yet."""
+        """Start, in this build, what counts layers too large to read whole and what pins their entries: their
+        counters (one BatchGetItem), expired counts and pin items, those not started yet."""
         memo = context_memo()
         if memo is None:
             return
@@ -494,6 +504,9 @@ class DynamoEntryStore(EntryStore):
         for layer in layers:
             memo[("counter", id(self), layer)] = _PartOf(counters, layer)
             memo[("expired", id(self), layer, now)] = self.threads.submit(partial(self.index.expired, layer, now))
+            memo[("pins", id(self), layer, now, PINNED_MAX)] = self.threads.submit(
+                partial(self.index.pins, layer, now, PINNED_MAX)
+            )
 
     def _first_read(self, layer: Layer, now: str) -> LayerRead:
         read = self.index.first(layer, now)

@@ -18,7 +18,7 @@ from ....domain.context import qualifies_for_pinning
 from ....domain.models import Entry, EntryDraft, HistoryItem, Layer, Operation, UpdatedBy, Visibility
 from ....domain.rules import DEFAULT_CATEGORY, DEFAULT_IMPORTANCE
 from . import layout
-from .models import BoundModels, EntryRow, HistoryRow, LastVersionRow
+from .models import BoundModels, EntryRow, HistoryRow, LastVersionRow, PinRow
 
 
 def content_hash(content: str) -> str:
@@ -50,9 +50,17 @@ def qualifies(row: EntryRow) -> bool:
     return is_counted(row) and qualifies_for_pinning(to_entry(row, with_content=False))
 
 
-def pin_of(row: EntryRow) -> str | None:
-    """The counter's pin value for ``row`` (None: it does not qualify)."""
-    return layout.pin_value(row.importance, row.updated_at, row.expires_at) if qualifies(row) else None
+def pin_row(models: BoundModels, row: EntryRow) -> PinRow | None:
+    """The pin item of ``row`` (None: it does not qualify for the pinned block)."""
+    if not qualifies(row):
+        return None
+    pin = models.pin(row.pk, layout.pin_sk(row.importance, row.updated_at, row.name))
+    pin.name = row.name
+    pin.importance = float(row.importance)
+    pin.updated_at = row.updated_at
+    pin.expires_at = row.expires_at
+    pin.ttl = row.ttl
+    return pin
 
 
 def merged_row(

@@ -19,18 +19,15 @@ that record would make the hook count out an entry the new counter never held.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from contextlib import suppress
 from typing import Any
 
-from pynamodb.attributes import UnicodeAttribute
 from pynamodb.expressions.condition import Condition
-from pynamodb.expressions.operand import Path
 from pynamodb.expressions.update import Action
 
 from ....domain.models import Layer
 from . import layout
-from .entry_rows import is_counted, qualifies
+from .entry_rows import is_counted
 from .models import BoundModels, CounterRow, EntryRow, MemoryRow
 from .transactions import Cancelled, WriteSet
 
@@ -42,31 +39,19 @@ def counter_of(models: BoundModels, layer: Layer) -> CounterRow:
     return models.counter(layout.memory_pk(layer.account_id, layer.memory), layout.counter_sk(layer.user_id))
 
 
-def pin_actions(pins: Mapping[str, str | None]) -> list[Action]:
-    """The counter's pin attributes set (an entry that qualifies for the pinned block: ``layout.pin_value``) or
-    removed (None: it does not, or is gone)."""
-    actions: list[Action] = []
-    for name, value in pins.items():
-        path = Path(UnicodeAttribute(attr_name=layout.pin_attribute(name)))
-        actions.append(path.remove() if value is None else path.set(value))
-    return actions
-
-
 def count_in_layer(
     writes: WriteSet, models: BoundModels, layer: Layer, delta: int, *, limit: int | None = None,
-    must_exist: bool = False, pins: Mapping[str, str | None] | None = None,
+    must_exist: bool = False,
 ) -> None:
     """Add ``delta`` to the layer's counter; with ``limit``, only while it holds fewer than that;
-    ``must_exist``: only if the counter is there (an update would otherwise make a bare one); ``pins``: the
-    entries whose pin attributes change with it (``pin_actions``). Every change moves ``rev`` on."""
+    ``must_exist``: only if the counter is there (an update would otherwise make a bare one)."""
     counter = counter_of(models, layer)
     condition: Condition | None = None
     if limit is not None:
         condition = CounterRow.entries.does_not_exist() | (CounterRow.entries < limit)
     if must_exist:
         condition = CounterRow.sk.exists() if condition is None else condition & CounterRow.sk.exists()
-    actions = [CounterRow.entries.add(delta), CounterRow.rev.add(1), *pin_actions(pins or {})]
-    writes.update("counter", counter, actions, condition, all_old=True)
+    writes.update("counter", counter, [CounterRow.entries.add(delta), CounterRow.rev.add(1)], condition, all_old=True)
 
 
 def count_in_memory(
@@ -132,8 +117,7 @@ class LayerSpace:
                     # still expired and still counted: the index may lag behind a newer save
                     still = (EntryRow.expires_at <= now) & EntryRow.conversation.does_not_exist()
                     writes.delete(f"entry{n}", self.models.entry(hash_key, range_key), still)
-                gone = {sk[len(layout.ENTRY_PREFIX):]: None for _, sk in pending}
-                count_in_layer(writes, self.models, layer, -len(pending), pins=gone)
+                count_in_layer(writes, self.models, layer, -len(pending))
                 count_in_memory(writes, self.models, layer, -len(pending))
                 try:
                     writes.commit()
@@ -216,17 +200,4 @@ class LayerSpace:
             writes.commit()
         except Cancelled:
             return False  # the memory or the layer was purged meanwhile
-        self._unpin_removed(layer, row)
         return True
-
-    def _unpin_removed(self, layer: Layer, row: EntryRow) -> None:
-        """Take a removed entry's pin off its counter, if the counter still holds that very pin: a save of the
-        name since the removal holds a pin of its own, which stays."""
-        if not qualifies(row):
-            return
-        pin = Path(UnicodeAttribute(attr_name=layout.pin_attribute(row.name)))
-        writes = WriteSet(self.models.connection)
-        writes.update("counter", counter_of(self.models, layer), [pin.remove(), CounterRow.rev.add(1)],
-                      pin == layout.pin_value(row.importance, row.updated_at, row.expires_at))
-        with suppress(Cancelled):
-            writes.commit()

@@ -15,6 +15,7 @@
 | entry | ``A#{account}#M#{memory}#{layer}`` | ``E#{name}`` |
 | history row | ``A#{account}#M#{memory}#{layer}`` | ``H#{name}#{created_at}#{version:010d}`` |
 | a name's last version | ``A#{account}#M#{memory}#{layer}`` | ``V#{name}`` |
+| a pin (an entry that may be pinned) | ``A#{account}#M#{memory}#{layer}`` | ``P#{importance}#{updated_at}#{name}`` |
 | conversation record | ``C#{account}#{agent}#{layer}#{key}`` | ``META`` |
 | journal message (hot tail) | ``C#{account}#{agent}#{layer}#{key}`` | ``MSG#{seq:012d}`` |
 | idempotency item | ``C#{account}#{agent}#{layer}#{key}`` | ``CID#{client_id}`` |
@@ -46,6 +47,7 @@ store's ``purge_due`` reads only its own.
 from __future__ import annotations
 
 import hashlib
+import struct
 
 from ....domain.models import Layer
 
@@ -58,8 +60,8 @@ AGENT_PREFIX = "G#"
 USAGE_PREFIX = "U#"
 COUNTER_PREFIX = "C#"
 ENTRY_PREFIX = "E#"
-PIN_PREFIX = "pin:"  # a layer counter's attributes naming the entries that qualify for the pinned block
-PINS_TRACKED = "pins_tracked"  # on a layer counter: its pin attributes are all the layer's (context_index.py)
+PIN_PREFIX = "P#"  # an entry's pin item, while it qualifies for the pinned block (context_index.py)
+PINS_TRACKED = "pins_tracked"  # on a layer counter: every qualifying entry of the layer has its pin item
 HISTORY_PREFIX = "H#"
 LAST_VERSION_PREFIX = "V#"
 TRASH = "TRASH"  # the by_due index's partition of trashed memories
@@ -79,6 +81,8 @@ MAX_SEQ = 10**SEQ_DIGITS - 1
 _NAME_ALPHABET = "-.0123456789_abcdefghijklmnopqrstuvwxyz"
 _MIRROR = str.maketrans({c: chr(0x7D - (ord(c) - 0x2D)) for c in _NAME_ALPHABET})
 _NAME_END = "~"
+_ALL_BITS = (1 << 64) - 1
+_DIGITS_INVERTED = str.maketrans("0123456789", "9876543210")
 
 
 def account_pk(account_id: str) -> str:
@@ -142,20 +146,12 @@ def counter_sk(user_id: str | None) -> str:
     return f"{COUNTER_PREFIX}{layer_suffix(user_id)}"
 
 
-def pin_attribute(name: str) -> str:
-    """The counter's attribute that holds an entry's pinning keys while it qualifies for the pinned block."""
-    return f"{PIN_PREFIX}{name}"
-
-
-def pin_value(importance: float, updated_at: str, expires_at: str | None) -> str:
-    """What ``pin_attribute`` holds: the pinned block's order (importance, then newest) and the expiry."""
-    return f"{float(importance)!r}|{updated_at}|{expires_at or ''}"
-
-
-def parse_pin(value: str) -> tuple[float, str, str | None]:
-    """(importance, updated_at, expires_at) of a ``pin_value``."""
-    importance, updated_at, expires_at = value.split("|", 2)
-    return float(importance), updated_at, expires_at or None
+def pin_sk(importance: float, updated_at: str, name: str) -> str:
+    """The sort key of an entry's pin item (``P#``): in the pinned block's order, ascending — importance highest
+    first (the bits of a non-negative double order as the double; inverted), then newest first (the time's
+    digits inverted), then the name."""
+    bits = struct.unpack(">Q", struct.pack(">d", float(importance) + 0.0))[0]
+    return f"{PIN_PREFIX}{_ALL_BITS - bits:016x}#{updated_at.translate(_DIGITS_INVERTED)}#{name}"
 
 
 def entry_sk(name: str) -> str:

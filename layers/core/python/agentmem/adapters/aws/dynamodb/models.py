@@ -129,6 +129,17 @@ class LastVersionRow(TableRow):
     version = NumberAttribute()
 
 
+class PinRow(TableRow):
+    """An entry that qualifies for the pinned block, in the block's order (``layout.pin_sk``): what the order
+    needs, and its expiry (TTL removes it with the entry)."""
+
+    name = UnicodeAttribute()
+    importance = NumberAttribute()
+    updated_at = UnicodeAttribute()
+    expires_at = UnicodeAttribute(null=True)
+    ttl = NumberAttribute(null=True, attr_name=TTL_ATTRIBUTE)
+
+
 class CounterRow(TableRow):
     """A layer's counter: how many counted entries (not checkpoints) it physically holds, expired or not.
 
@@ -308,6 +319,7 @@ class BoundModels:
     history: type[HistoryRow]
     last_version: type[LastVersionRow]
     counter: type[CounterRow]
+    pin: type[PinRow]
     memory: type[MemoryRow]
     agent: type[AgentRow]
     account: type[AccountRow]
@@ -330,6 +342,7 @@ def bind_models(table: str, region: str, client: Any) -> BoundModels:
         history=_bind(HistoryRow, table, region, client),
         last_version=_bind(LastVersionRow, table, region, client),
         counter=_bind(CounterRow, table, region, client),
+        pin=_bind(PinRow, table, region, client),
         memory=_bind(MemoryRow, table, region, client),
         agent=_bind(AgentRow, table, region, client),
         account=_bind(AccountRow, table, region, client),
