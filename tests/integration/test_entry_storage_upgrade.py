@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from agentmem.adapters.embedded import database
 from agentmem.adapters.embedded.entry_words import add_scope_function
 from agentmem.adapters.embedded.migrations import MIGRATIONS
 from agentmem.bootstrap import build_container
@@ -114,3 +115,47 @@ def test_an_older_data_dir_opens_with_the_same_answers_and_history(tmp_path: Pat
     history = reopened.entries.history(principal, "handbook", "note-0")
     assert [h.version for h in history] == [4, 3, 2, 1]
     assert history[1].content == before["history"]["note-0"][0][2]
+
+
+def test_a_data_dir_written_with_whole_page_index_leaves_answers_the_same_after_the_leaf_size_changes(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    # Given a data dir written before the keyword index's leaves were made smaller (migration 19: its segments
+    # hold leaves of FTS5's default size)
+    smaller = next(n for n, m in enumerate(MIGRATIONS, start=1) if isinstance(m, str) and "'pgsz'" in m)
+    monkeypatch.setattr(database, "MIGRATIONS", MIGRATIONS[: smaller - 1])
+    container, account, moment = _fill(tmp_path / "data")
+    before = _seen(container, account)
+    path = tmp_path / "data" / "agentmem.db"
+    assert _leaf_size(path) is None
+    monkeypatch.setattr(database, "MIGRATIONS", MIGRATIONS)
+    # When it is opened again
+    reopened = build_container(Settings(data_dir=tmp_path / "data", embedder="none"), clock=lambda: moment[0])
+    # Then the index writes smaller leaves from now on, and searches, histories and old versions read as they did
+    assert _leaf_size(path) == 2000
+    assert _seen(reopened, account) == before
+    # And entries saved after it are found beside those indexed before it, the index whole
+    entries = reopened.entries
+    entries.save(account, "handbook", "note-5", SaveRequest(content="Refunds over 500 need a manager.",
+                                                            description="Refund limit"))
+    entries.save(account, "handbook", "note-0", SaveRequest(content="Refunds are paid within 10 days."))
+    found = [r.entry.name for r in entries.search(account, "handbook", "refund", limit=20, mode="keyword")]
+    assert sorted(found) == ["note-0", "note-4", "note-5"]  # (note-4: "Refunding a booking takes a week.")
+    db = sqlite3.connect(path)
+    db.execute("INSERT INTO entries_fts (entries_fts, rank) VALUES ('integrity-check', 0)")
+    # And merging the segments written before and after it into one changes no answer
+    after = _seen(reopened, account)
+    db.execute("INSERT INTO entries_fts (entries_fts) VALUES ('optimize')")
+    db.commit()
+    db.close()
+    assert _seen(reopened, account) == after
+
+
+def _leaf_size(path: Path) -> int | None:
+    """The keyword index's 'pgsz' setting, None while it is FTS5's default."""
+    db = sqlite3.connect(path)
+    try:
+        row = db.execute("SELECT v FROM entries_fts_config WHERE k = 'pgsz'").fetchone()
+    finally:
+        db.close()
+    return None if row is None else int(row[0])

@@ -45,6 +45,16 @@ _META_COLUMNS = (
 )
 _ENTRY_COLUMNS = _META_COLUMNS + ", content"
 _ENTRY_COLUMNS_E = ", ".join("e." + column for column in _ENTRY_COLUMNS.split(", "))
+# the columns a save writes, in the order of its INSERT, and the row a write reads first (with its rowid)
+_SAVE_COLUMNS = (
+    "account_id", "memory", "layer_user", "name", "description", "category", "importance", "visibility", "version",
+    "updated_by", "created_at", "updated_at", "expires_at", "conversation", "content_hash", "content", "operation",
+    "keep_until",
+)
+_INSERT_ENTRY = (f"INSERT INTO entries ({', '.join(_SAVE_COLUMNS)}) "
+                 f"VALUES ({', '.join(':' + c for c in _SAVE_COLUMNS)})")
+_ROW_KEYS = ("rowid", *_SAVE_COLUMNS)
+_LIVE_ROW = f"SELECT {', '.join(_ROW_KEYS)} FROM entries WHERE account_id=? AND memory=? AND layer_user=? AND name=?"
 
 
 def content_hash(content: str) -> str:
@@ -122,24 +132,27 @@ class SqliteEntryStore(EntryStore):
     ) -> tuple[Entry, bool]:
         key = (layer.account_id, layer.memory, layer.user_key, draft.name)
         with self.db.write() as conn:
-            row = self._live_row(conn, key, now)
+            found = self._live_row(conn, key, now)
+            # the row as a dict, read by name below (a dict lookup costs a fraction of sqlite3.Row's by name)
+            row = dict(zip(_ROW_KEYS, found, strict=True)) if found is not None else None
             current = row["version"] if row is not None else 0
             if expected_version is not None and expected_version != current:
                 raise VersionConflictError(
                     _conflict_message(draft.name, current, expected_version), current_version=current
                 )
-            gone = None if row is not None else self._last_version(conn, key)
+            gone = None
             if row is None:
                 if draft.description is None:
                     raise InvalidError("description is required when the entry is new", field="description")
-                if draft.conversation is None:
-                    count = _live_count(conn, key[:3], now)
-                    if count >= layer_limit:
-                        raise LayerFullError(
-                            f"this layer already holds {count} entries, the most it may; "
-                            "delete one or use another layer",
-                            limit=layer_limit,
-                        )
+                # the name's last version (when its entries went) and the layer's count, in one statement (a
+                # checkpoint, which the limit does not count, reads the count too and leaves it)
+                gone, count = _last_version_and_count(conn, key, now)
+                if draft.conversation is None and count >= layer_limit:
+                    raise LayerFullError(
+                        f"this layer already holds {count} entries, the most it may; "
+                        "delete one or use another layer",
+                        limit=layer_limit,
+                    )
             values: dict[str, Any] = {
                 "account_id": layer.account_id,
                 "memory": layer.memory,
@@ -169,9 +182,7 @@ class SqliteEntryStore(EntryStore):
             }
             scope = _scope_token(layer)
             if row is None:
-                columns = ", ".join(values)
-                marks = ", ".join(f":{c}" for c in values)
-                rowid = cast(int, conn.execute(f"INSERT INTO entries ({columns}) VALUES ({marks})", values).lastrowid)
+                rowid = cast(int, conn.execute(_INSERT_ENTRY, values).lastrowid)
                 if gone is not None:
                     conn.execute(f"DELETE FROM entry_last_versions WHERE {_NAME_KEY}", key)  # the entry holds it now
                 if values["conversation"] is None:
@@ -182,8 +193,9 @@ class SqliteEntryStore(EntryStore):
                 # only what changed is set: an index none of whose columns changed keeps its pages (a save
                 # rewrites the row and the newest-first index, never the key)
                 changed = {c: v for c, v in values.items() if c not in _KEY_COLUMNS and row[c] != v}
-                assignments = ", ".join(f"{c}=:{c}" for c in changed)
-                conn.execute(f"UPDATE entries SET {assignments} WHERE rowid=:rowid", {**changed, "rowid": rowid})
+                changed["rowid"] = rowid
+                assignments = ", ".join(f"{c}=:{c}" for c in changed if c != "rowid")
+                conn.execute(f"UPDATE entries SET {assignments} WHERE rowid=:rowid", changed)
                 # the index is rewritten only when its words changed (or whether the entry is indexed)
                 if changed.keys() & {"description", "content", "conversation"}:
                     if row["conversation"] is None:
@@ -244,9 +256,7 @@ class SqliteEntryStore(EntryStore):
 
     def _live_row(self, conn: sqlite3.Connection, key: tuple[str, str, str, str], now: str) -> sqlite3.Row | None:
         """The entry's row inside a write transaction; an expired one is removed first (the store's TTL)."""
-        row: sqlite3.Row | None = conn.execute(
-            "SELECT rowid, * FROM entries WHERE account_id=? AND memory=? AND layer_user=? AND name=?", key
-        ).fetchone()
+        row: sqlite3.Row | None = conn.execute(_LIVE_ROW, key).fetchone()
         if row is not None and row["expires_at"] is not None and row["expires_at"] <= now:
             self._remove_expired(conn, row, now)
             return None
@@ -269,12 +279,6 @@ class SqliteEntryStore(EntryStore):
             "visibility, created_at, expires_at FROM entries WHERE rowid=? AND keep_until > ?",
             (rowid, now),
         )
-
-    @staticmethod
-    def _last_version(conn: sqlite3.Connection, key: tuple[str, str, str, str]) -> int | None:
-        """The last version of the name's entries that are gone (None: it never had one, or was forgotten)."""
-        found = conn.execute(f"SELECT version FROM entry_last_versions WHERE {_NAME_KEY}", key).fetchone()
-        return int(found[0]) if found is not None else None
 
     @staticmethod
     def _keep_last_version(conn: sqlite3.Connection, key: tuple[str, str, str, str], version: int) -> None:
@@ -489,17 +493,40 @@ def _union_all(
         yield from conn.execute(" UNION ALL ".join([one] * len(chunk)) + after, [v for p in chunk for v in p])
 
 
+def _live_count_sql(now: str) -> str:
+    """The layer's live entries (checkpoints left out) as one SQL expression, the layer being parameters ?1, ?2 and
+    ?3 (account, memory, user key) and the time ``now`` (a parameter's name): its count (``layer_entry_counts``,
+    kept by triggers) less the expired ones not swept yet (a range of ``entries_expiring``, which holds only
+    entries with an expiry)."""
+    return (
+        "coalesce((SELECT entries FROM layer_entry_counts WHERE account_id=?1 AND memory=?2 AND layer_user=?3), 0) "
+        "- (SELECT count(*) FROM entries WHERE account_id=?1 AND memory=?2 AND layer_user=?3 "
+        f"AND conversation IS NULL AND expires_at IS NOT NULL AND expires_at <= {now})"
+    )
+
+
+_LIVE_COUNT = "SELECT " + _live_count_sql("?4")
+# what a create reads besides the row, the key being ?1 to ?4 and the time ?5: the name's last version (when its
+# entries went) and the layer's live entries
+_LAST_VERSION_AND_COUNT = (
+    "SELECT (SELECT version FROM entry_last_versions WHERE account_id=?1 AND memory=?2 AND layer_user=?3 "
+    "AND name=?4), " + _live_count_sql("?5")
+)
+
+
 def _live_count(conn: sqlite3.Connection, key: Sequence[str], now: str) -> int:
     """How many live entries (checkpoints left out) the layer ``key`` (account, memory, user key) holds, in one
-    statement: its count (``layer_entry_counts``, kept by triggers) less the expired ones not swept yet (a range
-    of ``entries_expiring``, which holds only entries with an expiry)."""
-    row = conn.execute(
-        "SELECT coalesce((SELECT entries FROM layer_entry_counts WHERE account_id=?1 AND memory=?2 AND layer_user=?3), "
-        "0) - (SELECT count(*) FROM entries WHERE account_id=?1 AND memory=?2 AND layer_user=?3 "
-        "AND conversation IS NULL AND expires_at IS NOT NULL AND expires_at <= ?4)",
-        (*key, now),
-    ).fetchone()
-    return int(row[0])
+    statement (``_live_count_sql``): never a walk of every entry."""
+    return int(conn.execute(_LIVE_COUNT, (*key, now)).fetchone()[0])
+
+
+def _last_version_and_count(
+    conn: sqlite3.Connection, key: tuple[str, str, str, str], now: str
+) -> tuple[int | None, int]:
+    """What a create reads besides the row, in one statement: the last version of the name's entries that are gone
+    (None: it never had one, or it was forgotten) and the layer's live entries (``_live_count``)."""
+    row = conn.execute(_LAST_VERSION_AND_COUNT, (*key, now)).fetchone()
+    return (int(row[0]) if row[0] is not None else None), int(row[1])
 
 
 def _index_where(layer: Layer, now: str, shadowed_by: Layer | None) -> tuple[str, list[Any]]:
