@@ -7,6 +7,8 @@ version is not lost with the item: an entry that may expire keeps it in the name
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from agentmem.adapters.aws.dynamodb import DynamoDBStores, create_table, layout
 from agentmem.adapters.aws.dynamodb.entries import DynamoEntryStore
@@ -21,8 +23,9 @@ EXPIRES = "2026-03-02T10:00:00.000000Z"
 KEEP = "2026-04-02T09:00:00.000000Z"
 
 
-def save(stores: DynamoDBStores, name: str, *, expires_at: str | None = None, now: str = T0, limit: int = 500) -> None:
-    draft = EntryDraft(name=name, content=f"{name} content", description=name, expires_at=expires_at)
+def save(stores: DynamoDBStores, name: str, *, now: str = T0, limit: int = 500, **fields: Any) -> None:
+    """Save ``name`` into the layer; ``fields``: the draft's others (expires_at, visibility, category, ...)."""
+    draft = EntryDraft(name=name, content=f"{name} content", description=name, **fields)
     stores.entries.save(LAYER, draft, expected_version=None, now=now, keep_history_until=KEEP, layer_limit=limit)
 
 

@@ -14,19 +14,11 @@ import pytest
 from agentmem.adapters.aws.dynamodb import DynamoDBStores, context_index, layout
 from agentmem.adapters.aws.dynamodb.entries import DynamoEntryStore
 from agentmem.adapters.aws.dynamodb.models import PinRow
-from agentmem.domain.models import EntryDraft, Visibility
 from agentmem.ports.entries import EntryStore
 from dynamodb_layer import LAYER, T0
-from test_dynamodb_counters import EXPIRES, KEEP, LATER
+from test_dynamodb_counters import EXPIRES, KEEP, LATER, save
 
 T1 = "2026-03-02T09:00:01.000000Z"
-
-
-def save(stores: DynamoDBStores, name: str, *, visibility: Visibility = "shared", category: str | None = None,
-         importance: float | None = None, expires_at: str | None = None, now: str = T0) -> None:
-    draft = EntryDraft(name=name, content=f"{name} content", description=name, visibility=visibility,
-                       category=category, importance=importance, expires_at=expires_at)
-    stores.entries.save(LAYER, draft, expected_version=None, now=now, keep_history_until=KEEP, layer_limit=500)
 
 
 def pins(stores: DynamoDBStores) -> list[tuple[str, float, str]]:

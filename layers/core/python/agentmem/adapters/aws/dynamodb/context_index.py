@@ -67,12 +67,11 @@ class Counter:
 
     entries: int
     tracked: bool
-    exists: bool = True
 
     @staticmethod
     def from_item(item: dict[str, Any] | None) -> Counter:
         if not item:
-            return Counter(0, True, exists=False)  # no counter: an empty layer, whose pins are known (none)
+            return Counter(0, True)  # no counter: an empty layer, whose pins are known (none)
         return Counter(int(item.get("entries", {}).get("N", "0")),
                        item.get(layout.PINS_TRACKED, {}).get("BOOL", False))
 
@@ -188,7 +187,7 @@ class LayerIndexReads:
         items (one Query: they are stored in the block's order)."""
         rows = self.models.pin.query(
             layout.layer_pk(layer), PinRow.sk.startswith(layout.PIN_PREFIX),
-            filter_condition=PinRow.expires_at.does_not_exist() | (PinRow.expires_at > now),
+            filter_condition=live_filter(now, PinRow.expires_at),
             limit=limit, page_size=limit,
         )
         return [_pinned_entry(layer, r.name, float(r.importance), r.updated_at, r.expires_at) for r in rows]

@@ -68,7 +68,7 @@ from ....domain.errors import ConflictError, InvalidError, LayerFullError, NotFo
 from ....domain.models import Entry, EntryDraft, HistoryItem, Layer, Page
 from ....ports.entries import EntryStore, context_memo
 from . import context_index, layout
-from .context_index import ContextHints, LayerIndexReads, LayerRead
+from .context_index import ContextHints, Counter, LayerIndexReads, LayerRead
 from .entry_rows import (
     from_raw,
     history_row,
@@ -428,7 +428,7 @@ class DynamoEntryStore(EntryStore):
         read, hidden = self._shadowed_read(layer, shadowed_by, now)
         if read.complete:
             return sum(1 for e in read.rows if e.name not in hidden)
-        held = self._memo_or(("counter", id(self), layer), lambda: self.index.counters([layer])[layer]).entries
+        held = self._counter(layer).entries
         expired = self._memo_or(("expired", id(self), layer, now), lambda: self.index.expired(layer, now))
         return max(0, held - expired - (self._shadowed(layer, hidden, read, now) if hidden else 0))
 
@@ -451,7 +451,7 @@ class DynamoEntryStore(EntryStore):
         read = self._layer_read(layer, now)
         if read.complete:
             return best_for_pinning((e for e in read.rows if qualifies_for_pinning(e)), limit)
-        counter = self._memo_or(("counter", id(self), layer), lambda: self.index.counters([layer])[layer])
+        counter = self._counter(layer)
         if not counter.tracked:  # a layer from before the pin items: given them once
             return self.index.backfill_pins(layer, now, limit)
         return self._memo_or(("pins", id(self), layer, now, limit), lambda: self.index.pins(layer, now, limit))
@@ -507,6 +507,10 @@ class DynamoEntryStore(EntryStore):
             memo[("pins", id(self), layer, now, PINNED_MAX)] = self.threads.submit(
                 partial(self.index.pins, layer, now, PINNED_MAX)
             )
+
+    def _counter(self, layer: Layer) -> Counter:
+        """The layer's counter in this build (sent ahead with the others, or read now)."""
+        return self._memo_or(("counter", id(self), layer), lambda: self.index.counters([layer])[layer])
 
     def _first_read(self, layer: Layer, now: str) -> LayerRead:
         read = self.index.first(layer, now)

@@ -34,9 +34,10 @@ def is_live(row: EntryRow, now: str) -> bool:
     return row.expires_at is None or row.expires_at > now
 
 
-def live_filter(now: str) -> Condition:
-    """The condition (a query's filter) that an entry item has not expired at ``now``."""
-    return cast(Condition, EntryRow.expires_at.does_not_exist() | (EntryRow.expires_at > now))
+def live_filter(now: str, expires_at: Any = EntryRow.expires_at) -> Condition:
+    """The condition (a query's filter) that an item has not expired at ``now``: an entry, or with ``expires_at``
+    the attribute of another item that carries its entry's expiry (a pin item)."""
+    return cast(Condition, expires_at.does_not_exist() | (expires_at > now))
 
 
 def is_counted(row: EntryRow) -> bool:
