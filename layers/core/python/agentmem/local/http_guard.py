@@ -34,9 +34,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from email.message import Message
 from http.server import ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..settings import Settings
+
+if TYPE_CHECKING:
+    from .connection_loop import ConnectionLoop
 
 # read and dropped at most, after an answer given before the body was read (a workspace file through a link
 # is at most 100 MB: any upload a client means to make gets its answer)
@@ -86,9 +89,12 @@ class Refusal(Exception):
 class PacedReader(io.RawIOBase):
     """The connection's reads, each bounded by what is left of the current phase's deadline."""
 
-    def __init__(self, sock: socket.socket, timeouts: Timeouts, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, sock: socket.socket, timeouts: Timeouts, clock: Callable[[], float] = time.monotonic,
+                 pending: bytes = b"") -> None:
+        """``pending``: bytes of the connection read already (by the connection loop), read first."""
         super().__init__()
         self._sock = sock
+        self._pending = memoryview(pending)
         self._timeouts = timeouts
         self._clock = clock
         self._deadline = 0.0
@@ -121,13 +127,18 @@ class PacedReader(io.RawIOBase):
         remaining = self._deadline - self._clock()
         if remaining <= 0:
             raise self._timeout()
-        self._sock.settimeout(remaining)
-        try:
-            received = self._sock.recv_into(buffer)
-        except TimeoutError:
-            raise self._timeout() from None
-        finally:
-            self._sock.settimeout(self._timeouts.idle_s)  # a write waits at most this long for the client to read
+        if self._pending:
+            received = min(len(buffer), len(self._pending))
+            buffer[:received] = self._pending[:received]
+            self._pending = self._pending[received:]
+        else:
+            self._sock.settimeout(remaining)
+            try:
+                received = self._sock.recv_into(buffer)
+            except TimeoutError:
+                raise self._timeout() from None
+            finally:
+                self._sock.settimeout(self._timeouts.idle_s)  # a write waits at most this long for the client to read
         if received and self._waiting:
             self._waiting, self.began = False, True
             self._phase = f"the request line and headers did not arrive within {self._timeouts.header_s:g} s"
@@ -137,6 +148,21 @@ class PacedReader(io.RawIOBase):
     def _timeout(self) -> TimeoutError:
         self.timed_out = "idle" if self._waiting else self._phase
         return TimeoutError(self.timed_out)
+
+
+class WholeRequest:
+    """The reader of a request the connection loop read whole: nothing to wait for, nothing timed out."""
+
+    timed_out: str | None = None
+
+    def await_request(self) -> None:
+        pass
+
+    def await_body(self, length: int) -> None:
+        pass
+
+
+WHOLE = WholeRequest()
 
 
 def is_method_name(command: str) -> bool:
@@ -287,6 +313,9 @@ def linger(sock: socket.socket, reader: PacedReader, length: int | None) -> None
         return
 
 
+# socketserver.BaseServer's private flags: set by its shutdown(), read by serve_forever() (and by ours)
+_SHUTDOWN_REQUEST, _SHUT_DOWN = "_BaseServer__shutdown_request", "_BaseServer__is_shut_down"
+
 _BUSY = Refusal(503, "unavailable", "the server has as many connections open as it takes; retry shortly")
 BUSY_RESPONSE = (
     b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\n"
@@ -322,20 +351,21 @@ class GuardedHTTPServer(ThreadingHTTPServer):
     request_queue_size = 128  # connections the kernel holds before they are accepted
 
     def __init__(self, address: tuple[str, int], handler: Any, max_connections: int,
-                 listener: socket.socket | None = None) -> None:
-        """``listener``: a socket bound and listening already (one the workers of a server share), served instead
-        of binding ``address``."""
+                 listener: socket.socket | None = None, *, reuse_port: bool = False) -> None:
+        """``listener``: a socket bound and listening already (a worker's), served instead of binding ``address``.
+        ``reuse_port``: bind with ``SO_REUSEPORT``, for other sockets to listen beside it (``local/workers.py``)."""
+        self.allow_reuse_port = reuse_port
         self.max_connections = max_connections
         self._slots = threading.BoundedSemaphore(max_connections)
         self._busy_answers = threading.BoundedSemaphore(BUSY_ANSWERS_AT_ONCE)
         self._requests = 0  # requests being answered now
         self.closing = False  # stopping: each answer closes its connection
+        self._loop: ConnectionLoop | None = None  # serving connections, while serve_forever runs one
+        self._pending: dict[socket.socket, bytes] = {}  # read by the loop, for the thread a connection goes to
         self._idle = threading.Condition()
         super().__init__(address, handler, bind_and_activate=listener is None)
         if listener is not None:
             self.socket.close()
-            # shared: another worker may take a connection this one was woken for (its accept then fails, and
-            # socketserver waits for the next)
             listener.setblocking(False)
             self.socket = listener
             self.server_address = listener.getsockname()[:2]
@@ -358,8 +388,53 @@ class GuardedHTTPServer(ThreadingHTTPServer):
         with self._idle:
             return self._idle.wait_for(lambda: self._requests == 0, timeout)
 
+    # -- serving: a loop for connections whose requests arrive whole, a thread for the others ---------------
+    def serve_forever(self, poll_interval: float = 0.5) -> None:
+        """Serve until ``shutdown()``: through a ``ConnectionLoop`` when the handler class can answer a request
+        read whole (``answer_buffered``), else a thread per connection."""
+        if not hasattr(self.RequestHandlerClass, "answer_buffered"):
+            super().serve_forever(poll_interval)
+            return
+        from .connection_loop import ConnectionLoop
+
+        # socketserver's own flags, so that its shutdown() stops this loop as it stops its own
+        shut_down: threading.Event = getattr(self, _SHUT_DOWN)
+        shut_down.clear()
+        try:
+            self._loop = ConnectionLoop(self, self.RequestHandlerClass)
+            self._loop.run(poll_interval, lambda: bool(getattr(self, _SHUTDOWN_REQUEST)))
+        finally:
+            self._loop = None
+            setattr(self, _SHUTDOWN_REQUEST, False)
+            shut_down.set()
+
+    def serve_in_thread(self, request: socket.socket, client_address: Any, pending: bytes) -> None:
+        """Serve a connection of the loop, its slot taken and ``pending`` read of it already, in a thread."""
+        if pending:
+            self._pending[request] = pending
+        try:
+            ThreadingHTTPServer.process_request(self, request, client_address)
+        except BaseException:
+            self._pending.pop(request, None)
+            self.release_connection(request)
+            raise
+
+    def take_pending(self, request: socket.socket) -> bytes:
+        """What the loop read of a connection before handing it to a thread."""
+        return self._pending.pop(request, b"")
+
+    def release_connection(self, request: socket.socket) -> None:
+        """Close a connection of the loop and free its slot."""
+        try:
+            self.shutdown_request(request)
+        finally:
+            self._slots.release()
+
     def process_request(self, request: Any, client_address: Any) -> None:
         if self._slots.acquire(blocking=False):
+            if self._loop is not None:
+                self._loop.adopt(request, client_address)
+                return
             try:
                 super().process_request(request, client_address)
             except BaseException:  # no thread was started: the slot is free again

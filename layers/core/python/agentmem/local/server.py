@@ -23,12 +23,14 @@ from ..bootstrap import Container, build_adapters, build_container, ensure_defau
 from ..settings import Settings
 from .events import build_rest_event, decode_lambda_response
 from .http_guard import (
+    WHOLE,
     GuardedHTTPServer,
     HeaderLinesError,
     PacedReader,
     Refusal,
     RequestHeaders,
     Timeouts,
+    WholeRequest,
     declared_length,
     is_method_name,
     linger,
@@ -103,7 +105,7 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
     # read by read_headers, not into an email message
     headers: RequestHeaders  # type: ignore[assignment]
     raw_requestline: bytes
-    _reader: PacedReader
+    _reader: PacedReader | WholeRequest
     _answered = False  # the current request has had its answer
     _unread: int | None = 0  # bytes of its body left unread: None for a length not known
 
@@ -111,8 +113,29 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
     def setup(self) -> None:
         super().setup()
         self.rfile.close()
-        self._reader = PacedReader(self.connection, self.timeouts)
+        pending = cast(GuardedHTTPServer, self.server).take_pending(self.connection)
+        self._reader = PacedReader(self.connection, self.timeouts, pending=pending)
         self.rfile = io.BufferedReader(self._reader)
+
+    # -- a request read whole by the connection loop (local/connection_loop.py) --------------------------------
+    @classmethod
+    def serves_buffered(cls, target: str) -> bool:
+        """Whether a request for ``target``, read whole, is answered in the loop: all but a link's, which streams."""
+        return not is_link(_split_target(target)[0])
+
+    @classmethod
+    def answer_buffered(cls, server: GuardedHTTPServer, connection: socket.socket, client_address: Any,
+                        request: bytes) -> tuple[bytes, bool]:
+        """The answer to one request read whole (its bytes as sent), and whether the connection closes after it:
+        the same reading and answering as on a connection's thread, from and into memory."""
+        handler = cls.__new__(cls)
+        handler.request = handler.connection = connection
+        handler.client_address, handler.server = client_address, server
+        handler.rfile, handler.wfile = io.BytesIO(request), io.BytesIO()
+        handler._reader = WHOLE
+        handler.close_connection = True
+        handler.handle_one_request()
+        return handler.wfile.getvalue(), handler.close_connection
 
     def handle(self) -> None:
         self.close_connection = True
@@ -216,7 +239,7 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
         try:
             if self.close_connection and self._unread != 0:
                 self.wfile.flush()
-                linger(self.connection, self._reader, self._unread)
+                linger(self.connection, cast(PacedReader, self._reader), self._unread)
         except OSError:
             pass
         super().finish()
@@ -321,8 +344,8 @@ def _split_target(target: str) -> tuple[str, str]:
 def make_server(container: Container, host: str = "127.0.0.1", port: int = 8787, *,
                 listener: socket.socket | None = None, shared: ServerState | None = None) -> GuardedHTTPServer:
     """A server bound to host:port (port 0 picks a free one) serving this container, with the settings'
-    timeouts, connection cap and rate limits. A worker of several (local/workers.py) serves the ``listener``
-    they share, with the rate limits' buckets and the job runs in the file they share (``shared``)."""
+    timeouts, connection cap and rate limits. A worker of several (local/workers.py) serves its own
+    ``listener``, with the rate limits' buckets and the job runs in the file the workers share (``shared``)."""
     _quiet_powertools()
     settings = container.settings
     container.shared = shared

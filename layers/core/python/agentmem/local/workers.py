@@ -6,7 +6,11 @@ server listens, and forks the workers. It serves nothing itself: it starts a wor
 forwards SIGTERM and Ctrl-C to all of them, waits for each to finish, and exits 0.
 
 Each worker builds its own container after the fork (no SQLite connection crosses it) and accepts
-connections on the listening socket they all share (the kernel hands each connection to one of them).
+connections on a listening socket of its own: the supervisor opens one a worker on the port with
+``SO_REUSEPORT``, and the kernel spreads new connections over them evenly (a socket shared by all would hand
+most to the one worker its wake-ups favour, and a worker serves its connections from one thread,
+``local/connection_loop.py``). The supervisor keeps every socket open, so connections that arrive while a worker
+is started again wait in its socket's queue for the new one.
 Worker 0 also runs what a server needs once: the sweep (expiry, the trash, due summary passes) and the
 semantic indexer; the worker started in its place when it dies takes them over. The other workers stay
 right without them: their semantic index reads the vectors worker 0 writes (and the removals) from the
@@ -35,6 +39,7 @@ from types import FrameType
 
 from ..bootstrap import Container, build_adapters, build_container, ensure_default_account
 from ..settings import Settings
+from .http_guard import GuardedHTTPServer
 
 DRAIN_S = 10.0  # a stopping worker waits this long for the requests it is answering
 STOP_GRACE_S = 30.0  # after SIGTERM, a worker still running this much later is killed
@@ -128,17 +133,17 @@ def _ended(code: int) -> str:
 
 def serve_workers(settings: Settings, host: str, port: int, workers: int, *, create_resources: bool = False) -> None:
     """Bind, set the data dir up, then keep ``workers`` processes serving until SIGTERM or Ctrl-C."""
-    from .server import _announce_key, _quiet_powertools, announce
+    from .server import ApiRequestHandler, _announce_key, _quiet_powertools, announce
 
     Path(settings.data_dir).mkdir(parents=True, exist_ok=True)
     _quiet_powertools()
-    from .http_guard import GuardedHTTPServer
-    from .server import ApiRequestHandler
 
     # bind first: a port in use leaves the data dir as it was (the same bind as one process's)
-    binding = GuardedHTTPServer((host, port), ApiRequestHandler, 1)
+    binding = GuardedHTTPServer((host, port), ApiRequestHandler, 1, reuse_port=True)
     listener = binding.socket
+    listeners = [listener]
     try:
+        listeners += [_listener_beside(listener) for _ in range(workers - 1)]
         container = build_container(settings, create_resources=create_resources)
         if create_resources:
             container.adapters = build_adapters(settings, create_resources=True)
@@ -150,9 +155,10 @@ def serve_workers(settings: Settings, host: str, port: int, workers: int, *, cre
         from ..api import app as _loaded  # noqa: F401  (imported once here, shared by the workers' memory)
 
         parent = os.getpid()
-        status = Supervisor(workers, lambda index: _fork(index, lambda: _work(index, settings, listener, parent))).run()
+        status = Supervisor(workers, lambda i: _fork(i, lambda: _work(i, settings, listeners, parent))).run()
     finally:
-        listener.close()
+        for each in listeners:
+            each.close()
     print("agentmem stopped.", flush=True)
     if status:
         raise SystemExit(status)
@@ -190,11 +196,23 @@ def _fork(index: int, work: Callable[[], None]) -> int:
         os._exit(status)
 
 
-def _work(index: int, settings: Settings, listener: socket.socket, parent: int) -> None:
-    """One worker: its own container on the shared data dir, serving the shared socket until SIGTERM."""
+def _listener_beside(first: socket.socket) -> socket.socket:
+    """Another socket listening on ``first``'s address (``SO_REUSEPORT``): the kernel spreads new connections
+    over all of them."""
+    host, port = first.getsockname()[:2]
+    return socket.create_server((host, port), family=first.family, backlog=GuardedHTTPServer.request_queue_size,
+                                reuse_port=True)
+
+
+def _work(index: int, settings: Settings, listeners: list[socket.socket], parent: int) -> None:
+    """One worker: its own container on the shared data dir, serving its own listening socket until SIGTERM."""
     from ..adapters.embedded.server_state import ServerState
     from .server import make_server, serve_until_stopped
 
+    listener = listeners[index]
+    for other in listeners:
+        if other is not listener:
+            other.close()  # (the supervisor keeps them: a worker started in another's place serves its socket)
     container = build_container(settings)
     server = make_server(container, listener=listener, shared=ServerState(settings.data_dir))
     _watch_parent(parent, server.shutdown)
