@@ -299,7 +299,15 @@ def test_a_killed_worker_is_replaced_and_sigterm_stops_all_keeping_every_save_an
             # When one worker is killed
             victim = min(before)
             os.kill(victim, signal.SIGKILL)
-            # Then another takes its place, and requests are answered by both again
+            # Then clients connecting meanwhile are all answered (those the kernel gives the victim's socket by
+            # its replacement: the supervisor keeps the socket)
+            meanwhile = [Connection(base_url, key) for _ in range(16)]
+            try:
+                assert {c.request("GET", "/v1/memories/notes").status for c in meanwhile} == {200}
+            finally:
+                for conn in meanwhile:
+                    conn.close()
+            # And another takes its place, and requests are answered by both again
             after = wait_for_workers(proc.pid, 2, other_than={victim})
             assert victim not in after and len(after & before) == 1
             conns = connections_by_worker(base_url, key, proc.pid)
