@@ -77,6 +77,8 @@ class LocalContext:
         return 30_000
 
 
+_PHRASES = {status.value: status.phrase for status in HTTPStatus}
+_FRAMING_HEADERS = ("content-length", "connection")  # the server's to write, not the handler's
 _date: tuple[int, str] = (0, "")  # the Date header of the current second, made once a second
 
 
@@ -256,19 +258,22 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
             super().log_message(format, *args)
 
     def _reply(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
+        """Write the answer: what ``send_response``, ``send_header`` and ``end_headers`` write, made in one go."""
         self._answered = True
-        self.send_response(status)
-        for key, value in headers:
-            if key.lower() not in ("content-length", "connection"):
-                self.send_header(key, value)
-        self.send_header("Content-Length", str(len(body)))
+        if self.access_log:
+            self.log_request(status)
+        phrase = _PHRASES.get(status, "")
+        lines = [f"{self.protocol_version} {status} {phrase}\r\nServer: {self.version_string()}\r\n"
+                 f"Date: {self.date_time_string()}\r\n"]
+        lines += [f"{key}: {value}\r\n" for key, value in headers if key.lower() not in _FRAMING_HEADERS]
+        lines.append(f"Content-Length: {len(body)}\r\n")
         if cast(GuardedHTTPServer, self.server).closing:  # a stopping server: the client's next request goes elsewhere
             self.close_connection = True
         if self.close_connection:
-            self.send_header("Connection", "close")
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
+            lines.append("Connection: close\r\n")
+        lines.append("\r\n")
+        head = "".join(lines).encode("latin-1", "strict")
+        self.wfile.write(head if self.command == "HEAD" else head + body)
 
     def _error(self, status: int, code: str, message: str, **details: Any) -> None:
         body = json.dumps({"error": {"code": code, "message": message, **details}}).encode()
