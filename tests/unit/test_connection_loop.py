@@ -35,9 +35,10 @@ def _echo(event: dict[str, Any], _context: Any) -> dict[str, Any]:
 
 
 @pytest.fixture
-def server() -> Iterator[GuardedHTTPServer]:
+def server(request: pytest.FixtureRequest) -> Iterator[GuardedHTTPServer]:
     handler = type("EchoHandler", (ApiRequestHandler,), {
-        "handler": staticmethod(_echo), "timeouts": Timeouts(idle_s=IDLE_S, header_s=1.0, body_s=1.0)})
+        "handler": staticmethod(_echo), "timeouts": Timeouts(idle_s=IDLE_S, header_s=1.0, body_s=1.0),
+        "access_log": bool(getattr(request, "param", False))})
     httpd = GuardedHTTPServer(("127.0.0.1", 0), handler, 8)
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="loop", daemon=True)
     thread.start()
@@ -232,3 +233,23 @@ def test_a_bad_request_line_read_whole_is_answered_in_the_error_shape(server: Gu
         status, headers, body = _Answers(sock).next()
     assert status == 400 and headers["connection"] == "close"
     assert json.loads(body)["error"]["code"] == "invalid"
+
+
+@pytest.mark.parametrize("server", [True], indirect=True)
+def test_the_access_log_has_a_line_a_request_when_it_is_asked_for(server: GuardedHTTPServer,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    with _connect(server) as sock:
+        sock.sendall(_request("/v1/logged") + _request("/v1/missing", b"", "Connection: close"))
+        answers = _Answers(sock)
+        answers.json()
+        answers.next()
+    logged = capsys.readouterr().err
+    assert '"GET /v1/logged HTTP/1.1" 200 -' in logged
+    assert '"GET /v1/missing HTTP/1.1" 200 -' in logged
+
+
+def test_no_access_log_unless_asked_for(server: GuardedHTTPServer, capsys: pytest.CaptureFixture[str]) -> None:
+    with _connect(server) as sock:
+        sock.sendall(_request("/v1/quiet"))
+        _Answers(sock).json()
+    assert "/v1/quiet" not in capsys.readouterr().err
