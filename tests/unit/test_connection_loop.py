@@ -253,3 +253,21 @@ def test_no_access_log_unless_asked_for(server: GuardedHTTPServer, capsys: pytes
         sock.sendall(_request("/v1/quiet"))
         _Answers(sock).json()
     assert "/v1/quiet" not in capsys.readouterr().err
+
+
+def test_on_stopping_a_request_already_sent_is_answered_and_its_connection_closed(server: GuardedHTTPServer) -> None:
+    with _connect(server) as waiting, _connect(server) as slow:
+        answers = _Answers(waiting)
+        waiting.sendall(_request("/v1/first"))
+        answers.json()
+        slow.sendall(_request("/slow"))  # the loop is busy with this ...
+        time.sleep(0.2)
+        stopping = threading.Thread(target=server.shutdown)
+        stopping.start()  # ... when the server is asked to stop ...
+        time.sleep(0.2)
+        waiting.sendall(_request("/v1/last"))  # ... and this request comes
+        status, headers, body = answers.next()
+        assert (status, headers["connection"], json.loads(body)["path"]) == (200, "close", "/v1/last")
+        assert waiting.recv(65536) == b""
+        assert _Answers(slow).json()["path"] == "/slow"
+        stopping.join(5)

@@ -18,6 +18,8 @@ the same handler class:
   timeout. A connection to be closed after its answer is shut for writing and read out, then closed, so the
   client reads the answer rather than a reset (``http_guard.linger``).
 - A connection idle past the idle timeout is closed without an answer, as before.
+- On stopping (``server.shutdown()``), the requests already sent are answered, each answer closing its
+  connection, and then every connection is closed.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
 RECEIVE = 65_536
 ACCEPTS_AT_ONCE = 64  # connections accepted per wake-up of the listener, at most
 EXPIRY_CHECK_S = 0.25  # how often the deadlines are looked at
+FINAL_SEND_S = 2.0  # on stopping, how long the rest of an answer may take to send
 
 
 class _Connection:
@@ -114,9 +117,25 @@ class ConnectionLoop:
                             self._close(connection)  # idle, or not reading its answer, or read out long enough
                 self.server.service_actions()
         finally:
-            for connection in list(self.connections.values()):
-                self._close(connection)
+            self._finish()
             self.selector.close()
+
+    def _finish(self) -> None:
+        """On stopping: answer the requests already sent, each answer closing its connection (as a thread
+        answers the request it has read when its server stops), then close every connection."""
+        self.server.closing = True
+        for connection in list(self.connections.values()):
+            if connection.state == "read":
+                with contextlib.suppress(OSError):  # nothing sent (BlockingIOError), or the connection is gone
+                    connection.buffer += connection.sock.recv(RECEIVE)
+                if connection.buffer:
+                    self._answer(connection)
+        for connection in list(self.connections.values()):
+            if connection.state == "write":
+                with contextlib.suppress(OSError):
+                    connection.sock.settimeout(FINAL_SEND_S)
+                    connection.sock.sendall(connection.out)
+            self._close(connection)
 
     @staticmethod
     def _sent_meanwhile(connection: _Connection) -> bool:
