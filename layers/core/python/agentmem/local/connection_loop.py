@@ -144,7 +144,7 @@ class ConnectionLoop:
         if connection.state != "read":
             return False
         try:
-            return bool(connection.sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+            return bool(connection.sock.recv(1, socket.MSG_PEEK))  # (the loop's sockets do not block)
         except OSError:  # nothing there (or a connection gone)
             return False
 

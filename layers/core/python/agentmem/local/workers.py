@@ -10,7 +10,8 @@ connections on a listening socket of its own: the supervisor opens one a worker 
 ``SO_REUSEPORT``, and the kernel spreads new connections over them evenly (a socket shared by all would hand
 most to the one worker its wake-ups favour, and a worker serves its connections from one thread,
 ``local/connection_loop.py``). The supervisor keeps every socket open, so connections that arrive while a worker
-is started again wait in its socket's queue for the new one.
+is started again wait in its socket's queue for the new one. (On systems other than Linux, whose
+``SO_REUSEPORT`` does not spread connections, the workers share the supervisor's socket.)
 Worker 0 also runs what a server needs once: the sweep (expiry, the trash, due summary passes) and the
 semantic indexer; the worker started in its place when it dies takes them over. The other workers stay
 right without them: their semantic index reads the vectors worker 0 writes (and the removals) from the
@@ -47,6 +48,9 @@ POLL_S = 0.05  # how often the supervisor looks for a worker that ended
 RESTARTS_KEPT = 5  # workers dying this many times ...
 RESTART_WINDOW_S = 10.0  # ... within this many seconds: the server stops (they would only die again)
 PARENT_CHECK_S = 1.0  # how often a worker checks that its supervisor is still there
+# Linux spreads the connections to a port over the sockets listening on it with SO_REUSEPORT; other systems
+# (macOS, the BSDs) hand them all to one, so there the workers share one socket
+SPREADS_CONNECTIONS = sys.platform.startswith("linux")
 
 
 class Supervisor:
@@ -143,7 +147,7 @@ def serve_workers(settings: Settings, host: str, port: int, workers: int, *, cre
     listener = binding.socket
     listeners = [listener]
     try:
-        listeners += [_listener_beside(listener) for _ in range(workers - 1)]
+        listeners += [_listener_beside(listener) if SPREADS_CONNECTIONS else listener for _ in range(workers - 1)]
         container = build_container(settings, create_resources=create_resources)
         if create_resources:
             container.adapters = build_adapters(settings, create_resources=True)
