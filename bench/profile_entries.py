@@ -8,7 +8,8 @@ Loads the same 20 layers × 500 entries as ``bench/entries.py``, then:
 2. times every SQL statement each operation runs (a timing proxy around the thread's SQLite
    connection; the product code is not changed);
 3. measures how much WAL one save (update) writes, against LangGraph's ``SqliteStore`` ``put`` of the
-   same entries (the commit is most of a save's time);
+   same entries (the commit is most of a save's time), and what a save costs with its keyword index's
+   statements not run (a measure only), against agentmem as it is and ``SqliteStore``, saving in turns;
 4. profiles reads over HTTP on the server's thread and on the client's, against the local server as it
    ships, and measures reads/s on one connection.
 
@@ -93,11 +94,14 @@ class _TimedCursor:
 class TimingConnection:
     """Wraps a sqlite3 connection: execute + fetch time per statement shape."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, skip: Callable[[str], bool] | None = None) -> None:
         self._conn = conn
+        self._skip = skip
         self.totals: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
 
-    def execute(self, sql: str, params: Any = ()) -> _TimedCursor:
+    def execute(self, sql: str, params: Any = ()) -> Any:
+        if self._skip is not None and self._skip(sql):
+            return _NOTHING
         key = _statement_key(sql)
         start = time.perf_counter()
         cursor = self._conn.execute(sql, params)
@@ -109,11 +113,31 @@ class TimingConnection:
         return getattr(self._conn, name)
 
 
+class _Skipped:
+    """What a skipped statement answers: no rows."""
+
+    rowcount = 0
+
+    def fetchone(self) -> None:
+        return None
+
+    def fetchall(self) -> list[Any]:
+        return []
+
+
+_NOTHING = _Skipped()
+
+
+def keyword_index(sql: str) -> bool:
+    return "entries_fts" in sql
+
+
 @contextlib.contextmanager
-def timed_sql(target: Agentmem) -> Iterator[TimingConnection]:
+def timed_sql(target: Agentmem, skip: Callable[[str], bool] | None = None) -> Iterator[TimingConnection]:
+    """Every statement of the thread's connection timed; those ``skip`` says not run at all (a measure only)."""
     db = target.container.stores.entries.db  # one Database shared by every store
     real = db.connection()
-    proxy = TimingConnection(real)
+    proxy = TimingConnection(real, skip)
     db._local.conn = proxy
     try:
         yield proxy
@@ -183,6 +207,48 @@ def wal_per_save(target: Agentmem, entries: Sequence[EntryData], updates: Sequen
             report.append(f"  {who + ' ' + label:<34} {w['pages_per_op']:>6.1f} {w['bytes_per_op']:>8,}")
         report.append("      agentmem's pages by table or index: "
                       + ", ".join(f"{name} {pages:.2f}" for name, pages in ours[op]["by_btree"].items()))
+
+
+# --- a save without its keyword index -------------------------------------------------------------------------
+
+
+def saves_without_keyword_index(corpus: Corpus, report: list[str], layers: int = 8, per_layer: int = 450,
+                                block: int = 50) -> None:
+    """Three stores saving the same entries in turn, ``block`` saves each: agentmem, agentmem whose keyword
+    index's statements are not run (``keyword_index``: its searches would be wrong; a measure of what the rest of
+    a save costs), and SqliteStore (WAL). p50 of each save's thread CPU time, creates then updates."""
+    entries = corpus.entries(layers, per_layer)
+    stores: dict[str, Callable[[EntryData], None]] = {}
+    with tempfile.TemporaryDirectory(prefix="agentmem-nokw-") as tmp:
+        for name, skip in (("agentmem", None), ("agentmem, no keyword index", keyword_index)):
+            target = Agentmem(Path(tmp) / name.replace(" ", "-").replace(",", ""), "memories")
+            for layer in range(layers):
+                target.add_layer(layer)
+            if skip is not None:
+                db = target.container.stores.entries.db
+                db._local.conn = TimingConnection(db.connection(), skip)
+            stores[name] = target.save
+        langgraph = LangGraphStore(Path(tmp) / "store.db", tuned=True)
+        stores["SqliteStore (WAL)"] = langgraph.put
+        for save in stores.values():
+            for e in entries[:200]:
+                save(e)
+        updates = [corpus.entry(e.layer, int(e.name[-3:]), revision=1) for e in entries]
+        times: dict[str, dict[str, list[float]]] = {name: {"create": [], "update": []} for name in stores}
+        for phase, items in (("create", entries[200:]), ("update", updates)):
+            for first in range(0, len(items), block):
+                for name, save in stores.items():
+                    for e in items[first:first + block]:
+                        began = time.thread_time_ns()
+                        save(e)
+                        times[name][phase].append((time.thread_time_ns() - began) / 1000)
+        langgraph.close()
+    for phase in ("create", "update"):
+        theirs = sorted(times["SqliteStore (WAL)"][phase])[len(times["SqliteStore (WAL)"][phase]) // 2]
+        for name, phases in times.items():
+            ours = sorted(phases[phase])[len(phases[phase]) // 2]
+            report.append(f"  save ({phase}) {name:<28} p50 {ours:7.1f} µs CPU  {ours / theirs:5.2f}× SqliteStore "
+                          f"(n={len(phases[phase]):,})")
 
 
 # --- HTTP ---------------------------------------------------------------------------------------------------
@@ -348,6 +414,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             if blobs:
                 report.append(f"\nThe server printed {blobs} CloudWatch EMF metric blobs to stdout during the HTTP "
                               "part, though POWERTOOLS_METRICS_DISABLED=true was set: it should print none.")
+        print("saves without the keyword index…", file=sys.stderr, flush=True)
+        report.append(section("Saves without the keyword index (its statements not run: a measure only, of what the "
+                              "rest of a save costs)"))
+        saves_without_keyword_index(corpus, report)
     text = "\n".join(report) + "\n"
     print(text)
     out = ROOT / "bench" / "results" / f"profile-entries-{args.layout}.txt"
