@@ -18,7 +18,9 @@
   (``linger``): the body still on its way is read and dropped, up to ``DRAIN_LIMIT`` bytes, so a client
   that sends all of it before reading sees the answer instead of a broken pipe.
 - **A cap on connections** (``GuardedHTTPServer``): past ``serve_max_connections`` open at once, a new
-  connection is answered 503 ``unavailable`` with ``Retry-After`` and closed, instead of taking a thread.
+  connection is answered 503 ``unavailable`` with ``Retry-After`` and closed. The connections are served by
+  ``local/connection_loop.py`` while their requests arrive whole; one whose request does not is handed, with
+  what was read of it, to a thread of its own that reads it under these deadlines.
 """
 
 from __future__ import annotations
@@ -345,7 +347,9 @@ def answer_busy(sock: socket.socket) -> None:
 
 
 class GuardedHTTPServer(ThreadingHTTPServer):
-    """A thread per connection, at most ``max_connections`` of them; quiet about clients that go away."""
+    """At most ``max_connections`` connections, served by its ``ConnectionLoop`` while their requests arrive whole
+    and each by a thread of its own otherwise (a thread per connection for a handler class that cannot answer a
+    request read whole); quiet about clients that go away."""
 
     daemon_threads = True
     request_queue_size = 128  # connections the kernel holds before they are accepted
