@@ -947,6 +947,13 @@ def context_rows(bench: Bench) -> None:
             {"role": "user", "content": "Another question: can I bring a bike on the train?"}]})
         return lambda cached: bench.call("GET", f"{other}/context", "user=u1", cached=cached)[0]
 
+    def another_user(tag: str) -> Callable[[bool], Any]:
+        bench.setup_call("GET", f"{path}/context", "user=u1")  # this instance built u1's context, not this user's
+        newcomer = f"/v1/agents/ctx/conversations/chat-new-{tag}"
+        bench.setup_call("POST", f"{newcomer}/messages", f"user=new-{tag}", body={"messages": [
+            {"role": "user", "content": "My first question: how do I book a train?"}]})
+        return lambda cached: bench.call("GET", f"{newcomer}/context", f"user=new-{tag}", cached=cached)[0]
+
     def later_turn(tag: str) -> Callable[[bool], Any]:
         bench.setup_call("GET", f"{path}/context", "user=u1")  # this instance built it at the last turn ...
 
@@ -978,6 +985,9 @@ def context_rows(bench: Bench) -> None:
     bench.api("context build, warm instance", 15, "15 in 1 round: " + reads, warm, min_rounds=1)
     bench.api("context build, another conversation of the same user", 15, "15 in 1 round: the same reads, "
               "of that conversation", another_conversation, min_rounds=1)
+    bench.api("context build, another user's first (warm instance)", 15, "15 in 1 round: the reads of the last "
+              "build of the agent on this instance (u1's), this user's layers in place of u1's and u1's pinned "
+              "entries left out", another_user, min_rounds=1)
     bench.api("context build, a later turn (memory records no longer kept)", 16,
               "16 in 1 round: the same, and the 3 memories' records (one BatchGetItem) beside them", later_turn,
               min_rounds=1)

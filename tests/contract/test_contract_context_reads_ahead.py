@@ -124,3 +124,34 @@ def test_another_conversation_with_the_same_user_is_built_as_a_new_process_build
     said = other.context()
     assert said == fresh(world, other)
     assert [m["content"] for m in said["window"]["messages"]] == ["A new question about shipping.", "Happy to help."]
+
+
+@pytest.mark.parametrize("as_bob", ["the account's key", "bob's own key"])
+def test_the_first_build_for_another_user_of_the_agent_is_a_new_process_build_reading_nothing_of_the_first(
+        world: World, monkeypatch: pytest.MonkeyPatch, as_bob: str) -> None:
+    # Given ana's context built (its reads kept, ana's pinned entry among them), and bob with a pinned entry too
+    chat = given_an_agent_with_pinned_entries_in_three_memories(world)
+    chat.context()
+    world.save("own-bike", "Bob rides to work.", "Bob's commute", memory=OWN, user="bob", **PINNED)
+    sent: list[Any] = []
+    store = world.container.conversations.agent_memory.entries.store
+    prefetch = store.prefetch
+
+    def spy(layers: Any, now: str, *, entries: Any = ()) -> None:
+        sent.extend([*layers, *(layer for layer, _ in entries)])
+        prefetch(layers, now, entries=entries)
+
+    monkeypatch.setattr(store, "prefetch", spy)
+    # When bob's first conversation with the agent is built
+    bob = Chat(world, key="bob-1", user="bob", principal=world.bob if as_bob == "bob's own key" else None)
+    bob.say(user("Can I expense a bike repair?"), assistant("Let me check."))
+    built = bob.context()
+    # Then it is what a new process builds: bob's pinned entry, none of ana's
+    assert built == fresh(world, bob)
+    pinned = str(built)
+    assert "Bob rides to work." in pinned and "Ana eats no fish." not in pinned
+    # and nothing of ana's was read for it, ahead or not
+    assert sent and all(layer.user_id in (None, "bob") for layer in sent), sent
+    # And bob's next build is his own again, ana's too
+    assert bob.context() == fresh(world, bob)
+    assert chat.context() == fresh(world, chat)

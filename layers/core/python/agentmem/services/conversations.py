@@ -85,7 +85,8 @@ class PassLog:
 @dataclass(frozen=True)
 class ContextReads:
     """What one context build read: the next build for the same caller, agent and user (of any conversation)
-    sends the same reads at once beside the agent's record (``ConversationService._read_ahead``)."""
+    sends the same reads at once beside the agent's record (``ConversationService._read_ahead``); the first build
+    for another user of the agent sends them as ``for_user`` guesses that user's."""
 
     account_id: str
     agent: str
@@ -95,6 +96,20 @@ class ContextReads:
     layers: tuple[Layer, ...]
     pinned: tuple[tuple[Layer, str], ...]
     tail_count: int
+
+    def for_user(self, user_id: str | None) -> ContextReads:
+        """These reads as another user's build of the same agent would make them: that user's layers of the same
+        memories in place of this user's, this user's pinned entries left out (nothing of this user's is read
+        for another). Without a user (an account's key that names none), the same reads: the agent may be a
+        user's, whose conversations are all with that user."""
+        if user_id is None or user_id == self.user_id:
+            return self
+
+        def theirs(layer: Layer) -> Layer:
+            return replace(layer, user_id=user_id) if layer.user_id is not None else layer
+
+        return replace(self, user_id=user_id, layers=tuple(theirs(layer) for layer in self.layers),
+                       pinned=tuple(pin for pin in self.pinned if pin[0].user_id is None))
 
 
 class LastReads:
@@ -555,8 +570,12 @@ class ConversationService:
         now = iso(moment)
         entries = self.agent_memory.entries.store
         asked = (principal.account_id, principal.kind, principal.user_id, agent, user, surface)
+        any_user = (principal.account_id, agent, surface)  # the last build of this agent, for whichever caller
         with entries.context_reads():
             last = self._last_reads.get(asked)
+            if last is None:
+                template = self._last_reads.get(any_user)
+                last = template.for_user(principal.user_id or user) if template is not None else None
             if last is not None:
                 check_conversation_key(key)  # (call_context checks it too; nothing is sent for a key it refuses)
                 self._read_ahead(last, key, now)  # beside the agent's record: the build is one round of reads
@@ -578,10 +597,12 @@ class ConversationService:
             window = recent_window(tail[-cap:], cap) if record is not None else []
             sections, pinned, pinned_read = self._memory_parts(ctx, plan, ref.account_id, now, moment)
             checkpoint = self.checkpoint_entry(ctx, ref) if record is not None else None
-            self._last_reads.keep(asked, ContextReads(
+            reads = ContextReads(
                 ref.account_id, ref.agent, ref.user_id, ctx.agent.own_memory, tuple(m.name for m in readable),
                 tuple(layers), tuple(pinned_read), tail_count,
-            ))
+            )
+            self._last_reads.keep(asked, reads)
+            self._last_reads.keep(any_user, reads)
         summary = None
         if checkpoint is not None and checkpoint.content:
             summary = SummaryPart(checkpoint.content, _as_written(record, checkpoint).folded_through if record else 0)
