@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from agentmem.local.connection_loop import whole_request
+from agentmem.local.connection_loop import MORE, PIECES_WAIT_S, whole_request
 from agentmem.local.http_guard import GuardedHTTPServer, Timeouts
 from agentmem.local.server import ApiRequestHandler
 
@@ -102,8 +102,14 @@ def test_a_request_read_whole_and_framed_plainly_is_found_with_its_size(raw: byt
 
 @pytest.mark.parametrize("raw", [
     b"GET /v1/a HTTP/1.1\r\nHost: x\r\n",  # the headers not ended yet
+    b"GET /v1/a HTTP/1.1\nHost: x\n\n",  # (bare LFs: waited for, then read by a thread)
     b"POST /v1/a HTTP/1.1\r\nContent-Length: 5\r\n\r\nhi",  # the body not all here
-    b"GET /v1/a HTTP/1.1\nHost: x\n\n",  # bare LFs
+])
+def test_a_request_framed_plainly_as_far_as_it_came_is_waited_for(raw: bytes) -> None:
+    assert whole_request(bytearray(raw)) == MORE
+
+
+@pytest.mark.parametrize("raw", [
     b"GET /v1/a HTTP/1.1\r\nHost: x\r\nX-A: 1\nX-B: 2\r\n\r\n",  # one bare LF among the CRLFs
     b"GET /v1/a HTTP/1.1\r\nX-A: 1\r\n  folded\r\n\r\n",  # a folded line
     b"POST /v1/a HTTP/1.1\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nhi",  # two lengths
@@ -139,11 +145,21 @@ def test_pipelined_requests_are_answered_in_the_order_sent(server: GuardedHTTPSe
         ("/v1/one", "GET", None), ("/v1/two", "POST", '{"a": 1}'), ("/v1/three", "GET", None)]
 
 
+def test_a_request_whose_pieces_come_close_together_is_answered_by_the_loop(server: GuardedHTTPServer) -> None:
+    request = _request("/v1/pieces", b'{"pieces": "' + b"x" * 3000 + b'"}')
+    with _connect(server) as sock:
+        for start in range(0, len(request), 700):  # as a request of a few KB can come over a network
+            sock.sendall(request[start:start + 700])
+            time.sleep(0.005)
+        answer = _Answers(sock).json()
+    assert (answer["path"], len(answer["body"]), answer["thread"]) == ("/v1/pieces", 3014, "loop")
+
+
 def test_a_request_that_arrives_in_pieces_is_answered_by_a_thread(server: GuardedHTTPServer) -> None:
     request = _request("/v1/split", b'{"split": true}')
     with _connect(server) as sock:
         sock.sendall(request[:20])
-        time.sleep(0.2)
+        time.sleep(PIECES_WAIT_S + 0.3)
         sock.sendall(request[20:])
         answers = _Answers(sock)
         answer = answers.json()
@@ -271,3 +287,12 @@ def test_on_stopping_a_request_already_sent_is_answered_and_its_connection_close
         assert waiting.recv(65536) == b""
         assert _Answers(slow).json()["path"] == "/slow"
         stopping.join(5)
+
+
+def test_a_request_cut_short_by_the_client_is_answered_as_a_thread_answers_it(server: GuardedHTTPServer) -> None:
+    with _connect(server) as sock:
+        sock.sendall(b"POST /v1/cut HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n" + b"x" * 40)
+        sock.shutdown(socket.SHUT_WR)  # and no more
+        answer = _Answers(sock).json()
+    # (a thread hands the handler what came: the API refuses a JSON body cut short as it refuses any bad JSON)
+    assert (answer["path"], answer["body"], answer["thread"] != "loop") == ("/v1/cut", "x" * 40, True)

@@ -164,6 +164,25 @@ def test_the_header_deadline_starts_at_the_first_byte_and_holds_across_reads(
     assert reader.timed_out is not None and "headers" in reader.timed_out
 
 
+def test_bytes_read_before_count_from_their_first_byte_for_the_header_deadline(
+    pair: tuple[socket.socket, socket.socket],
+) -> None:
+    # Given a reader handed the first bytes of a request that came 0.3 s ago (the connection loop waited for more)
+    server, client = pair
+    now = [100.0]
+    reader = PacedReader(server, Timeouts(idle_s=5, header_s=0.4, body_s=5), clock=lambda: now[0],
+                         pending=b"GET /v1/a HTTP/1.1\r\n", began_at=99.7)
+    reader.await_request()
+    # When it reads them, they come first, and the header deadline is the first byte's time and header_s
+    buffer = bytearray(64)
+    assert bytes(buffer[:reader.readinto(buffer)]) == b"GET /v1/a HTTP/1.1\r\n" and reader.began
+    now[0] = 100.11  # 0.41 s after the first byte: what comes now is too late
+    client.sendall(b"Host: x\r\n")
+    with pytest.raises(TimeoutError):
+        reader.readinto(buffer)
+    assert reader.timed_out is not None and "headers" in reader.timed_out
+
+
 def test_a_body_has_its_timeout_plus_a_second_per_min_rate_bytes() -> None:
     assert Timeouts(body_s=30, body_min_rate=50_000).body_allowance_s(1_000_000) == 50
 

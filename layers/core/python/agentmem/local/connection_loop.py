@@ -10,10 +10,14 @@ the same handler class:
 - A request that has arrived whole (its line, clean ``CRLF`` headers and the whole body its one
   ``Content-Length`` announces, with no ``Expect`` or ``Transfer-Encoding``, for a path of the API) is
   answered here, by the handler class's ``answer_buffered``; pipelined requests in turn.
+- A request that is framed that way but has not all arrived yet (its headers or body still on the way, as a
+  request of a few KB over a network often is) is waited for, ``PIECES_WAIT_S`` at most, up to
+  ``PIECES_LIMIT`` bytes.
 - Anything else is handed, with the bytes read so far, to a thread of its own for the rest of the connection's
-  life, which reads it under ``local/http_guard.py``'s deadlines as every connection was: a request that
-  arrives in pieces (a slow or hostile client), an expected or transfer-encoded body, odd framing, a
-  workspace link's stream. So the guard's rules and answers are the thread's, unchanged.
+  life, which reads it under ``local/http_guard.py``'s deadlines as every connection was (the header deadline
+  counted from the request's first byte): a request still in pieces after that wait (a slow or hostile
+  client), an expected or transfer-encoded body, odd framing, a workspace link's stream. So the guard's rules
+  and answers are the thread's, unchanged.
 - The answer is written without blocking; a connection whose client does not read it is closed after the idle
   timeout. A connection to be closed after its answer is shut for writing and read out, then closed, so the
   client reads the answer rather than a reset (``http_guard.linger``).
@@ -38,14 +42,18 @@ if TYPE_CHECKING:
 RECEIVE = 65_536
 ACCEPTS_AT_ONCE = 64  # connections accepted per wake-up of the listener, at most
 EXPIRY_CHECK_S = 0.25  # how often the deadlines are looked at
+PIECES_WAIT_S = 0.1  # how long a request arriving in pieces is waited for here before a thread reads it
+PIECES_LIMIT = 1024 * 1024  # a request that has not all arrived with this much read goes to a thread
+MORE = (0, "")  # whole_request: framed plainly so far, not all here yet
 FINAL_SEND_S = 2.0  # on stopping, how long the rest of an answer may take to send
 
 
 class _Connection:
-    __slots__ = ("address", "buffer", "close_after", "deadline", "out", "sock", "state")
+    __slots__ = ("address", "buffer", "close_after", "deadline", "out", "since", "sock", "state")
 
     def __init__(self, sock: socket.socket, address: Any, deadline: float) -> None:
         self.sock, self.address, self.deadline = sock, address, deadline
+        self.since: float | None = None  # when the first byte of a request still in pieces came
         self.buffer = bytearray()
         self.out = memoryview(b"")
         self.close_after = False
@@ -54,11 +62,12 @@ class _Connection:
 
 def whole_request(buffer: bytearray) -> tuple[int, str] | None:
     """The size and target of the request at the start of ``buffer`` if it has arrived whole and is framed the
-    plain way (request line, ``CRLF`` header lines, at most one ``Content-Length`` of digits, the whole body),
-    else None: the connection is then served by a thread, under the deadlines and rules of ``http_guard``."""
+    plain way (request line, ``CRLF`` header lines, at most one ``Content-Length`` of digits, the whole body);
+    ``MORE`` if it is framed that way as far as it has arrived; else None: the connection is then served by a
+    thread, under the deadlines and rules of ``http_guard``."""
     end = buffer.find(b"\r\n\r\n", 0, LINE_LIMIT)
     if end < 0:
-        return None
+        return MORE if len(buffer) < LINE_LIMIT else None
     head = bytes(buffer[:end + 2])
     line_end = head.find(b"\r\n")
     words = head[:line_end].split()
@@ -82,7 +91,7 @@ def whole_request(buffer: bytearray) -> tuple[int, str] | None:
         length = int(value)
     size = end + 4 + length
     if len(buffer) < size:
-        return None
+        return MORE
     return size, words[1].decode("iso-8859-1")
 
 
@@ -95,6 +104,7 @@ class ConnectionLoop:
         self.idle_s = float(handler_class.timeouts.idle_s)
         self.selector = selectors.DefaultSelector()
         self.connections: dict[int, _Connection] = {}
+        self.in_pieces: set[_Connection] = set()  # waited for: a request not all here yet
         self._checked = 0.0
 
     # -- the loop --------------------------------------------------------------------------------------------
@@ -104,12 +114,15 @@ class ConnectionLoop:
         self.selector.register(listener, selectors.EVENT_READ, None)
         try:
             while not stopping():
-                for key, mask in self.selector.select(min(poll_interval, EXPIRY_CHECK_S)):
+                wait = min(poll_interval, EXPIRY_CHECK_S, PIECES_WAIT_S / 4 if self.in_pieces else EXPIRY_CHECK_S)
+                for key, mask in self.selector.select(wait):
                     if key.data is None:
                         self._accept(listener)
                     else:
                         self._service(key.data, mask)
                 now = time.monotonic()
+                for waited in [c for c in self.in_pieces if c.deadline <= now]:
+                    self._hand_off(waited)  # still in pieces: a thread reads the rest under the guard's deadlines
                 if now - self._checked >= EXPIRY_CHECK_S:
                     self._checked = now
                     for connection in [c for c in self.connections.values() if c.deadline <= now]:
@@ -183,7 +196,10 @@ class ConnectionLoop:
         except OSError:
             received = b""
         if not received:
-            self._close(connection)
+            if connection.state == "read" and connection.buffer:
+                self._hand_off(connection)  # a request cut short: its thread answers it, as a thread always did
+            else:
+                self._close(connection)
             return
         if connection.state == "drain":
             return  # read and dropped
@@ -195,9 +211,18 @@ class ConnectionLoop:
         """Answer the requests whole in the buffer, in turn; hand the connection to a thread at one that is not."""
         while connection.state == "read" and connection.buffer:
             found = whole_request(connection.buffer)
-            if found is None or not self.handler_class.serves_buffered(found[1]):
+            if found == MORE and len(connection.buffer) < PIECES_LIMIT:
+                if connection.since is None:  # its first piece: wait a little for the rest
+                    connection.since = time.monotonic()
+                    connection.deadline = connection.since + PIECES_WAIT_S
+                    self.in_pieces.add(connection)
+                return
+            if found is None or found == MORE or not self.handler_class.serves_buffered(found[1]):
                 self._hand_off(connection)
                 return
+            if connection.since is not None:
+                connection.since = None
+                self.in_pieces.discard(connection)
             size = found[0]
             request = bytes(connection.buffer[:size])
             del connection.buffer[:size]
@@ -245,9 +270,10 @@ class ConnectionLoop:
     def _hand_off(self, connection: _Connection) -> None:
         self._forget(connection)
         connection.sock.settimeout(self.idle_s)  # the thread's reads set their own; a write waits this long
-        self.server.serve_in_thread(connection.sock, connection.address, bytes(connection.buffer))
+        self.server.serve_in_thread(connection.sock, connection.address, bytes(connection.buffer), connection.since)
 
     def _forget(self, connection: _Connection) -> None:
+        self.in_pieces.discard(connection)
         self.connections.pop(connection.sock.fileno(), None)
         with contextlib.suppress(KeyError, ValueError):
             self.selector.unregister(connection.sock)

@@ -92,11 +92,13 @@ class PacedReader(io.RawIOBase):
     """The connection's reads, each bounded by what is left of the current phase's deadline."""
 
     def __init__(self, sock: socket.socket, timeouts: Timeouts, clock: Callable[[], float] = time.monotonic,
-                 pending: bytes = b"") -> None:
-        """``pending``: bytes of the connection read already (by the connection loop), read first."""
+                 pending: bytes = b"", began_at: float | None = None) -> None:
+        """``pending``: bytes of the connection read already (by the connection loop), read first; ``began_at``:
+        when the first of them came, which starts the header deadline of the request they begin."""
         super().__init__()
         self._sock = sock
         self._pending = memoryview(pending)
+        self._began_at = began_at
         self._timeouts = timeouts
         self._clock = clock
         self._deadline = 0.0
@@ -144,7 +146,8 @@ class PacedReader(io.RawIOBase):
         if received and self._waiting:
             self._waiting, self.began = False, True
             self._phase = f"the request line and headers did not arrive within {self._timeouts.header_s:g} s"
-            self._deadline = self._clock() + self._timeouts.header_s
+            began, self._began_at = self._began_at, None
+            self._deadline = (self._clock() if began is None else began) + self._timeouts.header_s
         return received
 
     def _timeout(self) -> TimeoutError:
@@ -365,7 +368,7 @@ class GuardedHTTPServer(ThreadingHTTPServer):
         self._requests = 0  # requests being answered now
         self.closing = False  # stopping: each answer closes its connection
         self._loop: ConnectionLoop | None = None  # serving connections, while serve_forever runs one
-        self._pending: dict[socket.socket, bytes] = {}  # read by the loop, for the thread a connection goes to
+        self._pending: dict[socket.socket, tuple[bytes, float | None]] = {}  # the loop's, for the thread
         self._idle = threading.Condition()
         super().__init__(address, handler, bind_and_activate=listener is None)
         if listener is not None:
@@ -412,10 +415,12 @@ class GuardedHTTPServer(ThreadingHTTPServer):
             setattr(self, _SHUTDOWN_REQUEST, False)
             shut_down.set()
 
-    def serve_in_thread(self, request: socket.socket, client_address: Any, pending: bytes) -> None:
-        """Serve a connection of the loop, its slot taken and ``pending`` read of it already, in a thread."""
+    def serve_in_thread(self, request: socket.socket, client_address: Any, pending: bytes,
+                        began_at: float | None = None) -> None:
+        """Serve a connection of the loop, its slot taken and ``pending`` read of it already (the request's first
+        byte come at ``began_at``), in a thread."""
         if pending:
-            self._pending[request] = pending
+            self._pending[request] = (pending, began_at)
         try:
             ThreadingHTTPServer.process_request(self, request, client_address)
         except BaseException:
@@ -423,9 +428,9 @@ class GuardedHTTPServer(ThreadingHTTPServer):
             self.release_connection(request)
             raise
 
-    def take_pending(self, request: socket.socket) -> bytes:
-        """What the loop read of a connection before handing it to a thread."""
-        return self._pending.pop(request, b"")
+    def take_pending(self, request: socket.socket) -> tuple[bytes, float | None]:
+        """What the loop read of a connection before handing it to a thread, and when its first byte came."""
+        return self._pending.pop(request, (b"", None))
 
     def release_connection(self, request: socket.socket) -> None:
         """Close a connection of the loop and free its slot."""

@@ -115,8 +115,8 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
     def setup(self) -> None:
         super().setup()
         self.rfile.close()
-        pending = cast(GuardedHTTPServer, self.server).take_pending(self.connection)
-        self._reader = PacedReader(self.connection, self.timeouts, pending=pending)
+        pending, began_at = cast(GuardedHTTPServer, self.server).take_pending(self.connection)
+        self._reader = PacedReader(self.connection, self.timeouts, pending=pending, began_at=began_at)
         self.rfile = io.BufferedReader(self._reader)
 
     # -- a request read whole by the connection loop (local/connection_loop.py) --------------------------------
