@@ -126,9 +126,9 @@ def test_another_conversation_with_the_same_user_is_built_as_a_new_process_build
     assert [m["content"] for m in said["window"]["messages"]] == ["A new question about shipping.", "Happy to help."]
 
 
-@pytest.mark.parametrize("as_bob", ["the account's key", "bob's own key"])
+@pytest.mark.parametrize("caller", ["the account's key, for bob", "bob's own key", "the account's key, for itself"])
 def test_the_first_build_for_another_user_of_the_agent_is_a_new_process_build_reading_nothing_of_the_first(
-        world: World, monkeypatch: pytest.MonkeyPatch, as_bob: str) -> None:
+        world: World, monkeypatch: pytest.MonkeyPatch, caller: str) -> None:
     # Given ana's context built (its reads kept, ana's pinned entry among them), and bob with a pinned entry too
     chat = given_an_agent_with_pinned_entries_in_three_memories(world)
     chat.context()
@@ -142,16 +142,18 @@ def test_the_first_build_for_another_user_of_the_agent_is_a_new_process_build_re
         prefetch(layers, now, entries=entries)
 
     monkeypatch.setattr(store, "prefetch", spy)
-    # When bob's first conversation with the agent is built
-    bob = Chat(world, key="bob-1", user="bob", principal=world.bob if as_bob == "bob's own key" else None)
-    bob.say(user("Can I expense a bike repair?"), assistant("Let me check."))
-    built = bob.context()
-    # Then it is what a new process builds: bob's pinned entry, none of ana's
-    assert built == fresh(world, bob)
-    pinned = str(built)
-    assert "Bob rides to work." in pinned and "Ana eats no fish." not in pinned
+    # When the first conversation with the agent of another user (or of the account itself) is built
+    whom = None if caller.endswith("itself") else "bob"
+    other = Chat(world, key="other-1", user=whom, principal=world.bob if caller == "bob's own key" else None)
+    other.say(user("Can I expense a bike repair?"), assistant("Let me check."))
+    built = other.context()
+    # Then it is what a new process builds: that caller's pinned entries, none of ana's
+    assert built == fresh(world, other)
+    shown = str(built)
+    assert "Ana eats no fish." not in shown
+    assert ("Bob rides to work." in shown) == (whom == "bob")
     # and nothing of ana's was read for it, ahead or not
-    assert sent and all(layer.user_id in (None, "bob") for layer in sent), sent
-    # And bob's next build is his own again, ana's too
-    assert bob.context() == fresh(world, bob)
+    assert sent and all(layer.user_id in (None, whom) for layer in sent), sent
+    # And the next build is its own again, ana's too
+    assert other.context() == fresh(world, other)
     assert chat.context() == fresh(world, chat)

@@ -99,16 +99,13 @@ class ContextReads:
 
     def for_user(self, user_id: str | None) -> ContextReads:
         """These reads as another user's build of the same agent would make them: that user's layers of the same
-        memories in place of this user's, this user's pinned entries left out (nothing of this user's is read
-        for another). Without a user (an account's key that names none), the same reads: the agent may be a
-        user's, whose conversations are all with that user."""
-        if user_id is None or user_id == self.user_id:
+        memories in place of this user's (none without a user: the account's conversations), this user's pinned
+        entries left out. Nothing of one user's is read for another."""
+        if user_id == self.user_id:
             return self
-
-        def theirs(layer: Layer) -> Layer:
-            return replace(layer, user_id=user_id) if layer.user_id is not None else layer
-
-        return replace(self, user_id=user_id, layers=tuple(theirs(layer) for layer in self.layers),
+        layers = tuple(layer if layer.user_id is None else replace(layer, user_id=user_id)
+                       for layer in self.layers if layer.user_id is None or user_id is not None)
+        return replace(self, user_id=user_id, layers=layers,
                        pinned=tuple(pin for pin in self.pinned if pin[0].user_id is None))
 
 
