@@ -114,7 +114,7 @@ class ConnectionLoop:
         self.selector.register(listener, selectors.EVENT_READ, None)
         try:
             while not stopping():
-                wait = min(poll_interval, EXPIRY_CHECK_S, PIECES_WAIT_S / 4 if self.in_pieces else EXPIRY_CHECK_S)
+                wait = min(poll_interval, PIECES_WAIT_S / 4 if self.in_pieces else EXPIRY_CHECK_S)
                 for key, mask in self.selector.select(wait):
                     if key.data is None:
                         self._accept(listener)

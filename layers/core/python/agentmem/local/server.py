@@ -77,7 +77,6 @@ class LocalContext:
         return 30_000
 
 
-_PHRASES = {status.value: status.phrase for status in HTTPStatus}
 _FRAMING_HEADERS = ("content-length", "connection")  # the server's to write, not the handler's
 _date: tuple[int, str] = (0, "")  # the Date header of the current second, made once a second
 
@@ -262,7 +261,7 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
         self._answered = True
         if self.access_log:
             self.log_request(status)
-        phrase = _PHRASES.get(status, "")
+        phrase = self.responses[status][0] if status in self.responses else ""  # as send_response_only reads it
         lines = [f"{self.protocol_version} {status} {phrase}\r\nServer: {self.version_string()}\r\n"
                  f"Date: {self.date_time_string()}\r\n"]
         lines += [f"{key}: {value}\r\n" for key, value in headers if key.lower() not in _FRAMING_HEADERS]
