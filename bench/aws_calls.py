@@ -124,6 +124,7 @@ class Tally:
     query_pages: int = 0
     query_items_read: int = 0  # ScannedCount: items read before any filter
     spans: list[tuple[float, float]] = field(default_factory=list)  # each API call's start and end (perf_counter)
+    connections: int = 0  # connections opened (a TCP and TLS handshake each on AWS)
 
 
 def rounds(spans: Sequence[tuple[float, float]]) -> int:
@@ -184,12 +185,28 @@ class Meter:
         self.latency_s = 0.0  # held before each counted request is sent: a network's round trip (rounds rows)
 
     def attach(self, session: Any) -> None:
+        self._count_connections()
         events = session.events
         events.register("before-parameter-build", self._before_parameter_build)
         events.register("before-call", self._before_call)
         events.register("before-send", self._before_send)
         events.register("after-call", self._after_call)
         events.register("after-call-error", self._after_call_error)
+
+    def _count_connections(self) -> None:
+        """Count the connections botocore's pools open (urllib3's, under botocore's pool classes)."""
+        import urllib3.connectionpool
+
+        pool_class = urllib3.connectionpool.HTTPConnectionPool
+        new_conn = pool_class._new_conn
+        meter = self
+
+        def counted(pool: Any) -> Any:
+            if meter.enabled:
+                meter.tally.connections += 1
+            return new_conn(pool)
+
+        pool_class._new_conn = counted  # type: ignore[method-assign]
 
     @staticmethod
     def _parts(event_name: str) -> tuple[str, str]:
@@ -222,8 +239,8 @@ class Meter:
         if self.enabled:
             service, operation = self._parts(event_name)
             self.tally.sends[f"{service}.{operation}"] += 1
-            if self.latency_s:
-                time.sleep(self.latency_s)
+        if self.latency_s:  # uncounted requests too: requests sent at once overlap, as on a network
+            time.sleep(self.latency_s)
         # returning None: botocore sends the request
 
     def _after_call(self, http_response: Any, parsed: dict[str, Any], model: Any, context: dict[str, Any],
@@ -297,6 +314,7 @@ class Row:
     with_authenticate_rcu: float | None = None
     note: str = ""
     rounds: int = 0  # requests waited for one after another (``rounds``); requests sent at once are one
+    connections: int = 0  # connections the call opened
     min_rounds: int | None = None  # the rows that measure rounds: the fewest the data dependencies allow
 
     @property
@@ -323,7 +341,7 @@ def _row(level: str, operation: str, minimum: int, minimum_text: str, tally: Tal
         requests=_by_operation(tally), rcu=tally.rcu, wcu=tally.wcu, rcu_index=tally.rcu_index,
         wcu_index=tally.wcu_index, tx_wcu_aws_rule=tally.tx_wcu_aws_rule, query_pages=tally.query_pages,
         query_items_read=tally.query_items_read, api_calls=sum(tally.calls.values()), errors=dict(tally.errors),
-        outcome=outcome, note=note, rounds=rounds(tally.spans),
+        outcome=outcome, note=note, rounds=rounds(tally.spans), connections=tally.connections,
     )
 
 
@@ -439,7 +457,8 @@ class Bench:
         row.with_authenticate = _by_operation(auth_tally)
         row.with_authenticate_rcu = auth_tally.rcu
         self.rows.append(row)
-        print(f"  api   {operation:<58} {row.total} requests, {row.rounds} rounds", flush=True)
+        print(f"  api   {operation:<58} {row.total} requests, {row.rounds} rounds, "
+              f"{row.connections} connections opened", flush=True)
         return row
 
     def store(self, operation: str, minimum: int, minimum_text: str, act: Callable[[], Any], note: str = "",
@@ -937,7 +956,10 @@ def context_rows(bench: Bench) -> None:
     settle_passes(bench, ConversationRef(bench.account_id, "ctx", "u1", "chat-ctx"))
 
     def warm(tag: str) -> Callable[[bool], Any]:
-        bench.setup_call("GET", f"{path}/context", "user=u1")  # this instance has just built it once
+        # this instance has built it before, more than once: the first build sent its requests one round after
+        # another, the second at once, opening the connections beyond those (an instance's client keeps them)
+        bench.setup_call("GET", f"{path}/context", "user=u1")
+        bench.setup_call("GET", f"{path}/context", "user=u1")
         return lambda cached: bench.call("GET", f"{path}/context", "user=u1", cached=cached)[0]
 
     def another_conversation(tag: str) -> Callable[[bool], Any]:
@@ -1124,8 +1146,11 @@ def _requests_text(requests: dict[str, int]) -> str:
 
 def _rounds_text(row: dict[str, Any]) -> str:
     """The rows that measure rounds: how many the requests took (requests in flight together are one)."""
-    rounds = row["rounds"]
-    return f", in **{rounds} round{'' if rounds == 1 else 's'}**" if row.get("min_rounds") is not None else ""
+    if row.get("min_rounds") is None:
+        return ""
+    rounds, opened = row["rounds"], row.get("connections", 0)
+    return (f", in **{rounds} round{'' if rounds == 1 else 's'}**, "
+            f"{opened} connection{'' if opened == 1 else 's'} opened")
 
 
 def _units(value: float) -> str:
@@ -1233,7 +1258,8 @@ def print_tables(results: dict[str, Any]) -> None:
         print(f"{name:<{width}} {row['total']:>2} {kinds:<49} {auth:>4} {row['rcu']:>6g} {row['wcu']:>6g}  "
               f"{row['minimum']:<9} {'yes' if row['meets'] else 'NO'}")
         if row.get("min_rounds") is not None:
-            print(f"{'':<{width}}    rounds: {row['rounds']} (minimum {row['min_rounds']})")
+            print(f"{'':<{width}}    rounds: {row['rounds']} (minimum {row['min_rounds']}), "
+                  f"connections opened: {row.get('connections', 0)}")
         if not row["meets"]:
             print(f"{'':<{width}}    why: {_why(row)}")
     print()
@@ -1270,7 +1296,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         context_rows(bench)
         for row in bench.rows:
             print(f"{row.operation}: {row.total} requests in {row.rounds} rounds (minimum {row.minimum} in "
-                  f"{row.min_rounds}), {row.requests}, with authenticate {row.with_authenticate}, RCU {row.rcu:g}")
+                  f"{row.min_rounds}), {row.connections} connections opened, {row.requests}, "
+                  f"with authenticate {row.with_authenticate}, RCU {row.rcu:g}")
         return 0
     results = run()
     print_tables(results)

@@ -2,10 +2,11 @@
 ``table`` and ``layout``).
 
 ``build_dynamodb_stores(settings, session=None)`` makes them: one boto3 client (``client_config()``: retries
-with backoff, timeouts; the endpoint from ``AWS_ENDPOINT_URL_DYNAMODB`` when set), pynamodb models
-bound to ``settings.table``. The conversation store also gets the journal bucket (``settings.journal_bucket``)
-and, when ``settings.opensearch_endpoint`` is set, the search index for journal search; both are made on
-first use (``adapters/aws/lazy``), so a cold start that only appends or reads the hot tail makes neither.
+with backoff, timeouts; ``CONNECTIONS`` kept open; the endpoint from ``AWS_ENDPOINT_URL_DYNAMODB`` when set),
+pynamodb models bound to ``settings.table``. The conversation store also gets the journal bucket
+(``settings.journal_bucket``) and, when ``settings.opensearch_endpoint`` is set, the search index for journal
+search; both are made on first use (``adapters/aws/lazy``), so a cold start that only appends or reads the hot
+tail makes neither.
 """
 
 from __future__ import annotations
@@ -34,6 +35,11 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 DEFAULT_REGION = "us-east-1"
+# The connections the client keeps open: more than one call can have in flight (the entry store's 16 I/O threads,
+# the memory and conversation stores' 8 each, the calling threads of a local server), so that a warm instance
+# sends every request on a connection already open. botocore keeps 10: a context build, which sends 15 requests
+# at once, opened and dropped 5 connections each time, a TCP and TLS handshake each on AWS.
+CONNECTIONS = 64
 
 __all__ = ["DynamoDBStores", "build_dynamodb_stores", "create_table"]
 
@@ -55,7 +61,7 @@ def dynamodb_client(session: boto3.Session | None = None) -> DynamoDBClient:
     else us-east-1 — Lambda sets both ``AWS_REGION`` and ``AWS_DEFAULT_REGION``)."""
     session = session or boto3.Session()
     region = session.region_name or os.environ.get("AWS_REGION") or DEFAULT_REGION
-    return session.client("dynamodb", region_name=region, config=client_config())
+    return session.client("dynamodb", region_name=region, config=client_config(max_pool_connections=CONNECTIONS))
 
 
 def build_dynamodb_stores(
