@@ -13,6 +13,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from http.server import ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -296,3 +297,37 @@ def test_a_request_cut_short_by_the_client_is_answered_as_a_thread_answers_it(se
         answer = _Answers(sock).json()
     # (a thread hands the handler what came: the API refuses a JSON body cut short as it refuses any bad JSON)
     assert (answer["path"], answer["body"], answer["thread"] != "loop") == ("/v1/cut", "x" * 40, True)
+
+
+def test_a_connection_whose_thread_cannot_start_is_closed_and_every_other_is_served(
+        server: GuardedHTTPServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # Given a server whose next thread cannot start (as when a process has run out of threads)
+    start_thread = ThreadingHTTPServer.process_request
+    failed: list[Any] = []
+
+    def no_thread(self: Any, sock: socket.socket, address: Any) -> None:
+        if not failed:
+            failed.append(address)
+            raise RuntimeError("can't start new thread")
+        start_thread(self, sock, address)
+
+    monkeypatch.setattr(ThreadingHTTPServer, "process_request", no_thread)
+    with _connect(server) as split:
+        # When a request that arrives in pieces is to go to a thread
+        split.sendall(b"GET /v1/split HTTP/1.1\r\n")
+        time.sleep(PIECES_WAIT_S + 0.3)
+        # Then that connection is closed, without an answer ...
+        assert split.recv(65536) == b""
+    assert len(failed) == 1
+    # ... the error is logged once, as a request's error is ...
+    assert capsys.readouterr().err.count("RuntimeError: can't start new thread") == 1
+    # ... and the loop serves on: as many connections as the server takes at once (its slot was freed once)
+    connections = [_connect(server) for _ in range(8)]
+    try:
+        for n, sock in enumerate(connections):
+            sock.sendall(_request(f"/v1/after-{n}"))
+        assert [_Answers(sock).json()["path"] for sock in connections] == [f"/v1/after-{n}" for n in range(8)]
+    finally:
+        for sock in connections:
+            sock.close()
+    assert "Traceback" not in capsys.readouterr().err

@@ -49,10 +49,11 @@ FINAL_SEND_S = 2.0  # on stopping, how long the rest of an answer may take to se
 
 
 class _Connection:
-    __slots__ = ("address", "buffer", "close_after", "deadline", "out", "since", "sock", "state")
+    __slots__ = ("address", "buffer", "close_after", "deadline", "fd", "out", "since", "sock", "state")
 
     def __init__(self, sock: socket.socket, address: Any, deadline: float) -> None:
         self.sock, self.address, self.deadline = sock, address, deadline
+        self.fd = sock.fileno()  # its key, kept: a socket closed under it says -1
         self.since: float | None = None  # when the first byte of a request still in pieces came
         self.buffer = bytearray()
         self.out = memoryview(b"")
@@ -119,15 +120,16 @@ class ConnectionLoop:
                     if key.data is None:
                         self._accept(listener)
                     else:
-                        self._service(key.data, mask)
+                        self._guarded(key.data, self._service, mask)
                 now = time.monotonic()
                 for waited in [c for c in self.in_pieces if c.deadline <= now]:
-                    self._hand_off(waited)  # still in pieces: a thread reads the rest under the guard's deadlines
+                    # still in pieces: a thread reads the rest under the guard's deadlines
+                    self._guarded(waited, self._hand_off)
                 if now - self._checked >= EXPIRY_CHECK_S:
                     self._checked = now
                     for connection in [c for c in self.connections.values() if c.deadline <= now]:
-                        if not self._sent_meanwhile(connection):
-                            self._close(connection)  # idle, or not reading its answer, or read out long enough
+                        # idle, or not reading its answer, or read out long enough
+                        self._guarded(connection, self._close_if_idle)
                 self.server.service_actions()
         finally:
             self._finish()
@@ -150,6 +152,21 @@ class ConnectionLoop:
                     connection.sock.sendall(connection.out)
             self._close(connection)
 
+    def _guarded(self, connection: _Connection, action: Any, *args: Any) -> None:
+        """``action`` on one connection. What it raises (a thread that cannot start, a socket gone wrong) is
+        logged as the server logs a request's error, and closes that connection alone: the loop serves the
+        others on, as socketserver goes on after a request's error."""
+        try:
+            action(connection, *args)
+        except Exception:
+            self.server.handle_error(connection.sock, connection.address)
+            if self.connections.get(connection.fd) is connection:  # (a hand-off that failed has let it go)
+                self._close(connection)
+
+    def _close_if_idle(self, connection: _Connection) -> None:
+        if not self._sent_meanwhile(connection):
+            self._close(connection)
+
     @staticmethod
     def _sent_meanwhile(connection: _Connection) -> bool:
         """Whether an idle connection's next request came while the loop was answering another (a long one):
@@ -169,19 +186,23 @@ class ConnectionLoop:
                 return  # none waiting (or another worker took it)
             except OSError:
                 return
-            self.server.process_request(sock, address)  # a slot and adopt(), or a 503
+            try:
+                self.server.process_request(sock, address)  # a slot and adopt(), or a 503
+            except Exception:  # (a 503's thread that cannot start): that connection closed, the loop goes on
+                self.server.handle_error(sock, address)
+                self.server.shutdown_request(sock)
 
     def adopt(self, sock: socket.socket, address: Any) -> None:
         """A new connection, its slot taken: served here until it needs a thread or closes."""
         try:
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
-        except OSError:
+            connection = _Connection(sock, address, time.monotonic() + self.idle_s)
+            self.selector.register(sock, selectors.EVENT_READ, connection)
+        except (OSError, ValueError):  # the connection is gone already
             self.server.release_connection(sock)
             return
-        connection = _Connection(sock, address, time.monotonic() + self.idle_s)
-        self.connections[sock.fileno()] = connection
-        self.selector.register(sock, selectors.EVENT_READ, connection)
+        self.connections[connection.fd] = connection
 
     def _service(self, connection: _Connection, mask: int) -> None:
         if connection.state == "write":
@@ -274,9 +295,9 @@ class ConnectionLoop:
 
     def _forget(self, connection: _Connection) -> None:
         self.in_pieces.discard(connection)
-        self.connections.pop(connection.sock.fileno(), None)
+        self.connections.pop(connection.fd, None)
         with contextlib.suppress(KeyError, ValueError):
-            self.selector.unregister(connection.sock)
+            self.selector.unregister(connection.fd)
 
     def _close(self, connection: _Connection) -> None:
         self._forget(connection)

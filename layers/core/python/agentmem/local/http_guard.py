@@ -451,7 +451,12 @@ class GuardedHTTPServer(ThreadingHTTPServer):
                 raise
             return
         if self._busy_answers.acquire(blocking=False):
-            threading.Thread(target=self._answer_busy, args=(request,), daemon=True).start()
+            try:
+                threading.Thread(target=self._answer_busy, args=(request,), daemon=True).start()
+            except BaseException:  # no thread was started: its turn is free again, the connection closed
+                self._busy_answers.release()
+                self.shutdown_request(request)
+                raise
         else:
             self.shutdown_request(request)
 
