@@ -1,10 +1,11 @@
-"""A warm instance sends every DynamoDB request on a connection it already has open: the client keeps as many
+"""A warm instance sends its DynamoDB requests on connections it already has open: the client keeps as many
 connections as one call sends requests at once (``adapters/aws/dynamodb.CONNECTIONS``). With botocore's 10, a
 context build, which sends 15 requests at once, opened and dropped five connections every time: on AWS a TCP and
 TLS handshake each, in the one round the build waits for."""
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any
 import dynamodb_local
 import pytest
 import urllib3.connectionpool
+from agentmem.adapters.aws.dynamodb import CONNECTIONS
 from agentmem.adapters.aws.dynamodb.entries import DynamoEntryStore
 from agentmem.domain.agents import Attachment
 from contract_world import FakeClock, World, build_aws, make_world
@@ -69,23 +71,28 @@ def given_an_agent_reading_six_memories_in_two_layers_each(world: World) -> Chat
     return chat
 
 
-def test_a_warm_instance_opens_no_connection_for_context_builds_reads_and_saves(
-        aws_world: World, opened: list[int]) -> None:
+def test_a_warm_instance_keeps_every_connection_it_opens(
+        aws_world: World, opened: list[int], caplog: pytest.LogCaptureFixture) -> None:
     # Given an agent reading six memories, its context built twice on this instance (the client's connections
     # opened as the builds needed them)
     chat = given_an_agent_reading_six_memories_in_two_layers_each(aws_world)
     chat.context()
     chat.context()
-    opened.clear()
-    # When the instance builds contexts of this conversation and another, and reads and saves entries
-    for turn in range(3):
-        chat.say(user(f"Question {turn}?"), assistant(f"Answer {turn}."))
-        assert chat.context()["window"]["messages"][-1]["content"] == f"Answer {turn}."
-        Chat(aws_world, key=f"other-{turn}").context()
-        aws_world.save(f"note-{turn}", f"Note {turn}.", f"Note {turn}", memory=OWN, user="ana")
-        assert aws_world.read(f"note-{turn}", memory=OWN, user="ana").content == f"Note {turn}."
-    # Then every request went on a connection already open
-    assert opened == []
+    first = len(opened)
+    # When the instance builds contexts of this conversation and others, and reads and saves entries
+    with caplog.at_level(logging.WARNING, logger="urllib3.connectionpool"):
+        for turn in range(3):
+            chat.say(user(f"Question {turn}?"), assistant(f"Answer {turn}."))
+            assert chat.context()["window"]["messages"][-1]["content"] == f"Answer {turn}."
+            Chat(aws_world, key=f"other-{turn}").context()
+            aws_world.save(f"note-{turn}", f"Note {turn}.", f"Note {turn}", memory=OWN, user="ana")
+            assert aws_world.read(f"note-{turn}", memory=OWN, user="ana").content == f"Note {turn}."
+    # Then no connection was dropped for want of room in the pool (each would be opened again by the next build:
+    # with botocore's 10, every build dropped some): every one opened is kept (a new one is opened only when more
+    # requests are in flight at once than ever before on this instance, which timing decides)
+    dropped = [r.getMessage() for r in caplog.records if "pool is full" in r.getMessage()]
+    assert dropped == []
+    assert first <= len(opened) <= CONNECTIONS
 
 
 def test_the_counter_sees_the_connections_a_new_instance_opens(aws_world: World, opened: list[int]) -> None:
