@@ -123,7 +123,7 @@ class EntryService:
         expected = check_version(request.version) if request.version is not None else None
         now_text = iso(now)
         acting = acting_user(principal, user)
-        record = self.memories.get(principal, memory, acting, counts=False)
+        record = self.memories.get(principal, memory, acting, counts=False, now=now_text)
         layer = entry_layer(record, acting, principal)
         if name.startswith(CHECKPOINT_PREFIX):
             self._editing_a_checkpoint(layer, name, now_text)
@@ -181,8 +181,8 @@ class EntryService:
         self, principal: Principal, memory: str, name: str, *, user: str | None = None, version: int | None = None
     ) -> Entry:
         check_name(name, allow_checkpoint=True)
-        layer = self._layer(principal, memory, user)
         now = iso(self.clock())
+        layer = self._layer(principal, memory, user, now)
         if version is not None:
             # every version, the current one too, has its snapshot in the history: one query, no entry read
             check_version(version)
@@ -205,8 +205,8 @@ class EntryService:
     def read_shadowed(self, principal: Principal, memory: str, name: str, *, user: str) -> Entry:
         """A user's view: their own copy when they have one, else the account's (SPEC §2.3)."""
         check_name(name)
-        record = self.memories.get(principal, memory, acting_user(principal, user), counts=False)
         now = iso(self.clock())
+        record = self.memories.get(principal, memory, acting_user(principal, user), counts=False, now=now)
         for layer in visible_layers(record, user, principal):
             entry = self.store.get(layer, name, now)
             if entry is not None:
@@ -218,7 +218,8 @@ class EntryService:
         cursor: str | None = None,
     ) -> Page:
         size = check_limit(limit, default=LIST_LIMIT_DEFAULT, maximum=LIST_LIMIT_MAX)
-        return self.store.list_layer(self._layer(principal, memory, user), iso(self.clock()), limit=size, cursor=cursor)
+        now = iso(self.clock())
+        return self.store.list_layer(self._layer(principal, memory, user, now), now, limit=size, cursor=cursor)
 
     def delete(
         self, principal: Principal, memory: str, name: str, *, user: str | None = None, version: int | None = None,
@@ -226,11 +227,12 @@ class EntryService:
     ) -> Entry:
         check_name(name, allow_checkpoint=True)
         expected = check_version(version) if version is not None else None
-        layer = self._layer(principal, memory, user)
-        check_layer_write(principal, layer, "delete", agent=agent)
         now = self.clock()
+        now_text = iso(now)
+        layer = self._layer(principal, memory, user, now_text)
+        check_layer_write(principal, layer, "delete", agent=agent)
         deleted = self.store.delete(
-            layer, name, expected_version=expected, now=iso(now),
+            layer, name, expected_version=expected, now=now_text,
             keep_history_until=iso(now + timedelta(days=HISTORY_DAYS)), updated_by=updated_by, memory_live=True,
         )
         if name.startswith(CHECKPOINT_PREFIX):
@@ -240,8 +242,8 @@ class EntryService:
 
     def history(self, principal: Principal, memory: str, name: str, *, user: str | None = None) -> list[HistoryItem]:
         check_name(name, allow_checkpoint=True)
-        layer = self._layer(principal, memory, user)
         now = iso(self.clock())
+        layer = self._layer(principal, memory, user, now)
         items = self._visible_history(layer, name, now)
         # a live entry whose changes are all older than the keep time has an empty history, not a 404
         if not items and self.store.get(layer, name, now) is None:
@@ -369,6 +371,7 @@ class EntryService:
                 keep -= {(shared.memory, None, name) for name in held}
         return keep
 
-    def _layer(self, principal: Principal, memory: str, user: str | None) -> Layer:
+    def _layer(self, principal: Principal, memory: str, user: str | None, now: str) -> Layer:
+        """The layer an entry call acts on, its memory looked up at the call's moment ``now``."""
         acting = acting_user(principal, user)
-        return entry_layer(self.memories.get(principal, memory, acting, counts=False), acting, principal)
+        return entry_layer(self.memories.get(principal, memory, acting, counts=False, now=now), acting, principal)

@@ -37,17 +37,19 @@ class MemoryService:
         return record, created
 
     def get(
-        self, principal: Principal, name: str, user: str | None = None, *, counts: bool = True
+        self, principal: Principal, name: str, user: str | None = None, *, counts: bool = True,
+        now: str | None = None,
     ) -> MemoryRecord:
         """A live memory the caller may see; anything else is 404 (also another account's).
 
         ``counts=False`` leaves out ``entry_count`` and ``attached_to``: every entry call looks its
-        memory up first and needs neither, and counting is most of the cost of a read.
+        memory up first and needs neither, and counting is most of the cost of a read. ``now``: the moment
+        of the call that asks (one moment for the whole call), else the clock's.
         """
         check_memory_name(name)
         acting = acting_user(principal, user)
         record = self.store.get_memory(
-            principal.account_id, name, iso(self.clock()), viewer=acting, counts=counts
+            principal.account_id, name, now or iso(self.clock()), viewer=acting, counts=counts
         )
         if record is None or record.deleted_at is not None or not can_see_memory(record, acting, principal):
             raise NotFoundError(f"no memory named {name!r}")

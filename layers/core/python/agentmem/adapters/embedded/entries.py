@@ -63,6 +63,7 @@ _INSERT_ENTRY = (f"INSERT INTO entries ({', '.join(_SAVE_COLUMNS)}) "
                  f"VALUES ({', '.join(':' + c for c in _SAVE_COLUMNS)})")
 _ROW_KEYS = ("rowid", *_SAVE_COLUMNS)
 _LIVE_ROW = f"SELECT {', '.join(_ROW_KEYS)} FROM entries WHERE account_id=? AND memory=? AND layer_user=? AND name=?"
+_GET = f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE account_id=? AND memory=? AND layer_user=? AND name=? AND {_LIVE}"
 
 
 def content_hash(content: str) -> str:
@@ -306,9 +307,7 @@ class SqliteEntryStore(EntryStore):
     # -- reads ------------------------------------------------------------------------------------------
     def get(self, layer: Layer, name: str, now: str) -> Entry | None:
         row = self.db.connection().execute(
-            f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE account_id=? AND memory=? AND layer_user=? AND name=? "
-            f"AND {_LIVE}",
-            (layer.account_id, layer.memory, layer.user_key, name, now),
+            _GET, (layer.account_id, layer.memory, layer.user_key, name, now)
         ).fetchone()
         return _row_to_entry(row, with_content=True) if row is not None else None
 
