@@ -48,7 +48,10 @@ from functools import lru_cache
 SCOPE_FUNCTION = "entry_scope"
 # the entries whose words the index does not hold as stored yet, with the words it holds of each (migration 20)
 PENDING = "entry_words_pending"
-BATCH = 64  # entries waiting, at most: the write that makes them this many brings the index up to date
+# Entries waiting, at most: the write that makes them this many brings the index up to date. Measured with 16,
+# 32, 64, 128 and 256 (3,200 updates, two stores in turns): the p50 of a save the same (111-115 µs), the mean
+# 231, 220, 189, 182 and 171 µs; 64 keeps what one save or one search may have to index to about 2 ms.
+BATCH = 64
 _HELD = "CASE WHEN conversation IS NULL THEN {} END"  # a checkpoint's words are not held: all NULL
 _MARK_CHANGING = (
     f"INSERT OR IGNORE INTO {PENDING} (entry, scope, name, description, content) SELECT rowid, "
