@@ -124,13 +124,6 @@ def test_a_data_dir_written_with_whole_page_index_leaves_answers_the_same_after_
     # hold leaves of FTS5's default size)
     smaller = next(n for n, m in enumerate(MIGRATIONS, start=1) if isinstance(m, str) and "'pgsz'" in m)
     monkeypatch.setattr(database, "MIGRATIONS", MIGRATIONS[: smaller - 1])
-    # (today's code notes the entries its keyword index is to take in a table of a later migration: made ahead
-    # here, as that migration makes it, so that this code can write the older data dir)
-    waiting = next(m for m in MIGRATIONS if isinstance(m, str) and "entry_words_pending" in m)
-    (tmp_path / "data").mkdir()
-    with sqlite3.connect(tmp_path / "data" / "agentmem.db") as made:
-        made.executescript(waiting)
-    made.close()
     container, account, moment = _fill(tmp_path / "data")
     before = _seen(container, account)
     path = tmp_path / "data" / "agentmem.db"

@@ -277,7 +277,7 @@ def _check_history(db: sqlite3.Connection, name: str, row: sqlite3.Row | None, r
 def _check_entries(db: sqlite3.Connection, intents: list[dict[str, Any]], acks: dict[str, dict[str, Any]],
                    report: Report) -> None:
     rows = _entry_rows(db)
-    held, wanted = _indexed_words(db, report)
+    held, wanted = _indexed_words(db)
     for name in NAMES:
         events = [i for i in intents if i["op"] in ("save", "delete") and i.get("name") == name]
         row = rows.get(name)
@@ -305,27 +305,13 @@ def _check_entries(db: sqlite3.Connection, intents: list[dict[str, Any]], acks: 
                                   "or misses some")
 
 
-def _indexed_words(db: sqlite3.Connection, report: Report
-                   ) -> tuple[dict[int, set[tuple[Any, ...]]], dict[int, set[tuple[Any, ...]]]]:
+def _indexed_words(db: sqlite3.Connection) -> tuple[dict[int, set[tuple[Any, ...]]], dict[int, set[tuple[Any, ...]]]]:
     """What the keyword index holds, and what it would hold were it built afresh from the entries as stored:
     every (word, column, position) by rowid. The index is contentless, so this reads its postings (fts5vocab)
-    and those of a fresh index of the rows, built in the temp schema. It reads a copy of the database, brought up
-    to date first as the next search would bring it (``entry_words.catch_up``: the entries noted for the index
-    and the words it holds of each), so a note that is missing or wrong shows as a difference."""
-    from agentmem.adapters.embedded.entry_words import add_scope_function, catch_up
+    and those of a fresh index of the rows, built in the connection's temp schema."""
+    from agentmem.adapters.embedded.entry_words import add_scope_function
 
-    copy = sqlite3.connect(":memory:", isolation_level=None)
-    db.backup(copy)
-    add_scope_function(copy)
-    copy.execute("BEGIN")
-    try:
-        catch_up(copy)
-    except sqlite3.DatabaseError as error:  # a note with words the index does not hold: FTS5 finds it corrupt
-        copy.execute("ROLLBACK")
-        report.expect(False, f"the keyword index cannot be brought up to date: {error}")
-        return {}, {-1: set()}
-    copy.execute("COMMIT")
-    db = copy
+    add_scope_function(db)
     tokenize = db.execute("SELECT sql FROM sqlite_schema WHERE name='entries_fts'").fetchone()[0]
     db.execute("CREATE VIRTUAL TABLE temp.afresh" + tokenize[tokenize.index(" USING "):])
     db.execute("INSERT INTO temp.afresh (rowid, scope, name, description, content) SELECT rowid, "

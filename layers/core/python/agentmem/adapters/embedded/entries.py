@@ -24,15 +24,7 @@ from ...domain.rules import DEFAULT_CATEGORY, DEFAULT_IMPORTANCE
 from ...domain.search import FIELD_WEIGHTS
 from ...ports.entries import EntryStore
 from .database import Database
-from .entry_words import (
-    catch_up,
-    catch_up_when_full,
-    forget_words_where,
-    is_behind,
-    mark_changing,
-    mark_new,
-    scope_token,
-)
+from .entry_words import forget_words, forget_words_where, index_words, scope_token
 
 _LIVE = "(expires_at IS NULL OR expires_at > ?)"
 _NAME_KEY = "account_id=? AND memory=? AND layer_user=? AND name=?"
@@ -189,13 +181,13 @@ class SqliteEntryStore(EntryStore):
                 "operation": "create" if row is None else "update",
                 "keep_until": keep_history_until,
             }
+            scope = _scope_token(layer)
             if row is None:
                 rowid = cast(int, conn.execute(_INSERT_ENTRY, values).lastrowid)
                 if gone is not None:
                     conn.execute(f"DELETE FROM entry_last_versions WHERE {_NAME_KEY}", key)  # the entry holds it now
                 if values["conversation"] is None:
-                    mark_new(conn, rowid)
-                    catch_up_when_full(conn)
+                    index_words(conn, rowid, scope, draft.name, values["description"], draft.content)
             else:
                 rowid = row["rowid"]
                 self._keep_replaced(conn, rowid, now)
@@ -203,14 +195,14 @@ class SqliteEntryStore(EntryStore):
                 # rewrites the row and the newest-first index, never the key)
                 changed = {c: v for c, v in values.items() if c not in _KEY_COLUMNS and row[c] != v}
                 changed["rowid"] = rowid
-                # the index is told only when its words change (or whether the entry is indexed), before they do
-                words_change = bool(changed.keys() & {"description", "content", "conversation"})
-                if words_change:
-                    mark_changing(conn, rowid)
                 assignments = ", ".join(f"{c}=:{c}" for c in changed if c != "rowid")
                 conn.execute(f"UPDATE entries SET {assignments} WHERE rowid=:rowid", changed)
-                if words_change:
-                    catch_up_when_full(conn)
+                # the index is rewritten only when its words changed (or whether the entry is indexed)
+                if changed.keys() & {"description", "content", "conversation"}:
+                    if row["conversation"] is None:
+                        forget_words(conn, rowid, scope, row["name"], row["description"], row["content"])
+                    if values["conversation"] is None:
+                        index_words(conn, rowid, scope, draft.name, values["description"], draft.content)
         return _stored_entry(values), row is None
 
     def delete(
@@ -299,10 +291,11 @@ class SqliteEntryStore(EntryStore):
 
     @staticmethod
     def _remove_row(conn: sqlite3.Connection, row: sqlite3.Row) -> None:
-        """An entry's row (read whole in this transaction); its words leave the keyword index at its next catch-up."""
-        mark_changing(conn, row["rowid"])
+        """An entry's row (read whole in this transaction) and its words in the keyword index."""
+        if row["conversation"] is None:
+            forget_words(conn, row["rowid"], scope_token(row["account_id"], row["memory"], row["layer_user"]),
+                         row["name"], row["description"], row["content"])
         conn.execute("DELETE FROM entries WHERE rowid=?", (row["rowid"],))
-        catch_up_when_full(conn)
 
     # -- reads ------------------------------------------------------------------------------------------
     def get(self, layer: Layer, name: str, now: str) -> Entry | None:
@@ -420,7 +413,6 @@ class SqliteEntryStore(EntryStore):
         conn = self.db.connection()
         found: dict[tuple[str, str, str], Entry] = {}
         if words:
-            self._catch_up_words(conn)
             scopes = " OR ".join(_scope_token(layer) for layer in layers)
             terms = prefix_terms(words)
             match = f"scope : ({scopes}) AND {{name description content}} : ({terms})"
@@ -443,13 +435,6 @@ class SqliteEntryStore(EntryStore):
             for r in self._rows([r["rowid"] for r in held]):
                 found.setdefault(_place(r), _row_to_entry(r, with_content=True))
         return list(found.values())
-
-    def _catch_up_words(self, conn: sqlite3.Connection) -> None:
-        """Before a search reads the keyword index: the entries written since its last catch-up indexed (every
-        write is then found, whichever process made it)."""
-        if is_behind(conn):
-            with self.db.write() as writing:
-                catch_up(writing)
 
     def _rows(self, rowids: Sequence[int]) -> list[Any]:
         if not rowids:

@@ -1,18 +1,4 @@
-"""The entries' keyword index (``entries_fts``): the scope token of a layer, how rows enter and leave the index,
-and how the index is brought up to date in batches.
-
-**Batches (migration 20).** A write does not touch the index. It notes the entry in ``entry_words_pending``, in
-its own transaction, with the words the index holds of it (as the row stood at the index's last catch-up:
-nothing for a new row or a checkpoint). ``catch_up`` then removes those words and indexes the rows as they are,
-every entry noted at once, in one FTS5 segment: when a search is about to read the index (in that search's
-process, whichever process wrote), when ``BATCH`` entries are waiting (the write that makes them so many does
-it), and before a purge removes rows by their words. So a search sees every write at once, and a crash loses
-nothing: the note commits with the write, or neither does. An entry changed again while it waits is noted once
-(the words the index holds do not change until it catches up). A save paid for one FTS5 segment each (its
-structure record, a leaf, its index row and the sizes, and the merges they bring): in a run of creates and
-updates on this machine, a save's p50 CPU went from 138 to 89 µs (create) and 237 to 117 µs (update), SQLite's
-LangGraph store taking 24–25 and 32–41 µs in the same runs (``bench/profile_entries.py``), and its WAL from 13.4
-to 8.0 pages (create) and 15.0 to 12.1 (update).
+"""The entries' keyword index (``entries_fts``): the scope token of a layer, and how rows leave the index.
 
 Since migration 14 the index is contentless (FTS5 ``content=''``): it holds the words of an entry's name,
 description and content, never a second copy of the text (the entry row has it). FTS5 then cannot look up what
@@ -44,21 +30,8 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 # The SQL function each connection has (database.py): the scope token of a row's layer, for statements that
-# index or remove rows
+# remove many layers' rows at once
 SCOPE_FUNCTION = "entry_scope"
-# the entries whose words the index does not hold as stored yet, with the words it holds of each (migration 20)
-PENDING = "entry_words_pending"
-# Entries waiting, at most: the write that makes them this many brings the index up to date. Measured with 16,
-# 32, 64, 128 and 256 (3,200 updates, two stores in turns): the p50 of a save the same (111-115 µs), the mean
-# 231, 220, 189, 182 and 171 µs; 64 keeps what one save or one search may have to index to about 2 ms.
-BATCH = 64
-_HELD = "CASE WHEN conversation IS NULL THEN {} END"  # a checkpoint's words are not held: all NULL
-_MARK_CHANGING = (
-    f"INSERT OR IGNORE INTO {PENDING} (entry, scope, name, description, content) SELECT rowid, "
-    + ", ".join(_HELD.format(column) for column in (f"{SCOPE_FUNCTION}(account_id, memory, layer_user)", "name",
-                                                     "description", "content"))
-    + " FROM entries WHERE rowid = ?"
-)
 
 
 @lru_cache(maxsize=4096)  # every save of a layer asks again
@@ -68,51 +41,25 @@ def scope_token(account_id: str, memory: str, user_key: str) -> str:
     return "l" + hashlib.blake2b(raw, digest_size=10).hexdigest()
 
 
-def mark_new(conn: sqlite3.Connection, rowid: int) -> None:
-    """An entry row just inserted: its words go into the index at the next catch-up. (When its rowid is one a
-    removed entry had and that entry's removal is still waiting, the row waiting keeps the words to remove.)"""
-    conn.execute(f"INSERT OR IGNORE INTO {PENDING} (entry) VALUES (?)", (rowid,))
+def index_words(conn: sqlite3.Connection, rowid: int, scope: str, name: str, description: str, content: str) -> None:
+    conn.execute(
+        "INSERT INTO entries_fts (rowid, scope, name, description, content) VALUES (?, ?, ?, ?, ?)",
+        (rowid, scope, name, description, content),
+    )
 
 
-def mark_changing(conn: sqlite3.Connection, rowid: int) -> None:
-    """An entry row about to change its words or go, in the write's transaction before it does: what the index
-    holds of it is kept beside it, for the catch-up to remove. The index holds a row's words as they were at
-    its last catch-up: as the row stands now if it is not waiting already (and not a checkpoint, which the
-    index never holds), else as the row waiting says, which is kept (OR IGNORE)."""
-    conn.execute(_MARK_CHANGING, (rowid,))
-
-
-def catch_up(conn: sqlite3.Connection) -> None:
-    """Bring the index up to date with every entry waiting, inside the caller's write transaction: the words it
-    holds of each are removed, and the row's words as it is now indexed (unless it went, or is a checkpoint).
-    One segment of the index for the whole batch."""
+def forget_words(conn: sqlite3.Connection, rowid: int, scope: str, name: str, description: str, content: str) -> None:
+    """Remove one entry's row from the index: the values must be those it was indexed with."""
     conn.execute(
         "INSERT INTO entries_fts (entries_fts, rowid, scope, name, description, content) "
-        f"SELECT 'delete', entry, scope, name, description, content FROM {PENDING} WHERE name IS NOT NULL"
+        "VALUES ('delete', ?, ?, ?, ?, ?)",
+        (rowid, scope, name, description, content),
     )
-    conn.execute(
-        "INSERT INTO entries_fts (rowid, scope, name, description, content) "
-        f"SELECT e.rowid, {SCOPE_FUNCTION}(e.account_id, e.memory, e.layer_user), e.name, e.description, e.content "
-        f"FROM {PENDING} p JOIN entries e ON e.rowid = p.entry WHERE e.conversation IS NULL"
-    )
-    conn.execute(f"DELETE FROM {PENDING}")
-
-
-def catch_up_when_full(conn: sqlite3.Connection) -> None:
-    """``catch_up`` once ``BATCH`` entries are waiting: the write that fills the batch indexes it."""
-    if conn.execute(f"SELECT count(*) >= {BATCH} FROM {PENDING}").fetchone()[0]:
-        catch_up(conn)
-
-
-def is_behind(conn: sqlite3.Connection) -> bool:
-    """Whether any entry is waiting for the index (read without a write lock: a search asks before it matches)."""
-    return conn.execute(f"SELECT 1 FROM {PENDING} LIMIT 1").fetchone() is not None
 
 
 def forget_words_where(conn: sqlite3.Connection, where: str, params: Sequence[object]) -> None:
     """Remove from the index every indexed entry (checkpoints are not) that ``where`` selects, in one statement,
-    before those rows are deleted: after a catch-up, so that the index holds each as it is stored."""
-    catch_up(conn)
+    before those rows are deleted."""
     conn.execute(
         f"INSERT INTO entries_fts (entries_fts, rowid, scope, name, description, content) "
         f"SELECT 'delete', rowid, {SCOPE_FUNCTION}(account_id, memory, layer_user), name, description, content "

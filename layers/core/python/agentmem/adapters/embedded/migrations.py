@@ -470,17 +470,4 @@ MIGRATIONS: list[Migration] = [
     """
     INSERT INTO entries_fts (entries_fts, rank) VALUES ('pgsz', 2000);
     """,
-    # 20: the entries' keyword index is brought up to date in batches (adapters/embedded/entry_words.py): a write
-    # notes the entry here, with the words the index holds of it, in its own transaction, and the index takes
-    # every entry noted at once, when a search is about to read it or when 64 are waiting. FTS5 writes a
-    # segment per transaction, which was most of what a save cost
-    """
-    CREATE TABLE IF NOT EXISTS entry_words_pending (
-        entry INTEGER PRIMARY KEY,
-        scope TEXT,
-        name TEXT,
-        description TEXT,
-        content TEXT
-    );
-    """,
 ]
