@@ -292,6 +292,12 @@ def edits_and_passes(world: World, jobs: PassRunner, script: Sequence[Step]) -> 
             chat.say(user(f"Update: the {THINGS[a]} is now hall {said}."), assistant("Noted."))
             said += 1
             theirs = {line: thing for line, thing in theirs.items() if thing != THINGS[a]}
+            # (a pass these messages start ends before the next step reads the checkpoint, which it may have
+            # written: a person edits the checkpoint as it stands)
+            jobs.settle()
+            found = chat.checkpoint()
+            if entry is not None and found is not None:
+                entry = found[0]
         else:
             # When passes fold more of the conversation
             entry = more(chat, jobs, a + 10, start=said)
