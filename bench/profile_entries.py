@@ -94,14 +94,11 @@ class _TimedCursor:
 class TimingConnection:
     """Wraps a sqlite3 connection: execute + fetch time per statement shape."""
 
-    def __init__(self, conn: sqlite3.Connection, skip: Callable[[str], bool] | None = None) -> None:
+    def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
-        self._skip = skip
         self.totals: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
 
     def execute(self, sql: str, params: Any = ()) -> Any:
-        if self._skip is not None and self._skip(sql):
-            return _NOTHING
         key = _statement_key(sql)
         start = time.perf_counter()
         cursor = self._conn.execute(sql, params)
@@ -131,12 +128,12 @@ class SkippingConnection:
 
 
 class _Skipped:
-    """What a skipped statement answers: no rows (a count: zero)."""
+    """What a skipped statement answers: no rows."""
 
     rowcount = 0
 
-    def fetchone(self) -> tuple[int]:
-        return (0,)
+    def fetchone(self) -> None:
+        return None
 
     def fetchall(self) -> list[Any]:
         return []
@@ -150,11 +147,11 @@ def keyword_index(sql: str) -> bool:
 
 
 @contextlib.contextmanager
-def timed_sql(target: Agentmem, skip: Callable[[str], bool] | None = None) -> Iterator[TimingConnection]:
-    """Every statement of the thread's connection timed; those ``skip`` says not run at all (a measure only)."""
+def timed_sql(target: Agentmem) -> Iterator[TimingConnection]:
+    """Every statement of the thread's connection timed."""
     db = target.container.stores.entries.db  # one Database shared by every store
     real = db.connection()
-    proxy = TimingConnection(real, skip)
+    proxy = TimingConnection(real)
     db._local.conn = proxy
     try:
         yield proxy
