@@ -191,6 +191,9 @@ class ConnectionLoop:
             except Exception:  # (a 503's thread that cannot start): that connection closed, the loop goes on
                 self.server.handle_error(sock, address)
                 self.server.shutdown_request(sock)
+            except BaseException:  # (as socketserver closes it before the interrupt goes on)
+                self.server.shutdown_request(sock)
+                raise
 
     def adopt(self, sock: socket.socket, address: Any) -> None:
         """A new connection, its slot taken: served here until it needs a thread or closes."""

@@ -453,9 +453,8 @@ class GuardedHTTPServer(ThreadingHTTPServer):
         if self._busy_answers.acquire(blocking=False):
             try:
                 threading.Thread(target=self._answer_busy, args=(request,), daemon=True).start()
-            except BaseException:  # no thread was started: its turn is free again, the connection closed
+            except BaseException:  # no thread was started: its turn is free again (the caller closes the connection)
                 self._busy_answers.release()
-                self.shutdown_request(request)
                 raise
         else:
             self.shutdown_request(request)
