@@ -32,7 +32,6 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from email.message import Message
 from http.server import ThreadingHTTPServer
@@ -258,6 +257,29 @@ def read_headers(rfile: io.BufferedIOBase) -> RequestHeaders:
     return RequestHeaders(pairs)
 
 
+# header lines with nothing to fix or refuse: a name, a colon, a value without a control character, CRLF
+_PLAIN_HEADERS = re.compile(r"(?:[!#$%&'*+.^_`|~0-9A-Za-z-]+:[^\x00-\x08\x0a-\x1f\x7f]*\r\n)*")
+_PLAIN_HEADER = re.compile(r"([^:]+):[ \t]*([^\r]*?)[ \t]*\r\n")
+_PLAIN_VERSIONS = ("HTTP/1.1", "HTTP/1.0")
+
+
+def plain_request(request: bytes, head_end: int) -> tuple[list[str], list[tuple[str, str]]] | None:
+    """The request line's three words and the header pairs of a request read whole, whose headers end at
+    ``head_end`` (the blank line's CRLF CRLF), when both are plain: a line of method, target and HTTP/1.1 or
+    HTTP/1.0, and at most ``HEADER_LIMIT`` header lines each ``name: value`` with nothing ``read_headers`` would
+    fold, refuse or strip but the spaces around the value. None otherwise: the request is then read line by
+    line, with every check and answer of ``http.server``'s reading and ``read_headers``'."""
+    line_end = request.find(b"\r\n", 0, head_end + 2)
+    words = str(request[:line_end], "iso-8859-1").split()
+    if len(words) != 3 or words[2] not in _PLAIN_VERSIONS:
+        return None
+    block = str(request[line_end + 2:head_end + 2], "iso-8859-1")
+    if _PLAIN_HEADERS.fullmatch(block) is None:
+        return None
+    pairs = _PLAIN_HEADER.findall(block)
+    return (words, pairs) if len(pairs) <= HEADER_LIMIT else None
+
+
 def _bad_header(number: int, why: str) -> Refusal:
     return Refusal(400, "invalid", f"header line {number} {why}", field="headers")
 
@@ -349,6 +371,28 @@ def answer_busy(sock: socket.socket) -> None:
         sock.close()
 
 
+class _Answering:
+    """``GuardedHTTPServer.answering``: counts the requests being answered, for ``wait_idle`` (a class, not a
+    generator: it is entered on every request)."""
+
+    __slots__ = ("_server",)
+
+    def __init__(self, server: GuardedHTTPServer) -> None:
+        self._server = server
+
+    def __enter__(self) -> None:
+        server = self._server
+        with server._idle:
+            server._requests += 1
+
+    def __exit__(self, *exc: object) -> None:
+        server = self._server
+        with server._idle:
+            server._requests -= 1
+            if not server._requests:
+                server._idle.notify_all()
+
+
 class GuardedHTTPServer(ThreadingHTTPServer):
     """At most ``max_connections`` connections, served by its ``ConnectionLoop`` while their requests arrive whole
     and each by a thread of its own otherwise (a thread per connection for a handler class that cannot answer a
@@ -366,6 +410,7 @@ class GuardedHTTPServer(ThreadingHTTPServer):
         self._slots = threading.BoundedSemaphore(max_connections)
         self._busy_answers = threading.BoundedSemaphore(BUSY_ANSWERS_AT_ONCE)
         self._requests = 0  # requests being answered now
+        self._answering = _Answering(self)
         self.closing = False  # stopping: each answer closes its connection
         self._loop: ConnectionLoop | None = None  # serving connections, while serve_forever runs one
         self._pending: dict[socket.socket, tuple[bytes, float | None]] = {}  # the loop's, for the thread
@@ -378,17 +423,9 @@ class GuardedHTTPServer(ThreadingHTTPServer):
             self.server_address = listener.getsockname()[:2]
             self.server_name, self.server_port = str(self.server_address[0]), int(self.server_address[1])
 
-    @contextmanager
-    def answering(self) -> Iterator[None]:
+    def answering(self) -> _Answering:
         """Around the handling of one request: ``wait_idle`` waits for it."""
-        with self._idle:
-            self._requests += 1
-        try:
-            yield
-        finally:
-            with self._idle:
-                self._requests -= 1
-                self._idle.notify_all()
+        return self._answering
 
     def wait_idle(self, timeout: float) -> bool:
         """Wait until no request is being answered (at most ``timeout`` seconds); whether none is."""

@@ -34,6 +34,7 @@ from .http_guard import (
     declared_length,
     is_method_name,
     linger,
+    plain_request,
     protocol_error,
     read_headers,
 )
@@ -105,6 +106,7 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
     access_log = False  # set by make_server: AGENTMEM_ACCESS_LOG asks for a line per request on stderr
     # read by read_headers, not into an email message
     headers: RequestHeaders  # type: ignore[assignment]
+    server: GuardedHTTPServer  # (socketserver declares the base class)
     raw_requestline: bytes
     _reader: PacedReader | WholeRequest
     _answered = False  # the current request has had its answer
@@ -114,7 +116,7 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
     def setup(self) -> None:
         super().setup()
         self.rfile.close()
-        pending, began_at = cast(GuardedHTTPServer, self.server).take_pending(self.connection)
+        pending, began_at = self.server.take_pending(self.connection)
         self._reader = PacedReader(self.connection, self.timeouts, pending=pending, began_at=began_at)
         self.rfile = io.BufferedReader(self._reader)
 
@@ -135,8 +137,30 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
         handler.rfile, handler.wfile = io.BytesIO(request), io.BytesIO()
         handler._reader = WHOLE
         handler.close_connection = True
-        handler.handle_one_request()
+        if not handler._read_plain(request):
+            handler.handle_one_request()
         return handler.wfile.getvalue(), handler.close_connection
+
+    def _read_plain(self, request: bytes) -> bool:
+        """Read and answer a request read whole whose request line and headers are plain (``plain_request``),
+        in one pass: what ``handle_one_request`` and ``parse_request`` make of it, without their line-by-line
+        reading. False, nothing read, for any other request."""
+        head_end = request.find(b"\r\n\r\n")
+        parsed = plain_request(request, head_end) if head_end >= 0 else None
+        if parsed is None:
+            return False
+        (command, path, version), pairs = parsed
+        self.raw_requestline = request[:request.find(b"\r\n") + 2]
+        self.requestline = f"{command} {path} {version}"
+        self.command, self.request_version = command, version
+        self.path = "/" + path.lstrip("/") if path.startswith("//") else path  # as parse_request (gh-87389)
+        self.headers = headers = RequestHeaders(pairs)
+        connection = (headers.get("Connection") or "").lower()
+        self.close_connection = connection == "close" or (version == "HTTP/1.0" and connection != "keep-alive")
+        self.rfile.seek(head_end + 4)
+        self._answered, self._unread = False, 0
+        getattr(self, "do_" + command)()
+        return True
 
     def handle(self) -> None:
         self.close_connection = True
@@ -262,11 +286,11 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
         if self.access_log:
             self.log_request(status)
         phrase = self.responses[status][0] if status in self.responses else ""  # as send_response_only reads it
-        lines = [f"{self.protocol_version} {status} {phrase}\r\nServer: {self.version_string()}\r\n"
+        lines = [f"{self.protocol_version} {status} {phrase}\r\nServer: {_SERVER}\r\n"
                  f"Date: {self.date_time_string()}\r\n"]
         lines += [f"{key}: {value}\r\n" for key, value in headers if key.lower() not in _FRAMING_HEADERS]
         lines.append(f"Content-Length: {len(body)}\r\n")
-        if cast(GuardedHTTPServer, self.server).closing:  # a stopping server: the client's next request goes elsewhere
+        if self.server.closing:  # a stopping server: the client's next request goes elsewhere
             self.close_connection = True
         if self.close_connection:
             lines.append("Connection: close\r\n")
@@ -317,7 +341,7 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
         self._reply(status, headers, payload)
 
     def _answer(self) -> None:
-        with cast(GuardedHTTPServer, self.server).answering():
+        with self.server.answering():
             self._handle()
 
     do_GET = do_PUT = do_POST = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _answer
@@ -334,6 +358,8 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
         self._unread = declared or 0
         return declared
 
+
+_SERVER = ApiRequestHandler.server_version + " " + ApiRequestHandler.sys_version  # version_string(), once
 
 def _split_target(target: str) -> tuple[str, str]:
     """The request target's path and query, as ``urlsplit`` reads them (its fragment dropped); an origin-form
