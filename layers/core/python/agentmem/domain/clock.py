@@ -32,7 +32,14 @@ _LEAP_SECOND = re.compile(r"(?<=[Tt ]\d\d:\d\d:)60(?=[.,Zz+-]|$)")
 
 def parse_iso(text: str) -> datetime:
     """Parse ISO-8601 (every RFC 3339 date-time among them); a time without an offset is taken as UTC. A leap
-    second (``23:59:60Z``, which RFC 3339 allows and Python's datetime cannot hold) is the second after ``:59``."""
+    second (``23:59:60Z``, which RFC 3339 allows and Python's datetime cannot hold) is the second after ``:59``.
+    What ``iso`` writes, the service's every stored time, is read straight by ``fromisoformat`` (0.2 µs, where
+    the general way takes 1.7: a context build reads one for each entry of its index)."""
+    if len(text) == 27 and text[26] == "Z" and text[19] == "." and text[17:19] != "60":
+        try:
+            return datetime.fromisoformat(text)  # (a Z is UTC's own tzinfo, as astimezone(UTC) gives)
+        except ValueError:
+            pass  # (read the general way, which says what is wrong)
     normalised = text.replace("Z", "+00:00").replace("z", "+00:00")
     leap = _LEAP_SECOND.search(normalised)
     if leap is not None:
