@@ -157,3 +157,92 @@ def test_the_first_build_for_another_user_of_the_agent_is_a_new_process_build_re
     # And the next build is its own again, ana's too
     assert other.context() == fresh(world, other)
     assert chat.context() == fresh(world, chat)
+
+
+# -- a first build: what the agent's record names, read ahead beside its memories' records ------------------------
+def built_or_refused(build: Callable[[], Any]) -> Any:
+    try:
+        return build()
+    except (ForbiddenError, NotFoundError) as error:
+        return type(error).__name__, str(error)
+
+
+def first_build(world: World, chat: Chat, surface: str | None, *, ahead: bool,
+                monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The context as a new process builds it, reading ahead as it does, or (``ahead=False``) each read when it
+    comes: nothing sent ahead by either store."""
+    twin = twin_container(world.container, world.clock)
+    service = twin.conversations
+    if not ahead:
+        monkeypatch.setattr(service.agent_memory.entries.store, "prefetch", lambda *_, **__: None)
+        monkeypatch.setattr(service.store, "prefetch", lambda *_, **__: None)
+    return built_or_refused(lambda: service.context(chat.caller, chat.agent, chat.key, user=chat.user,
+                                                    surface=surface))
+
+
+def _users_own_agent(world: World, whom: str | None) -> Chat:
+    """Ana's own agent (its memory is hers) with a memory of hers attached, a pinned entry in each."""
+    world.container.memories.create(world.ana, "ana-notes")
+    world.save("ana-pin", "Ana's locker is 12.", "Ana's locker", memory="ana-notes", principal=world.ana, **PINNED)
+    world.container.agents.put(world.ana, "ana-helper", _settings(memories=(Attachment("ana-notes"),)))
+    world.save("helper-pin", "Ana prefers short answers.", "Ana's style", memory="agent:ana-helper",
+               principal=world.ana, **PINNED)
+    return Chat(world, key="first-1", agent="ana-helper", principal=world.ana, user=whom)
+
+
+def _no_memory(world: World, whom: str | None) -> Chat:
+    make_agent(world, memories=())
+    return Chat(world, key="first-1", user=whom)
+
+
+FIRST_BUILDS: dict[str, Callable[[World, str | None], Chat]] = {
+    "memories of the account's": lambda w, whom: Chat(w, key="first-1", user=whom),
+    "a user's own agent and memory": _users_own_agent,
+    "no memory attached": _no_memory,
+}
+
+
+@pytest.mark.parametrize("surface", [None, "browser"])
+@pytest.mark.parametrize("whom", ["ana", None])
+@pytest.mark.parametrize("setup", list(FIRST_BUILDS))
+def test_a_first_build_reading_ahead_what_the_agent_names_is_the_build_that_reads_nothing_ahead(
+        world: World, monkeypatch: pytest.MonkeyPatch, setup: str, whom: str | None, surface: str | None) -> None:
+    # Given an agent whose memories are the account's, a user's own agent and memory, or none; a conversation
+    given_an_agent_with_pinned_entries_in_three_memories(world)
+    chat = FIRST_BUILDS[setup](world, whom)
+    said = built_or_refused(lambda: chat.say(user("Where is my locker?"), assistant("Let me look."),
+                                             surface=surface))
+    # When a new process builds its context for the first time, reading ahead what the agent's record names
+    ahead = first_build(world, chat, surface, ahead=True, monkeypatch=monkeypatch)
+    # Then it is the context built reading each thing only when the build comes to it
+    assert ahead == first_build(world, chat, surface, ahead=False, monkeypatch=monkeypatch), said
+
+
+def test_a_first_build_sends_the_named_memories_layers_beside_their_records(
+        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given an agent with its own memory and two attached, and ana's conversation, never built in this process
+    chat = given_an_agent_with_pinned_entries_in_three_memories(world)
+    service = twin_container(world.container, world.clock).conversations
+    order: list[tuple[str, Any]] = []
+    entries, memories = service.agent_memory.entries.store, service.agent_memory.entries.memories.store
+    prefetch, read_ahead = entries.prefetch, memories.read_ahead
+
+    def sent_ahead(layers: Any, now: str, *, entries: Any = ()) -> None:
+        order.append(("layers", tuple(layers)))
+        prefetch(layers, now, entries=entries)
+
+    def records(account_id: str, names: Any, now: str, *, wait: bool = True) -> None:
+        order.append(("records", tuple(names)))
+        read_ahead(account_id, names, now, wait=wait)
+
+    monkeypatch.setattr(entries, "prefetch", sent_ahead)
+    monkeypatch.setattr(memories, "read_ahead", records)
+    # When the context is built
+    service.context(chat.caller, chat.agent, chat.key, user=chat.user)
+    # Then every layer the build reads was sent before the memories' records were asked for
+    first_records = next(i for i, (what, _) in enumerate(order) if what == "records")
+    sent = {layer for what, layers in order[:first_records] if what == "layers" for layer in layers}
+    read = {layer for what, layers in order if what == "layers" for layer in layers}
+    assert sent and read <= sent
+    assert {(layer.memory, layer.user_id) for layer in sent} == {
+        (memory, who) for memory in (OWN, "company", "handbook") for who in ("ana", None)}

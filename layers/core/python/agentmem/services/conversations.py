@@ -578,6 +578,8 @@ class ConversationService:
                 self._read_ahead(last, key, now)  # beside the agent's record: the build is one round of reads
             ctx = self.call_context(principal, agent, key, user=user, surface=surface)
             ref = self.ref(ctx, key)
+            if last is None:
+                self._read_ahead_named(ctx, ref, now)  # beside the memories' records
             readable = sorted(self.agent_memory.readable(ctx), key=lambda m: m.name != ctx.agent.own_memory)
             plan = self._index_layers(ctx, readable, ref.account_id)
             # everything the build reads that depends on nothing else it reads, started at once (a store whose
@@ -614,11 +616,30 @@ class ConversationService:
     ) -> list[tuple[MemoryRecord, list[Layer]]]:
         """Each readable memory with the layers its index section reads: a user's memory its one layer, the
         account's the user's layer first (its copies shadow the account's) and the account's layer."""
-        plan = []
-        for memory in readable:
-            users = [memory.user_id] if memory.user_id is not None else ([ctx.user, None] if ctx.user else [None])
-            plan.append((memory, [Layer(account_id, memory.name, u) for u in users]))
-        return plan
+        return [(memory, ConversationService._layers(ctx, account_id, memory.name, memory.user_id))
+                for memory in readable]
+
+    @staticmethod
+    def _layers(ctx: CallContext, account_id: str, memory: str, owner: str | None) -> list[Layer]:
+        """The layers a memory's index section reads: a user's memory (``owner``) its one layer; the account's
+        the conversation's user's layer and its own, or its own alone in a conversation with the account."""
+        users = [owner] if owner is not None else ([ctx.user, None] if ctx.user else [None])
+        return [Layer(account_id, memory, user) for user in users]
+
+    def _read_ahead_named(self, ctx: CallContext, ref: ConversationRef, now: str) -> None:
+        """A first build for this caller and agent here (nothing read ahead): what the agent's record names,
+        sent before its memories' records say which layers the build reads, beside them. Each memory's layers
+        as an account memory's are read (a memory of this user's own is the first of them), the checkpoint, the
+        conversation's record and tail. The build's own reads are answered from these when they are the same
+        reads, and read for themselves when not; what was sent and not asked for is dropped. A store whose reads
+        do not wait on the network reads nothing ahead."""
+        from ..domain.window import effective_cap
+
+        names = [ctx.agent.own_memory, *(attachment.memory for attachment in ctx.agent.memories)]
+        layers = [layer for name in names for layer in self._layers(ctx, ref.account_id, name, None)]
+        checkpoint = (ref.checkpoint_layer(ctx.agent.own_memory), ref.checkpoint_name)
+        self.agent_memory.entries.store.prefetch(layers, now, entries=[checkpoint])
+        self.store.prefetch(ref, effective_cap(ctx.agent.window_messages, None))
 
     def _memory_parts(
         self, ctx: CallContext, plan: list[tuple[MemoryRecord, list[Layer]]], account_id: str, now: str,
