@@ -307,17 +307,25 @@ def settle(pid: int, timeout_s: float = 120.0) -> float:
 
 
 def measure(url: str, key: str, pid: int, op: str, threads: int, seconds: float) -> dict[str, Any]:
+    """One level: requests/s, latency, and the server's CPU per request, counting what the requests set off
+    in the background (a save's indexing for recall) until the server is idle again, and nothing that the
+    levels before set off (the server is idle when the level starts)."""
     run_clients(url, key, op, threads, min(1.0, seconds / 3))  # warm-up, not kept
+    settled = settle(pid)
     cpu_before, wall_before = tree_cpu_s(pid), time.monotonic()
     values, failures = run_clients(url, key, op, threads, seconds)
-    wall, cpu = time.monotonic() - wall_before, tree_cpu_s(pid) - cpu_before
+    wall, cpu_in_level = time.monotonic() - wall_before, tree_cpu_s(pid) - cpu_before
+    after = settle(pid)
+    cpu = tree_cpu_s(pid) - cpu_before
     answered = len(values) + failures
     return {
         "operation": op, "threads": threads, "requests": len(values), "failures": failures,
         "requests_per_s": round(len(values) / wall, 1),
         "p50_ms": round(percentile(values, 0.5) * 1e3, 3), "p99_ms": round(percentile(values, 0.99) * 1e3, 3),
         "server_cpu_ms_per_request": round(cpu / answered * 1e3, 4) if answered else None,
-        "server_cpu_share": round(cpu / wall, 2),
+        "server_cpu_share": round(cpu_in_level / wall, 2),
+        "background_cpu_ms_per_request": round((cpu - cpu_in_level) / answered * 1e3, 4) if answered else None,
+        "settled_before_s": settled, "settled_after_s": after,
     }
 
 
