@@ -52,6 +52,7 @@ import json
 import os
 import platform
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -451,6 +452,52 @@ def in_process_threads(reads: int, threads: tuple[int, ...]) -> list[dict[str, A
     return rows
 
 
+CACHE_CLEARING_BYTES = 8 << 20  # copied before a read to clear the CPU's caches: what sleeping between requests does
+
+
+def in_process_loop(reads: int, rounds: int) -> dict[str, Any]:
+    """The connection loop's path of an entry read in this process, the sockets left out: a request's bytes to
+    its answer's (``answer_buffered``: the HTTP reading, the event, ``lambda_handler``, the answer), thread CPU
+    per read, median of each round, with the CPU's caches warm and cleared before each read (closer to what a
+    server that sleeps between requests sees)."""
+    import socket as sockets
+
+    from agentmem.local.server import make_server
+
+    os.environ.update(SERVE_SETTINGS)
+    with in_process_reads(reads) as (_api, _context, events, _service_read):
+        from agentmem.bootstrap import get_container
+
+        container = get_container()
+        server = make_server(container, port=0)
+        try:
+            secret = events[0]["headers"]["Authorization"]
+            requests = [(f"GET {event['path']} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept-Encoding: identity\r\n"
+                         f"Authorization: {secret}\r\nContent-Type: application/json\r\n\r\n").encode()
+                        for event in events]
+            clearing = bytearray(CACHE_CLEARING_BYTES)
+            answer = server.RequestHandlerClass.answer_buffered  # type: ignore[attr-defined]
+            found: dict[str, list[float]] = {"warm": [], "caches cleared": []}
+            with sockets.socket() as sock:
+                for _ in range(rounds):
+                    for mode, times in found.items():
+                        spent = []
+                        for request in requests:
+                            if mode != "warm":
+                                bytes(clearing)
+                            began = time.thread_time_ns()
+                            reply, _close = answer(server, sock, ("127.0.0.1", 9), request)
+                            spent.append(time.thread_time_ns() - began)
+                            if not reply.startswith(b"HTTP/1.1 200"):
+                                raise RuntimeError(f"an entry read was not answered: {reply[:200]!r}")
+                        times.append(statistics.median(spent) / 1e3)
+        finally:
+            server.server_close()
+    return {"reads": reads, "rounds": rounds,
+            "us_per_read": {mode: [round(t, 1) for t in times] for mode, times in found.items()},
+            "median_us_per_read": {mode: round(statistics.median(times), 1) for mode, times in found.items()}}
+
+
 def print_in_process_threads(rows: list[dict[str, Any]]) -> None:
     print("\nin process, the handler called from several threads at once: CPU per entry read")
     print(f"  {'threads':>7}  {'path':<40} {'CPU µs/read':>11}")
@@ -750,6 +797,9 @@ def main() -> int:
     parser.add_argument("--in-process-threads", action="store_true",
                         help="only the handler in this process, called from 1, 4 and 16 threads at once (or "
                              "--threads): CPU per entry read with and without its one-event-at-a-time lock")
+    parser.add_argument("--in-process-loop", action="store_true",
+                        help="only the connection loop's path of an entry read in this process (request bytes to "
+                             "answer bytes), thread CPU per read with the CPU's caches warm and cleared")
     parser.add_argument("--baseline-server", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.baseline_server:
@@ -761,6 +811,16 @@ def main() -> int:
         out = RESULTS / "http-in-process-threads.json"
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps({"benchmark": "http-in-process-threads", "rows": rows}, indent=2) + "\n")
+        print(f"wrote {out.relative_to(ROOT)}")
+        return 0
+    if args.in_process_loop:
+        loop = in_process_loop(3000, args.rounds)
+        print("\nin process, the connection loop's path of an entry read (answer_buffered): thread CPU per read")
+        for mode, median in loop["median_us_per_read"].items():
+            print(f"  {mode:<15} {median:>7} µs  (rounds: {', '.join(map(str, loop['us_per_read'][mode]))})")
+        out = RESULTS / "http-in-process-loop.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps({"benchmark": "http-in-process-loop", **loop}, indent=2) + "\n")
         print(f"wrote {out.relative_to(ROOT)}")
         return 0
     if args.turns:
