@@ -309,6 +309,7 @@ class FakeOpenSearch:
     fail_bulk: bool = False
     fail_with: int | None = None  # every request answered with this status (429: throttled, 5xx: failing)
     race: threading.Barrier | None = None  # lookups of a missing index wait for each other: a setup race
+    race_wait_s: float = 5.0  # how long a lookup waits for the other at the race (then it goes on alone)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def docs(self, index: str = "agentmem") -> dict[str, dict[str, Any]]:
@@ -329,7 +330,7 @@ class FakeOpenSearch:
         action = segments[1] if len(segments) > 1 else None
         if self.race is not None and method == "GET" and action == "_mapping" and index not in self.indices:
             with suppress(threading.BrokenBarrierError):
-                self.race.wait(timeout=5)
+                self.race.wait(timeout=self.race_wait_s)
         with self.lock:
             try:
                 return self._answer(method, index, action, body)

@@ -44,9 +44,9 @@ def fake() -> Iterator[tuple[FakeOpenSearch, str]]:
         yield served
 
 
-def connect(url: str) -> OpenSearchIndex:
+def connect(url: str, **options: Any) -> OpenSearchIndex:
     return OpenSearchIndex.connect(url, dimension=DIMENSION, index="agentmem", region="eu-west-1",
-                                   credentials=CREDENTIALS)
+                                   credentials=CREDENTIALS, **options)
 
 
 @pytest.fixture
@@ -95,9 +95,10 @@ def test_setup_creates_the_index_with_a_knn_vector_text_keyword_and_message_fiel
 
 def test_setup_racing_from_two_threads_creates_one_index_and_both_succeed(fake: tuple[FakeOpenSearch, str]) -> None:
     state, url = fake
-    # Given two processes that both find the index missing (their lookups wait for each other)
-    state.race = threading.Barrier(2)
-    first, second = connect(url), connect(url)
+    # Given two processes that both find the index missing (their lookups wait for each other: long enough for
+    # a thread that starts late on a loaded machine, within clients that wait longer still)
+    state.race, state.race_wait_s = threading.Barrier(2), 30.0
+    first, second = connect(url, timeout_s=60.0), connect(url, timeout_s=60.0)
     errors: list[BaseException] = []
 
     def set_up(index: OpenSearchIndex) -> None:
