@@ -145,3 +145,20 @@ def test_any_request_is_answered_alike_by_both_readings(httpd: GuardedHTTPServer
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     fast, slow = _answers(httpd, raw, monkeypatch)
     assert fast == slow
+
+
+def test_the_access_log_shows_the_request_line_as_sent_by_both_readings(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    handler = type("LoggedEchoHandler", (ApiRequestHandler,), {
+        "handler": staticmethod(_echo), "timeouts": Timeouts(idle_s=1.0, header_s=1.0, body_s=1.0),
+        "access_log": True})
+    server = GuardedHTTPServer(("127.0.0.1", 0), handler, 8)
+    try:
+        raw = _raw("GET  /v1/a?b=1   HTTP/1.1", ["Host: x"])  # (spaced as sent; still plain)
+        assert plain_request(raw, raw.find(b"\r\n\r\n")) is not None
+        _answers(server, raw, monkeypatch)
+    finally:
+        server.server_close()
+    lines = [re.sub(r"\[[^]]*\]", "[-]", line) for line in capsys.readouterr().err.splitlines()]
+    assert len(lines) == 2 and lines[0] == lines[1]
+    assert '"GET  /v1/a?b=1   HTTP/1.1" 200' in lines[0]

@@ -151,7 +151,7 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
             return False
         (command, path, version), pairs = parsed
         self.raw_requestline = request[:request.find(b"\r\n") + 2]
-        self.requestline = f"{command} {path} {version}"
+        self.requestline = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")  # as sent, for the access log
         self.command, self.request_version = command, version
         self.path = "/" + path.lstrip("/") if path.startswith("//") else path  # as parse_request (gh-87389)
         self.headers = headers = RequestHeaders(pairs)
@@ -360,6 +360,7 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
 
 
 _SERVER = ApiRequestHandler.server_version + " " + ApiRequestHandler.sys_version  # version_string(), once
+
 
 def _split_target(target: str) -> tuple[str, str]:
     """The request target's path and query, as ``urlsplit`` reads them (its fragment dropped); an origin-form
