@@ -1,6 +1,6 @@
 """HTTP: requests/s, p50/p99 and server CPU per request of ``agentmem serve`` against a bare ``http.server``.
 
-    .venv/bin/python bench/http_speed.py            # 1, 4, 16 and 64 client threads, 5 s each (about 5 minutes)
+    .venv/bin/python bench/http_speed.py            # 1, 4, 16 and 64 client threads, 5 s each (about 10 minutes)
     .venv/bin/python bench/http_speed.py --quick    # 1 and 16 threads, 2 s each; docs untouched (about a minute)
     .venv/bin/python bench/http_speed.py --quick --operations read   # entry reads only (the CPU target's)
     .venv/bin/python bench/http_speed.py --turns ../old-tree          # entry reads, this tree and another in turns
