@@ -477,3 +477,24 @@ def test_row_text_is_what_the_service_counts() -> None:
     call = message(1, "tool_call", "checking", args={"q": "née"})
     assert row_text(call) == 'checking\nlookup\n{"q": "née"}'
     assert row_text(message(2, "tool_result", "", result="plain text")) == "plain text"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(min_value=0, max_value=5), st.integers(min_value=0, max_value=3),
+                          st.sampled_from(["iso", "offset", "no fraction"])), max_size=30))
+def test_the_index_orders_entries_newest_first_then_by_name_whatever_the_times_shape(
+        made: list[tuple[int, int, str]]) -> None:
+    # Given entries at a few moments (some at the very same microsecond), their times in iso()'s shape or not
+    from agentmem.domain.context import _newest_first, _sorted_newest_first
+
+    def written(moment: datetime, shape: str) -> str:
+        if shape == "iso":
+            return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        return moment.isoformat() if shape == "offset" else moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    entries = [dataclasses.replace(entry(f"n{name}-{i}"), updated_at=written(NOW - timedelta(microseconds=tick),
+                                                                             shape))
+               for i, (tick, name, shape) in enumerate(made)]
+    # When they are put in the index's order, Then it is newest first, then by name, as the times read say
+    assert _sorted_newest_first(entries) == sorted(entries, key=_newest_first)
+    assert _sorted_newest_first(reversed(entries)) == sorted(entries, key=_newest_first)

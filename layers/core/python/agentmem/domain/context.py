@@ -47,6 +47,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from operator import attrgetter
 from typing import Any
 
 from .clock import parse_iso
@@ -79,6 +80,23 @@ def _visible(entry: Entry, now: datetime | None) -> bool:
 
 def _newest_first(entry: Entry) -> tuple[float, str]:
     return (-parse_iso(entry.updated_at).timestamp(), entry.name)
+
+
+def _in_iso_shape(moment: str) -> bool:
+    """Written by ``clock.iso`` (``2026-12-02T13:00:49.000000Z``, every stored time): such times sort as text."""
+    return len(moment) == 27 and moment[26] == "Z" and moment[10] == "T" and moment[19] == "."
+
+
+def _sorted_newest_first(entries: Iterable[Entry]) -> list[Entry]:
+    """``entries`` in ``_newest_first``'s order: newest first, then by name. When every time is in ``iso``'s
+    shape, by the text of the times (the same order, without reading each time: a context build sorts every
+    entry its index shows), else by the times read."""
+    found = list(entries)
+    if not all(_in_iso_shape(entry.updated_at) for entry in found):
+        return sorted(found, key=_newest_first)
+    found.sort(key=attrgetter("name"))
+    found.sort(key=attrgetter("updated_at"), reverse=True)  # (stable: names stay in order within a moment)
+    return found
 
 
 def _identity(entry: Entry) -> tuple[str, str | None, str]:
@@ -216,9 +234,9 @@ def index_room(limit: int = INDEX_CHARS_MAX) -> int:
 
 def _section_entries(section: IndexSection, now: datetime | None) -> list[Entry]:
     entries = [entry for entry in _unique(section.entries) if _visible(entry, now)]
-    users = sorted((e for e in entries if e.user_id is not None), key=_newest_first)
+    users = _sorted_newest_first(e for e in entries if e.user_id is not None)
     shadowed = {entry.name for entry in users}
-    account = sorted((e for e in entries if e.user_id is None and e.name not in shadowed), key=_newest_first)
+    account = _sorted_newest_first(e for e in entries if e.user_id is None and e.name not in shadowed)
     return users + account
 
 
@@ -254,10 +272,9 @@ def memory_index(
     if read == total and lengths[read] <= limit:
         shown = total
     else:
-        shown = max(
-            (k for k in range(min(read, total - 1) + 1)
-             if lengths[k] + 1 + len(more_line(total - k, search_tool)) <= limit), default=0
-        )
+        # the most entries that leave room for the "more" line (from the most down: the first that fits)
+        shown = next((k for k in range(min(read, total - 1), -1, -1)
+                      if lengths[k] + 1 + len(more_line(total - k, search_tool)) <= limit), 0)
     for heading, line in items[:shown]:
         if heading is not None:
             lines.append(heading)
