@@ -50,7 +50,7 @@ from datetime import datetime
 from operator import attrgetter
 from typing import Any
 
-from .clock import parse_iso
+from .clock import in_iso_shape, parse_iso
 from .conversations import Message, MessageDraft
 from .models import Entry
 from .window import WINDOW_DEFAULT
@@ -82,17 +82,12 @@ def _newest_first(entry: Entry) -> tuple[float, str]:
     return (-parse_iso(entry.updated_at).timestamp(), entry.name)
 
 
-def _in_iso_shape(moment: str) -> bool:
-    """Written by ``clock.iso`` (``2026-12-02T13:00:49.000000Z``, every stored time): such times sort as text."""
-    return len(moment) == 27 and moment[26] == "Z" and moment[10] == "T" and moment[19] == "."
-
-
 def _sorted_newest_first(entries: Iterable[Entry]) -> list[Entry]:
     """``entries`` in ``_newest_first``'s order: newest first, then by name. When every time is in ``iso``'s
     shape, by the text of the times (the same order, without reading each time: a context build sorts every
     entry its index shows), else by the times read."""
     found = list(entries)
-    if not all(_in_iso_shape(entry.updated_at) for entry in found):
+    if not all(in_iso_shape(entry.updated_at) for entry in found):
         return sorted(found, key=_newest_first)
     found.sort(key=attrgetter("name"))
     found.sort(key=attrgetter("updated_at"), reverse=True)  # (stable: names stay in order within a moment)
