@@ -578,8 +578,11 @@ class ConversationService:
                 self._read_ahead(last, key, now)  # beside the agent's record: the build is one round of reads
             ctx = self.call_context(principal, agent, key, user=user, surface=surface)
             ref = self.ref(ctx, key)
+            checkpoint_at = (ref.checkpoint_layer(ctx.agent.own_memory), ref.checkpoint_name)
+            # the tail as long as the agent's cap; the conversation's own setting can only shorten it
+            tail_count = effective_cap(ctx.agent.window_messages, None)
             if last is None:
-                self._read_ahead_named(ctx, ref, now)  # beside the memories' records
+                self._read_ahead_named(ctx, ref, now, checkpoint_at, tail_count)  # beside the memories' records
             readable = sorted(self.agent_memory.readable(ctx), key=lambda m: m.name != ctx.agent.own_memory)
             plan = self._index_layers(ctx, readable, ref.account_id)
             # everything the build reads that depends on nothing else it reads, started at once (a store whose
@@ -587,10 +590,7 @@ class ConversationService:
             # them the conversation's record and tail; only the pinned entries' content waits for the listings
             # (unless the last build's pinned entries, read ahead, are the ones)
             layers = [layer for _, memory_layers in plan for layer in memory_layers]
-            checkpoint_at = (ref.checkpoint_layer(ctx.agent.own_memory), ref.checkpoint_name)
             entries.prefetch(layers, now, entries=[checkpoint_at])
-            # the tail as long as the agent's cap; the conversation's own setting can only shorten it
-            tail_count = effective_cap(ctx.agent.window_messages, None)
             record, tail = self.store.record_and_tail(ref, tail_count)
             cap = effective_cap(ctx.agent.window_messages, record.window_messages if record else None)
             window = recent_window(tail[-cap:], cap) if record is not None else []
@@ -626,20 +626,18 @@ class ConversationService:
         users = [owner] if owner is not None else ([ctx.user, None] if ctx.user else [None])
         return [Layer(account_id, memory, user) for user in users]
 
-    def _read_ahead_named(self, ctx: CallContext, ref: ConversationRef, now: str) -> None:
+    def _read_ahead_named(self, ctx: CallContext, ref: ConversationRef, now: str,
+                          checkpoint: tuple[Layer, str], tail_count: int) -> None:
         """A first build for this caller and agent here (nothing read ahead): what the agent's record names,
         sent before its memories' records say which layers the build reads, beside them. Each memory's layers
         as an account memory's are read (a memory of this user's own is the first of them), the checkpoint, the
         conversation's record and tail. The build's own reads are answered from these when they are the same
         reads, and read for themselves when not; what was sent and not asked for is dropped. A store whose reads
         do not wait on the network reads nothing ahead."""
-        from ..domain.window import effective_cap
-
         names = [ctx.agent.own_memory, *(attachment.memory for attachment in ctx.agent.memories)]
         layers = [layer for name in names for layer in self._layers(ctx, ref.account_id, name, None)]
-        checkpoint = (ref.checkpoint_layer(ctx.agent.own_memory), ref.checkpoint_name)
         self.agent_memory.entries.store.prefetch(layers, now, entries=[checkpoint])
-        self.store.prefetch(ref, effective_cap(ctx.agent.window_messages, None))
+        self.store.prefetch(ref, tail_count)
 
     def _memory_parts(
         self, ctx: CallContext, plan: list[tuple[MemoryRecord, list[Layer]]], account_id: str, now: str,
