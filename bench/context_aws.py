@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     print("starting DynamoDB Local ...", flush=True)
     bench = Bench()
-    rows = []
+    rows: list[dict[str, Any]] = []
     for shape in SHAPES:
         for size in SIZES:
             row = measure(bench, shape, size)

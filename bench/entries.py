@@ -27,6 +27,7 @@ Timings are never asserted; the targets are printed with a pass/miss mark.
 from __future__ import annotations
 
 import argparse
+import builtins
 import contextlib
 import datetime as dt
 import gc
@@ -46,10 +47,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from corpus import Corpus, EntryData
 from report import print_targets, replace_block, targets_markdown
+
+if TYPE_CHECKING:
+    from agentmem.adapters.embedded.database import Database
 
 ROOT = Path(__file__).resolve().parent.parent
 LAYERS = 20
@@ -271,9 +275,16 @@ class Agentmem:
         if index is not None and hasattr(index, "catch_up"):
             index.catch_up()
 
+    @property
+    def db(self) -> Database:
+        """The embedded stores' database (one, shared by every store)."""
+        from agentmem.adapters.embedded.entries import SqliteEntryStore
+
+        return cast(SqliteEntryStore, self.container.stores.entries).db
+
     def database(self) -> tuple[sqlite3.Connection, Path]:
         """This thread's connection to the store's database, and the database's WAL file."""
-        db = self.container.stores.entries.db
+        db = self.db
         return db.connection(), Path(str(db.path) + "-wal")
 
     def list(self, layer: int) -> None:
@@ -285,7 +296,7 @@ class Agentmem:
         memory, user = self.where(layer)
         return len(self.container.entries.search(self.principal, memory, query, user=user, limit=SEARCH_LIMIT))
 
-    def search_names(self, layer: int, query: str, limit: int) -> list[str]:
+    def search_names(self, layer: int, query: str, limit: int) -> builtins.list[str]:
         memory, user = self.where(layer)
         found = self.container.entries.search(self.principal, memory, query, user=user, limit=limit)
         return [r.entry.name for r in found]
@@ -356,7 +367,7 @@ class LangGraphStore:
         # Without an embedding index SqliteStore ignores `query`: the newest `limit` items of the namespace.
         return len(self.store.search(namespace(layer), query=query, limit=SEARCH_LIMIT))
 
-    def search_equivalent(self, layer: int, query: str, limit: int = SEARCH_LIMIT) -> list[str]:
+    def search_equivalent(self, layer: int, query: str, limit: int = SEARCH_LIMIT) -> builtins.list[str]:
         """The answer agentmem gives, built on SqliteStore: fetch the whole layer, rank it in Python."""
         from agentmem.domain.models import Entry
         from agentmem.domain.search import Query
@@ -935,10 +946,10 @@ def plot(results: dict[str, Any], path: Path) -> None:
         ax.scatter(pos, p95, marker="_", color="black", s=(width * 60) ** 2 / 4, linewidths=1.5, zorder=3)
     same = inproc.get("sqlitestore_wal", {}).get("search_equivalent")
     if same:
-        pos = ops.index("search") + (len(systems) + 1 - (len(systems) - 1) / 2) * width
-        ax.bar(pos, same["p50_ms"], width, color="white", edgecolor="#d62728", hatch="///",
+        beside = ops.index("search") + (len(systems) + 1 - (len(systems) - 1) / 2) * width
+        ax.bar(beside, same["p50_ms"], width, color="white", edgecolor="#d62728", hatch="///",
                label="SqliteStore (WAL) + ranking in Python: the same answer as agentmem's search")
-        ax.scatter([pos], [same["p95_ms"]], marker="_", color="black", s=(width * 60) ** 2 / 4, linewidths=1.5,
+        ax.scatter([beside], [same["p95_ms"]], marker="_", color="black", s=(width * 60) ** 2 / 4, linewidths=1.5,
                    zorder=3)
     ax.set_yscale("log")
     ax.set_xticks(x)
@@ -949,8 +960,8 @@ def plot(results: dict[str, Any], path: Path) -> None:
     for value, positions, label in ((TARGETS["save_p50_ms"], (0, 1), "save target"),
                                     (TARGETS["read_p50_ms"], (2,), "read target"),
                                     (TARGETS["search_p50_ms"], (4,), "search target")):
-        for pos in positions:
-            ax.hlines(value, pos - 0.45, pos + 0.45, colors="black", linestyles=":", linewidth=1.2)
+        for at in positions:
+            ax.hlines(value, at - 0.45, at + 0.45, colors="black", linestyles=":", linewidth=1.2)
         ax.text(positions[-1] + 0.45, value, f" {label} ({value:g} ms)", fontsize=7, va="center")
     ax.set_title(f"In-process latency, {LAYERS} layers × {PER_LAYER} entries")
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=2, frameon=False)

@@ -61,9 +61,10 @@ import time
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import quote, urlsplit
 
 from load import AGENTMEM, percentile, started
@@ -262,7 +263,7 @@ def run_clients(url: str, key: str, op: str, threads: int, seconds: float) -> tu
     def client(index: int) -> None:
         make = operation(op, index)
         rng = random.Random(index)
-        connection = http.client.HTTPConnection(address.hostname, address.port, timeout=60)
+        connection = http.client.HTTPConnection(cast(str, address.hostname), address.port, timeout=60)
         mine = latencies[index]
         n = 0
         start.wait()
@@ -277,7 +278,7 @@ def run_clients(url: str, key: str, op: str, threads: int, seconds: float) -> tu
             except (OSError, http.client.HTTPException):
                 failures[index] += 1
                 connection.close()
-                connection = http.client.HTTPConnection(address.hostname, address.port, timeout=60)
+                connection = http.client.HTTPConnection(cast(str, address.hostname), address.port, timeout=60)
                 continue
             if response.status >= 300:
                 failures[index] += 1
@@ -336,7 +337,7 @@ def measure(url: str, key: str, pid: int, op: str, threads: int, seconds: float)
 def prepare(url: str, key: str) -> None:
     """The agent, its memory's entries and a conversation, through the API."""
     address = urlsplit(url)
-    connection = http.client.HTTPConnection(address.hostname, address.port, timeout=60)
+    connection = http.client.HTTPConnection(cast(str, address.hostname), address.port, timeout=60)
     headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
 
     def send(method: str, path: str, body: Any) -> None:
@@ -392,7 +393,7 @@ def in_process_reads(reads: int) -> Iterator[tuple[Any, Any, list[dict[str, Any]
         rng = random.Random(2)
         events = [build_rest_event("GET", f"/v1/memories/kb/entries/e{rng.randrange(ENTRIES):03d}", "", headers)
                   for _ in range(reads)]
-        context = LocalContext()
+        context = cast(Any, LocalContext())  # (what the handler reads of a Lambda context)
         for event in events[:200]:  # warm-up
             assert api.lambda_handler(dict(event), context)["statusCode"] == 200
 
@@ -607,6 +608,11 @@ def offers_workers() -> bool:
     return "--workers" in shown.stdout
 
 
+def _layer_server(data_dir: Path, *, one: list[str], command: list[str]) -> Any:
+    """One part of an entry read served alone (``--layer-server``), with one worker when there are workers."""
+    return started("embedded", data_dir, one, SERVE_SETTINGS, command=command)
+
+
 def run(threads: tuple[int, ...], seconds: float, operations: tuple[str, ...] = OPERATIONS) -> dict[str, Any]:
     cores = os.cpu_count() or 1
     results: dict[str, Any] = {"benchmark": "http", "threads": list(threads), "seconds_per_level": seconds,
@@ -623,8 +629,7 @@ def run(threads: tuple[int, ...], seconds: float, operations: tuple[str, ...] = 
     if "read" in operations:
         for kind, label in LAYERS.items():
             command = [sys.executable, __file__, "--layer-server", kind]
-            servers.append((label, lambda d, command=command: started("embedded", d, one, SERVE_SETTINGS,
-                                                                      command=command), ("read",)))
+            servers.append((label, partial(_layer_server, one=one, command=command), ("read",)))
     if one:
         servers.append(("agentmem serve, 1 worker", lambda d: started("embedded", d, ["--workers", "1"],
                                                                       SERVE_SETTINGS), operations))
@@ -667,7 +672,7 @@ def run(threads: tuple[int, ...], seconds: float, operations: tuple[str, ...] = 
 def _cpu(results: dict[str, Any], server: str, op: str, threads: int) -> float | None:
     for level in results["servers"].get(server, []):
         if level["operation"] == op and level["threads"] == threads:
-            return level["server_cpu_ms_per_request"]
+            return cast(float | None, level["server_cpu_ms_per_request"])
     return None
 
 

@@ -150,7 +150,7 @@ def keyword_index(sql: str) -> bool:
 @contextlib.contextmanager
 def timed_sql(target: Agentmem) -> Iterator[TimingConnection]:
     """Every statement of the thread's connection timed."""
-    db = target.container.stores.entries.db  # one Database shared by every store
+    db = target.db  # one Database shared by every store
     real = db.connection()
     proxy = TimingConnection(real)
     db._local.conn = proxy
@@ -260,7 +260,7 @@ class FloorStore(LangGraphStore):
                         (rowid, *new))
             self._indexed[key] = new
 
-        self.store._batch_put_ops = put_and_index  # type: ignore[method-assign]
+        self.store._batch_put_ops = put_and_index  # type: ignore[method-assign,assignment]
 
     def put(self, entry: EntryData) -> None:
         from agentmem.domain.screening import screen
@@ -285,7 +285,7 @@ def saves_without_keyword_index(corpus: Corpus, report: list[str], layers: int =
             for layer in range(layers):
                 target.add_layer(layer)
             if skip is not None:
-                db = target.container.stores.entries.db
+                db = target.db
                 db._local.conn = SkippingConnection(db.connection(), skip)
             stores[name] = target.save
         floor = FloorStore(Path(tmp) / "floor.db")

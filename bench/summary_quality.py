@@ -50,7 +50,7 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from agentmem.adapters.embedded.jobs import ThreadJobRunner
 from agentmem.bootstrap import Container, build_container
@@ -214,8 +214,8 @@ def run(summariser: str, seed: int, conversations: int, messages: int, **more: A
     for n in range(conversations):
         conversation = make_conversation(seed + n, messages, key=f"long-{n}")
         with tempfile.TemporaryDirectory(prefix="agentmem-summary-") as tmp:
-            container = build_container(Settings(backend="embedded", data_dir=Path(tmp), summariser=summariser,
-                                                 **more))
+            container = build_container(Settings(backend="embedded", data_dir=Path(tmp),
+                                                 summariser=cast(Any, summariser), **more))
             _, secret = container.keys.create_account("bench")
             container.bench_principal = container.keys.authenticate("Bearer " + secret)  # type: ignore[attr-defined]
             container.agents.put(container.bench_principal, AGENT, AgentSettings())  # type: ignore[attr-defined]
