@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import requests
 from agentmem.cli import cli, render_table
 from agentmem.client import TransportResponse
+from agentmem.client.errors import Unreachable
+from agentmem.client.transport import HttpTransport
 from click.testing import CliRunner, Result
 
 
@@ -349,10 +350,10 @@ def test_an_api_error_prints_one_line_with_the_server_message_and_exits_1() -> N
 
 def test_an_unreachable_server_says_how_to_start_one(monkeypatch: pytest.MonkeyPatch) -> None:
     # Given nothing listens at the URL (every connection is refused)
-    def refuse(self: requests.Session, method: str, url: str, **kwargs: Any) -> None:
-        raise requests.ConnectionError("Connection refused")
+    def refuse(self: HttpTransport, method: str, path: str, **kwargs: Any) -> None:
+        raise Unreachable(self.base_url, "Connection refused")
 
-    monkeypatch.setattr(requests.Session, "request", refuse)
+    monkeypatch.setattr(HttpTransport, "request", refuse)
     # When any command talks to the service
     result = run(None, "--url", "http://127.0.0.1:8787", "memories", "ls")
     # Then one helpful line names the URL and the command to run, and the exit code is 1
@@ -367,11 +368,11 @@ def test_the_url_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv("AGENTMEM_URL", "http://mem.internal:9000")
     urls: list[str] = []
 
-    def refuse(self: requests.Session, method: str, url: str, **kwargs: Any) -> None:
-        urls.append(url)
-        raise requests.ConnectionError("Connection refused")
+    def refuse(self: HttpTransport, method: str, path: str, **kwargs: Any) -> None:
+        urls.append(self.base_url + path)
+        raise Unreachable(self.base_url, "Connection refused")
 
-    monkeypatch.setattr(requests.Session, "request", refuse)
+    monkeypatch.setattr(HttpTransport, "request", refuse)
     # When a command runs without --url
     result = run(None, "keys", "ls")
     # Then it went to that server

@@ -18,6 +18,8 @@ from .errors import Unreachable
 if TYPE_CHECKING:
     import requests
 
+    from .http_pool import DirectPool
+
 
 def segment(value: str) -> str:
     """One path segment, percent-encoded (``agent:support`` → ``agent%3Asupport``)."""
@@ -56,22 +58,25 @@ class Transport(Protocol):
 
 
 class HttpTransport:
-    """HTTP on one ``requests.Session``, so connections are kept alive between calls.
+    """HTTP with connections kept alive between calls: through urllib3's pool alone when nothing stands
+    between the SDK and the service (``http_pool.DirectPool``: half the caller's CPU of a ``requests`` call),
+    through a ``requests.Session`` when a proxy applies to the service's URL, or when one is given.
 
-    The session it makes reads the environment once, here: the proxy for the service's URL (``HTTPS_PROXY``,
-    ``HTTP_PROXY``, ``ALL_PROXY``, with ``NO_PROXY``) and the CA bundle (``REQUESTS_CA_BUNDLE``,
-    ``CURL_CA_BUNDLE``). ``requests`` would otherwise read them again on every call (``trust_env``: about
-    0.2 ms of the caller's CPU a call, more than the local server takes to answer an entry read), and would
-    look the host up in ``~/.netrc`` each time, whose entry for it would replace the key's ``Authorization``
-    header with a Basic one. A session given to it is used as it is."""
+    The environment is read once, here: the proxy for the service's URL (``HTTPS_PROXY``, ``HTTP_PROXY``,
+    ``ALL_PROXY``, with ``NO_PROXY``) and the CA bundle (``REQUESTS_CA_BUNDLE``, ``CURL_CA_BUNDLE``). ``requests``
+    would otherwise read them again on every call (``trust_env``: about 0.2 ms of the caller's CPU a call, more
+    than the local server takes to answer an entry read), and would look the host up in ``~/.netrc`` each time,
+    whose entry for it would replace the key's ``Authorization`` header with a Basic one. A session given to
+    it is used as it is."""
 
     def __init__(
         self, base_url: str, timeout: float = 30.0, *, session: requests.Session | None = None
     ) -> None:
         self.base_url = base_url.rstrip("/")
-        if session is None:
-            session = _session_for(self.base_url)
         self.timeout = timeout
+        self._pool: DirectPool | None = None
+        if session is None:
+            session, self._pool = _connections_for(self.base_url, timeout)
         self._session = session
 
     def request(
@@ -83,8 +88,12 @@ class HttpTransport:
         headers: dict[str, str],
         body: bytes | None,
     ) -> TransportResponse:
+        if self._pool is not None:
+            url = self.base_url + path + ("?" + urlencode(params) if params else "")
+            return TransportResponse(*self._pool.request(method, url, headers, body))
         import requests
 
+        assert self._session is not None
         try:
             response = self._session.request(
                 method,
@@ -106,23 +115,35 @@ class HttpTransport:
         )
 
     def close(self) -> None:
-        self._session.close()
+        if self._pool is not None:
+            self._pool.close()
+        if self._session is not None:
+            self._session.close()
 
 
-def _session_for(base_url: str) -> requests.Session:
-    """A session whose environment (proxy, CA bundle) is read once, for ``base_url`` (see ``HttpTransport``)."""
+def _connections_for(base_url: str, timeout: float) -> tuple[requests.Session | None, DirectPool | None]:
+    """What reaches ``base_url``, the environment read once (see ``HttpTransport``): urllib3's pool when no
+    proxy applies to an http(s) URL, else a session that reads the environment no more."""
     import os
+    from urllib.parse import urlsplit
 
-    import requests  # imported here: importing the SDK stays cheap
-    from requests.utils import get_environ_proxies
+    from requests.utils import get_environ_proxies  # imported here: importing the SDK stays cheap
+
+    bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
+    proxies = get_environ_proxies(base_url)  # {} when NO_PROXY covers the URL
+    scheme = urlsplit(base_url).scheme.lower()
+    if scheme in ("http", "https") and not (proxies.get(scheme) or proxies.get("all")):
+        from .http_pool import DirectPool
+
+        return None, DirectPool(base_url, timeout, bundle)
+    import requests
 
     session = requests.Session()
     session.trust_env = False
-    session.proxies.update(get_environ_proxies(base_url))  # {} when NO_PROXY covers the URL
-    bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
+    session.proxies.update(proxies)
     if bundle:
         session.verify = bundle
-    return session
+    return session, None
 
 
 @dataclass
