@@ -21,6 +21,7 @@ import pytest
 import requests
 from agentmem.client.errors import Unreachable
 from agentmem.client.transport import HttpTransport
+from serving import free_port  # tests/support, on sys.path through tests/conftest.py
 
 
 class Recording(ThreadingHTTPServer):
@@ -210,9 +211,7 @@ def test_the_service_sees_and_answers_what_a_requests_session_sends_and_gets(
 
 def test_a_refused_connection_and_a_late_answer_are_unreachable(servers: tuple[Recording, Recording]) -> None:
     # Given a port nothing listens on, and a service that accepts but never answers
-    with socket.socket() as closed:
-        closed.bind(("127.0.0.1", 0))
-        port = closed.getsockname()[1]
+    port = free_port()
     with pytest.raises(Unreachable) as refused:
         get(HttpTransport(f"http://127.0.0.1:{port}"))
     assert not refused.value.timed_out and refused.value.url == f"http://127.0.0.1:{port}"
