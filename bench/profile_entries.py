@@ -237,15 +237,18 @@ class FloorStore(LangGraphStore):
 
     def __init__(self, path: Path) -> None:
         super().__init__(path, tuned=True)
-        self.conn.execute("CREATE VIRTUAL TABLE words USING fts5(scope, name, description, content, content = '', "
-                          "tokenize = 'porter unicode61 remove_diacritics 0')")
-        self.conn.execute("INSERT INTO words (words, rank) VALUES ('pgsz', 2000)")
+        # the index as migrations 14 and 19 make it, under its name: the product's statements write it
+        self.conn.execute("CREATE VIRTUAL TABLE entries_fts USING fts5(scope, name, description, content, "
+                          "content = '', tokenize = 'porter unicode61 remove_diacritics 0')")
+        self.conn.execute("INSERT INTO entries_fts (entries_fts, rank) VALUES ('pgsz', 2000)")
         self._rowids: dict[tuple[int, str], int] = {}
         self._indexed: dict[tuple[int, str], tuple[str, str, str, str]] = {}
         self._entry: EntryData | None = None
         put_ops = self.store._batch_put_ops
 
         def put_and_index(ops: Any, cur: sqlite3.Cursor) -> None:
+            from agentmem.adapters.embedded.entry_words import forget_words, index_words, scope_token
+
             put_ops(ops, cur)
             entry = self._entry
             assert entry is not None
@@ -253,11 +256,9 @@ class FloorStore(LangGraphStore):
             rowid = self._rowids.setdefault(key, len(self._rowids) + 1)
             old = self._indexed.get(key)
             if old is not None:
-                cur.execute("INSERT INTO words (words, rowid, scope, name, description, content) "
-                            "VALUES ('delete', ?, ?, ?, ?, ?)", (rowid, *old))
-            new = (f"l{entry.layer:019d}", entry.name, entry.description, entry.content)
-            cur.execute("INSERT INTO words (rowid, scope, name, description, content) VALUES (?, ?, ?, ?, ?)",
-                        (rowid, *new))
+                forget_words(cur.connection, rowid, *old)  # (the put's transaction: the cursor's connection)
+            new = (scope_token("floor", str(entry.layer), ""), entry.name, entry.description, entry.content)
+            index_words(cur.connection, rowid, *new)
             self._indexed[key] = new
 
         self.store._batch_put_ops = put_and_index  # type: ignore[method-assign,assignment]
@@ -268,7 +269,6 @@ class FloorStore(LangGraphStore):
         screen(entry.name, entry.description, entry.content)
         self._entry = entry
         super().put(entry)
-
 
 
 def saves_without_keyword_index(corpus: Corpus, report: list[str], layers: int = 8, per_layer: int = 450,
