@@ -284,3 +284,41 @@ def test_the_resolver_answers_a_path_with_the_route_powertools_would_pick() -> N
     assert json.loads(answer(ours, "/v1/fileXjson")[1]) == {"route": "dotted"}
     assert json.loads(answer(ours, "/v1/things/shared")[1]) == {"route": "shared"}  # a static rule first
     assert json.loads(answer(ours, "/v1/things/t1/deep")[1]) == {"route": "by_parameter"}  # declared first
+
+
+def test_a_query_parameter_the_route_does_not_take_is_refused_with_or_without_a_middleware_chain() -> None:
+    # Given the API's resolver with a route taking `user`, and no route for DELETE
+    resolver = ApiResolver()
+    seen: list[str | None] = []
+
+    @resolver.get("/things")
+    def things(user: Annotated[str | None, Query()] = None) -> dict[str, Any]:
+        seen.append(user)
+        return {"user": user}
+
+    def ask(method: str, query: str) -> dict[str, Any]:
+        return resolver.resolve(build_rest_event(method, "/things", query), LocalContext())
+
+    for chain in (False, True):
+        if chain:
+            resolver.use([lambda app, next_middleware: next_middleware(app)])
+        # When the route is asked with a misspelled parameter
+        refused = ask("GET", "usr=user_42")
+        # Then the route never runs: the complaint names the parameter and what the route takes
+        assert refused["statusCode"] == 422
+        detail = json.loads(refused["body"])["detail"][0]
+        assert detail["loc"] == ["query", "usr"] and detail["type"] == "unknown_query_parameter"
+        # And the parameter it takes still reaches it
+        assert json.loads(ask("GET", "user=user_42")["body"]) == {"user": "user_42"}
+        # And a method no route serves is answered as not found, whatever the query holds
+        assert ask("DELETE", "usr=user_42")["statusCode"] == 404
+    assert seen == ["user_42", "user_42"]
+
+
+def test_the_api_names_an_unknown_query_parameter_and_what_the_operation_takes(key: str) -> None:
+    # Given the real API, When a save misspells user=
+    status, body = call(key, "PUT", "/v1/memories/kb/entries/ana-diet", "usr=user_42",
+                        {"content": "Ana is vegetarian.", "description": "Her diet"})
+    # Then it is a 400 naming `usr`, saying the operation takes `user`
+    assert status == 400 and body["error"]["field"] == "usr"
+    assert "'usr'" in body["error"]["message"] and "user" in body["error"]["message"].split(":", 1)[1]

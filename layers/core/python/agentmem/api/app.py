@@ -176,6 +176,10 @@ def validation_to_invalid(error: RequestValidationError) -> InvalidError:
         return InvalidError("the body is not valid JSON", field="body")
     if kind == "extra_forbidden":
         return InvalidError(f"unknown field {field!r}", field=field)
+    if kind == "unknown_query_parameter":
+        known = first.get("ctx", {}).get("known") or []
+        takes = f"it takes {', '.join(known)}" if known else "it takes none"
+        return InvalidError(f"unknown query parameter {field!r}: {takes}", field=field)
     if kind == "missing":
         if field == "body":
             return InvalidError("a JSON body is required", field="body")

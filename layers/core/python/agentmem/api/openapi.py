@@ -17,7 +17,7 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 from .. import __version__
 from .link_paths import link_paths
 from .responses import type_responses
-from .schemas import PATH_PARAMETER_RULES
+from .schemas import PATH_PARAMETER_RULES, QUERY_PARAMETER_RULES
 
 TITLE = "agentmem"
 DESCRIPTION = (
@@ -236,11 +236,14 @@ def document(app: APIGatewayRestResolver, base_path: str = "/") -> dict[str, Any
 
 
 def _constrain_path_parameters(operation: dict[str, Any]) -> None:
-    """The names' rules (domain/rules.py) in the path parameters' schemas."""
+    """The names' rules (domain/rules.py) in the schemas of the path parameters and of the query parameters that
+    name a user or a conversation."""
+    rules = {"path": PATH_PARAMETER_RULES, "query": QUERY_PARAMETER_RULES}
     for parameter in operation.get("parameters", []):
-        rule = PATH_PARAMETER_RULES.get(parameter["name"]) if parameter.get("in") == "path" else None
-        if rule is not None:
-            parameter["schema"] = {**parameter.get("schema", {}), **rule}
+        rule = rules.get(parameter.get("in", ""), {}).get(parameter["name"])
+        if rule is not None:  # (a query parameter is sent or not: never null)
+            schema = {key: value for key, value in parameter.get("schema", {}).items() if key != "anyOf"}
+            parameter["schema"] = {**schema, **rule}
 
 
 def _name_file_paths(spec: dict[str, Any]) -> None:

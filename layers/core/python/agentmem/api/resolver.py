@@ -68,6 +68,7 @@ class ApiResolver(APIGatewayRestResolver):
         # by method, then by a path's first two segments: the routes that may match it, in Powertools' order
         self._candidates: dict[str, dict[SegmentKey | None, list[Route]]] = {}
         self._routes_seen = -1  # how many routes _candidates was made from
+        self._routed: frozenset[Route] = frozenset()  # the routes added (Powertools' not-found answer is not one)
 
     def _routes_of(self, method: str, path: str) -> list[Route]:
         """The routes of ``method`` that may match ``path``, in the order Powertools tries them: those whose
@@ -90,6 +91,7 @@ class ApiResolver(APIGatewayRestResolver):
             for wanted in {key for _, key in keyed if key is not None}:
                 table[wanted] = [route for route, key in keyed if key is None or key == wanted]
             self._candidates[method] = table
+        self._routed = frozenset(routes)
         self._routes_seen = len(routes)
 
     def _resolve(self) -> ResponseBuilder:  # type: ignore[type-arg]
@@ -108,7 +110,9 @@ class ApiResolver(APIGatewayRestResolver):
                 self._router_middlewares = [validate_request, *self._router_middlewares]
             return super()._call_route(route, route_arguments)
         try:
-            arguments = planned(route).values(self.current_event, route_arguments)
+            # the not-found answer (a 404, or a 405 naming the methods a path serves) takes no arguments, and
+            # answers whatever the query holds: the query is a route's to refuse, and none was found
+            arguments = planned(route).values(self.current_event, route_arguments) if route in self._routed else {}
             self.append_context(_route_args=arguments)
             response = self._to_response(route.func(**arguments))
             return self._response_builder_class(response=response, serializer=self._serializer,  # type: ignore[arg-type]

@@ -18,6 +18,8 @@ PATH_PARAMETER_RULES: dict[str, dict[str, Any]] = {
                "maxLength": len("agent:") + NAME_MAX},
     "key": _USER_ID, "user_id": _USER_ID,
 }
+# the query parameters that name a user or a conversation follow the same rules (an empty `user=` is a 400)
+QUERY_PARAMETER_RULES: dict[str, dict[str, Any]] = {"user": _USER_ID, "conversation": _USER_ID}
 
 
 class StrictBody(BaseModel):

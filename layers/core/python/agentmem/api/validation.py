@@ -59,17 +59,21 @@ class Plan:
 
     parameters: tuple[_Parameter, ...]
     body: _Body | None
+    query_names: frozenset[str] = frozenset()  # every query parameter the route takes, as sent
 
     def values(self, event: BaseProxyEvent, path_values: Mapping[str, str]) -> dict[str, Any]:
-        """The route function's arguments, validated; raises ``RequestValidationError`` at the first complaint."""
+        """The route function's arguments, validated; raises ``RequestValidationError`` at the first complaint,
+        the first being a query parameter the route does not take (``usr=`` for ``user=`` must not save into
+        the account layer as if no user were named)."""
         values: dict[str, Any] = {}
-        query: Mapping[str, Any] | None = None
+        query = _query(event)
+        if query:
+            _refuse_unknown(query, self.query_names)
         headers: Mapping[str, Any] | None = None
         for parameter in self.parameters:
             if parameter.where == "path":
                 sent: Any = path_values.get(parameter.alias)
             elif parameter.where == "query":
-                query = _query(event) if query is None else query
                 sent = _one_or_many(query.get(parameter.alias), parameter.many)
             else:
                 headers = _headers(event) if headers is None else headers
@@ -93,6 +97,15 @@ def _validated(field: ModelField, sent: Any, required: bool, loc: tuple[str, ...
     if errors:
         raise RequestValidationError(errors if isinstance(errors, list) else [errors])
     return value
+
+
+def _refuse_unknown(query: Mapping[str, Any], known: frozenset[str]) -> None:
+    unknown = sorted(name for name in query if name not in known)
+    if unknown:
+        raise RequestValidationError([{
+            "type": "unknown_query_parameter", "loc": ("query", unknown[0]), "input": unknown[0],
+            "msg": "unknown query parameter", "ctx": {"known": sorted(known)},
+        }])
 
 
 def _query(event: BaseProxyEvent) -> Mapping[str, Any]:
@@ -181,7 +194,8 @@ def plan(route: Route) -> Plan:
     if unplanned:  # (a Request, which Powertools would inject)
         raise TypeError(f"{route.method} {route.path}: {', '.join(unplanned)} is not a path, query, header or body "
                         "parameter")
-    return Plan(parameters=tuple(parameters), body=body)
+    query_names = frozenset(parameter.alias for parameter in parameters if parameter.where == "query")
+    return Plan(parameters=tuple(parameters), body=body, query_names=query_names)
 
 
 _plans: WeakKeyDictionary[Route, Plan] = WeakKeyDictionary()
@@ -199,5 +213,7 @@ def validate_request(app: ApiGatewayResolver, next_middleware: Callable[[ApiGate
     """The same validation as a Powertools middleware, for a resolver that calls its routes through a chain of
     them (api/resolver.py calls a route with its validated arguments itself)."""
     route: Route = app.context["_route"]
+    if route not in getattr(app, "_routed", (route,)):  # the not-found answer: no route, nothing to validate
+        return next_middleware(app)
     app.context["_route_args"] = planned(route).values(app.current_event, app.context["_route_args"])
     return next_middleware(app)
