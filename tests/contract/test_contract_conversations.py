@@ -756,6 +756,31 @@ def test_delete_keeps_the_journal_and_checkpoint_and_purge_removes_them(world: W
     assert flushed(world)
 
 
+@pytest.mark.parametrize("removal", ["purge", "erase"])
+def test_a_conversation_removed_and_started_again_under_its_key_is_summarised_again(
+    world: World, jobs: PassRunner, removal: str
+) -> None:
+    # Given a conversation summarised once
+    make_agent(world)
+    chat = Chat(world)
+    chat.say(*long_script())
+    chat.summarised(jobs)
+    # When it is purged (or its user erased), and the same key is used again for as long a conversation
+    if removal == "purge":
+        world.container.conversations.delete(world.account, AGENT, KEY, user="ana", purge=True)
+    else:
+        world.container.erasure.erase_user(world.account, "ana")
+    assert chat.checkpoint() is None
+    passes_before = len(jobs.started)
+    chat.say(*long_script())
+    # Then a pass of its own runs (not the first conversation's finished one, found by its name) and writes a
+    # checkpoint again, covering the new conversation's opening
+    entry, record = chat.summarised(jobs)
+    assert len(jobs.started) > passes_before and jobs.started[-1] not in jobs.started[:passes_before]
+    assert record.folded_through == 6 and record.passes == 1
+    assert entry.conversation == KEY and entry.content
+
+
 def test_erasing_a_user_removes_everything_of_theirs_and_nothing_of_anyone_elses(
     world: World, jobs: PassRunner
 ) -> None:

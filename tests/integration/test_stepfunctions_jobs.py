@@ -178,7 +178,7 @@ def executions(sfn: Any, jobs: StepFunctionsJobs) -> list[str]:
 
 def the_pass(world: World, jobs: StepFunctionsJobs) -> str:
     """The execution ARN of the conversation's first pass (it folds from seq 0)."""
-    return execution_arn(jobs.state_machine_arn, run_name(world.ref.job_name, "0"))
+    return execution_arn(jobs.state_machine_arn, run_name(world.ref.job_name, world.record().pass_discriminator(0)))
 
 
 def start_by_appending(world: World) -> None:
@@ -210,7 +210,7 @@ def test_an_append_over_the_threshold_runs_the_pass_on_the_state_machine(
         assert executions(sfn, jobs) == [the_pass(world, jobs)]
         run = finished(jobs, the_pass(world, jobs))
     assert run.state == "succeeded", run.error
-    assert run.name == run_name(world.ref.job_name, "0")
+    assert run.name == run_name(world.ref.job_name, world.record().pass_discriminator(0))
     # And each step ran once, in order, in our handler
     assert steps_called(moto, function) == [(step, None) for step in STEPS]
     assert run.output is not None
@@ -258,7 +258,7 @@ def test_starting_the_same_pass_twice_is_one_execution(moto: MotoServer, sfn: An
         world.append([MessageDraft("user", "Are you still there?"), MessageDraft("assistant", "Oui.")])
         assert world.container.conversations.start_pass(world.record(), reason="threshold") == first
         later = {**world.payload(), "note": "a later trigger"}
-        assert jobs.start(world.ref.job_name, later, discriminator="0") == first
+        assert jobs.start(world.ref.job_name, later, discriminator=world.record().pass_discriminator(0)) == first
         # Then it is the running execution, and the only one
         assert executions(sfn, jobs) == [first]
         assert jobs.describe(first).state == "running"
@@ -266,7 +266,8 @@ def test_starting_the_same_pass_twice_is_one_execution(moto: MotoServer, sfn: An
         run = finished(jobs, first)
         assert run.state == "succeeded", run.error
         # And once it has finished, a late trigger of the same pass starts nothing
-        assert jobs.start(world.ref.job_name, world.payload(), discriminator="0") == first
+        again = world.record().pass_discriminator(0)
+        assert jobs.start(world.ref.job_name, world.payload(), discriminator=again) == first
         assert executions(sfn, jobs) == [first]
     assert steps_called(moto, function) == [(step, None) for step in STEPS]
     # The pass read the journal as it stood when it ran: 46 messages, the window seq 27-46

@@ -140,7 +140,8 @@ def test_an_append_over_the_threshold_starts_the_pass_of_the_conversation(world:
     # Then each append past 24 un-folded messages asked for the same pass, named after the conversation
     # and the mark it folds from
     assert world.jobs.started
-    assert {(s.name, s.discriminator) for s in world.jobs.started} == {(ref.job_name, "0")}
+    assert {(s.name, s.discriminator) for s in world.jobs.started} == {(ref.job_name,
+                                                                         world.record().pass_discriminator(0))}
     assert world.job() == {"account": world.account, "agent": AGENT, "user": USER, "conversation": CONVERSATION,
                            "surface": "agent", "reason": "threshold"}
     record = world.record()

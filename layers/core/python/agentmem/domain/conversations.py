@@ -114,6 +114,14 @@ class ConversationRecord:
     checkpoint_version: int = 0
     lines_by_hand: tuple[str, ...] = ()
 
+    def pass_discriminator(self, mark: int, again: str = "") -> str:
+        """What tells this conversation's summary passes apart, beside its ``ref.job_name``: the mark a pass folds
+        from (and why it runs again), and when this record was made. A conversation purged (or erased) and
+        started again under the same key is a new record, whose passes fold from 0 again: without its moment
+        they would be named as the first record's, and the finished run of that name answered for them."""
+        born = "".join(character for character in self.created_at if character.isdigit())
+        return f"{mark}{again}@{born}"
+
 
 @dataclass(frozen=True)
 class CheckpointWritten:

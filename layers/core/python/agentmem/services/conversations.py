@@ -261,10 +261,11 @@ class ConversationService:
                    "surface": record.surface, "reason": reason}
         mark = max(record.folded_through, record.forgotten_through)
         try:
-            run = jobs.start(ref.job_name, payload, discriminator=f"{mark}{again}")
+            run = jobs.start(ref.job_name, payload, discriminator=record.pass_discriminator(mark, again))
             if not again and jobs.describe(run).state == "failed":
                 # the pass for this mark failed for good: the next append over the threshold tries anew
-                run = jobs.start(ref.job_name, payload, discriminator=f"{mark}.after.{record.last_seq}")
+                run = jobs.start(ref.job_name, payload,
+                                 discriminator=record.pass_discriminator(mark, f".after.{record.last_seq}"))
             return run
         except Exception:
             logger.exception("summary pass could not start", extra={"conversation": ref.key, "agent": ref.agent})
