@@ -39,7 +39,8 @@ def build_rest_event(
     if query:
         single: dict[str, str] = {}
         multi: dict[str, list[str]] = {}
-        for key, value in parse_qsl(query, keep_blank_values=True):
+        # bytes that are not UTF-8 are kept (as lone surrogates), for the API to refuse naming the parameter
+        for key, value in parse_qsl(query, keep_blank_values=True, errors="surrogateescape"):
             single[key] = value
             multi.setdefault(key, []).append(value)
     else:
