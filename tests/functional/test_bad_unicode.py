@@ -5,7 +5,8 @@ no error.
 A lone surrogate (``"\\ud800"``, half of a UTF-16 pair, as a JSON escape) is read by every JSON body's one reading
 (``api/json_body.py``) and refused there, whatever the route: a REST body, MCP over HTTP (``/v1/mcp``, its id,
 method, tool name and arguments), a tool's execution. A query value whose percent-escapes are not UTF-8
-(``%ED%A0%80``, an encoded surrogate; ``%FF``) is refused naming the parameter rather than searched for. An
+(``%ED%A0%80``, an encoded surrogate; ``%FF``) is refused naming the parameter rather than searched for, and
+one in the path naming the path (rather than storing a file under a name with replacement characters). An
 ``expires_at`` that is outside the years 1–9999 once in UTC (a leap second or an offset takes it there) is a 400
 naming it. The REST, MCP and tool cases run on both backends (the module's ``target`` server); the links (served
 by ``agentmem serve`` on the embedded backend) on the session's server: a ``Range`` of thousands of digits is
@@ -119,6 +120,13 @@ CASES: dict[str, Case] = {
     "entries-search-not-utf8": Case("GET", "/v1/memories/{m}/search", "q", query=f"q=refunds{NOT_UTF8}"),
     "agent-search-encoded-surrogate": Case("GET", "/v1/agents/{a}/search", "q", query=f"q={ENCODED_SURROGATE}"),
     "journal-search-not-utf8": Case("GET", "/v1/agents/{a}/messages/search", "q", query=f"q=refunds{NOT_UTF8}"),
+    # paths whose percent-escapes are not UTF-8 (a file's name was stored with replacement characters)
+    "path-file-not-utf8": Case("PUT", "/v1/agents/{a}/conversations/c1/workspace/files/a%FFb.txt", "path", "x"),
+    "path-file-encoded-surrogate": Case("PUT", f"/v1/agents/{{a}}/conversations/c1/workspace/files/{ENCODED_SURROGATE}",
+                                        "path", "x"),
+    "path-memory-not-utf8": Case("PUT", "/v1/memories/{m}%FF", "path"),
+    "path-conversation-encoded-surrogate": Case("GET", f"/v1/agents/{{a}}/conversations/c{ENCODED_SURROGATE}/messages",
+                                                "path"),
     # times outside the years 1-9999 in UTC
     "expires_at-leap-second-of-9999": Case("PUT", "/v1/memories/{m}/entries/fresh", "expires_at",
                                            _save('"expires_at": "9999-12-31T23:59:60Z"')),
