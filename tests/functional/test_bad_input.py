@@ -1179,11 +1179,11 @@ RAW_APPENDS = {
     "client_id-lone-surrogate": (b'{"messages": [{"role": "user", "content": "hi", "client_id": "\\ud800"}]}',
                                  "messages[0].client_id"),
     "arguments-lone-surrogate": (b'{"messages": [{"role": "tool_call", "tool_name": "t", "tool_call_id": "c", '
-                                 b'"arguments": {"x": "\\ud800"}}]}', "messages[0].arguments"),
+                                 b'"arguments": {"x": "\\ud800"}}]}', "messages[0].arguments.x"),
     "arguments-key-lone-surrogate": (b'{"messages": [{"role": "tool_call", "tool_name": "t", "tool_call_id": "c", '
                                      b'"arguments": {"\\ud800": 1}}]}', "messages[0].arguments"),
     "result-lone-surrogate": (b'{"messages": [{"role": "tool_result", "tool_call_id": "c", "result": ["\\ud800"]}]}',
-                              "messages[0].result"),
+                              "messages[0].result[0]"),
     "arguments-nan": (b'{"messages": [{"role": "tool_call", "tool_name": "t", "tool_call_id": "c", '
                       b'"arguments": {"x": NaN}}]}', "messages[0].arguments.x"),
     "result-infinity": (b'{"messages": [{"role": "tool_result", "tool_call_id": "c", "result": Infinity}]}',

@@ -279,6 +279,12 @@ def test_a_tool_that_fails_unexpectedly_is_left_to_the_api() -> None:
     (b'{"jsonrpc":"2.0","id":1,"method":"ping"} x', types.PARSE_ERROR),
     (b'\xef\xbb\xbf{"jsonrpc":"2.0","id":1,"method":"ping"}', types.PARSE_ERROR),  # a byte order mark
     (b'{"jsonrpc":"2.0","id":1,"method":"\xff"}', types.PARSE_ERROR),  # not UTF-8
+    # not Unicode text: a lone surrogate (which no answer could carry back) in the id, the method, a tool's name
+    (b'{"jsonrpc":"2.0","id":"\\ud800","method":"ping"}', types.PARSE_ERROR),
+    (b'{"jsonrpc":"2.0","id":1,"method":"\\ud800"}', types.PARSE_ERROR),
+    (b'{"jsonrpc":"2.0","method":"notifications/\\udfff"}', types.PARSE_ERROR),
+    (b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"\\ud800"}}', types.PARSE_ERROR),
+    (b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":NaN}}', types.PARSE_ERROR),  # no JSON number
     (b"null", types.INVALID_REQUEST), (b"[]", types.INVALID_REQUEST),
     (b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]', types.INVALID_REQUEST),  # a batch
     (b"{}", types.INVALID_REQUEST), (b'{"jsonrpc":"2.0"}', types.INVALID_REQUEST),

@@ -122,8 +122,9 @@ def handle_unsupported_content_type(_: RequestUnsupportedContentType) -> Respons
 
 
 # characters no agent, memory or entry name, conversation key or user id may hold; a path segment with one
-# matches no route, and deserves a 400 saying why rather than a 404
-_UNNAMEABLE = re.compile(r'[\x00-\x1f\x7f"\\`#?]')
+# matches no route, and deserves a 400 saying why rather than a 404 (a lone surrogate: a percent-escape of a
+# byte that is not UTF-8, as the local server reads it)
+_UNNAMEABLE = re.compile(r'[\x00-\x1f\x7f"\\`#?\ud800-\udfff]')
 
 
 @app.not_found

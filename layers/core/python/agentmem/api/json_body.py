@@ -1,10 +1,12 @@
 """What a JSON request body may hold, read once for every body the API takes (REST, tools, MCP).
 
 Python reads more than JSON and less than JSON: it takes ``NaN`` and ``Infinity`` (no JSON numbers), turns
-``1e999`` into infinity, keeps the last of two members of one name, and gives up on an integer of more
-than 4,300 digits or a body nested a thousand deep with an error no route expects. The handler reads
-every JSON body here before routing, so each of these is a 400 naming where it is, whatever the route
-(one added tomorrow included); the resolver's body parser then takes the value read here.
+``1e999`` into infinity, keeps the last of two members of one name, reads ``"\\ud800"`` (half of a surrogate
+pair, alone) into a string that is not Unicode text (no store, log line or answer can encode it), and gives up
+on an integer of more than 4,300 digits or a body nested a thousand deep with an error no route expects. The
+handler reads every JSON body here before routing, so each of these is a 400 naming where it is, whatever the
+route (one added tomorrow included, MCP's too); the resolver's body parser then takes the value read here, and
+MCP's protocol reads its message with ``read_json``, the same reading.
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ MAX_INTEGER_DIGITS = 4_300  # Python's own limit on reading an integer (sys.get_
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+# where a string that is not Unicode text can come from in text decoded from UTF-8: an escape of half a surrogate
+# pair (alone, or one of a pair: only reading tells). A scan for it costs about half of json.loads.
+_MAYBE_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
 
 # the body read by the handler before routing, so that the resolver does not read it again
 _read: ContextVar[tuple[str, Any] | None] = ContextVar("json_body_read", default=None)
@@ -46,6 +51,17 @@ class _Unfit:
 def read_json_body(text: str) -> dict[str, Any] | None:
     """The body's JSON object (or null). A body that is not JSON raises ``json.JSONDecodeError`` (each protocol answers
     that its own way); JSON the service cannot hold raises ``InvalidError`` naming the field."""
+    value = read_json(text)
+    if value is not None and not isinstance(value, dict):  # null: as no body, which a route may take
+        kind = "an array" if isinstance(value, list) else "a single value"
+        raise InvalidError(f"the body must be a JSON object, not {kind}", field="body")
+    return value
+
+
+def read_json(text: str) -> Any:
+    """A JSON value the service can hold, whatever its type (``read_json_body``'s reading): text that is not JSON
+    raises ``json.JSONDecodeError``, JSON the service cannot hold ``InvalidError`` naming where it is. ``text`` is
+    as decoded from UTF-8 (strictly: it holds no lone surrogate of its own; only its escapes can make one)."""
     _check_depth(text)
     unfit: list[_Unfit] = []
 
@@ -89,10 +105,56 @@ def read_json_body(text: str) -> dict[str, Any] | None:
         location, reason = _first_unfit(value, []) or ([], unfit[0].reason)
         field = field_name(location)
         raise InvalidError(f"{field} {reason}", field=field)
-    if value is not None and not isinstance(value, dict):  # null: as no body, which a route may take
-        kind = "an array" if isinstance(value, list) else "a single value"
-        raise InvalidError(f"the body must be a JSON object, not {kind}", field="body")
+    if _MAYBE_SURROGATE.search(text) is not None:
+        _check_text(value)
     return value
+
+
+def _check_text(value: Any) -> None:
+    """Refuses a value holding a string (or a member's name) that is not Unicode text: one with a lone surrogate,
+    which UTF-8 cannot encode. (Found by encoding it all at once; where it is, by looking only then.)"""
+    try:
+        json.dumps(value, ensure_ascii=False, check_circular=False).encode("utf-8")
+    except UnicodeEncodeError:
+        location, escape, in_name = _first_surrogate(value, []) or ([], "", False)
+        field = field_name(location)
+        what = "a member name" if in_name else "text"
+        raise InvalidError(f"{field} holds {what} that is not valid Unicode: {escape} is half of a UTF-16 surrogate "
+                           "pair, alone (send UTF-8 text, or the escapes of a whole pair)", field=field) from None
+
+
+def _first_surrogate(value: Any, location: list[Any]) -> tuple[list[Any], str, bool] | None:
+    """Where the first string that UTF-8 cannot encode is, its first lone surrogate as an escape (``\\ud800``),
+    and whether it is in a member's name (the location is then the object's: the name cannot be shown)."""
+    if isinstance(value, str):
+        escape = lone_surrogate(value)
+        return None if escape is None else (location, escape, False)
+    if isinstance(value, dict):
+        for key, child in value.items():
+            escape = lone_surrogate(key)
+            if escape is not None:
+                return location, escape, True
+            found = _first_surrogate(child, [*location, key])
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for index, child in enumerate(value):
+            found = _first_surrogate(child, [*location, index])
+            if found is not None:
+                return found
+    return None
+
+
+def lone_surrogate(text: str) -> str | None:
+    """The first lone surrogate of ``text`` as an escape (``\\udced``), or None when it is Unicode text. (A query
+    value read with ``surrogateescape`` holds one for each byte that was not UTF-8.)"""
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        return f"\\u{ord(text[error.start]):04x}"
+    return None
 
 
 def screen_json_body(event: dict[str, Any]) -> None:

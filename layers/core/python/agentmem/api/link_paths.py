@@ -1,7 +1,8 @@
 """The workspace links (``/v1/links/{key}``) in the OpenAPI document.
 
 They are not routes of the resolver: ``agentmem serve`` answers them beside it (``local/links.py``), and on
-AWS a link is an S3 URL instead. A link carries its own signature, so it needs no API key.
+AWS a link is an S3 URL instead. A link carries its own signature, so it needs no API key. Any other method on
+a link is a 405 with ``Allow: GET, HEAD, PUT``.
 """
 
 from __future__ import annotations
@@ -13,18 +14,22 @@ _ERROR = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}
 _QUERY = [
     {"name": "method", "in": "query", "required": True, "schema": {"type": "string", "enum": ["GET", "PUT"]},
      "description": "What the link was made for (a download link also answers HEAD)"},
-    {"name": "expires", "in": "query", "required": True, "schema": {"type": "integer"},
-     "description": "When it stops working, in seconds since 1970"},
+    {"name": "expires", "in": "query", "required": True, "schema": {"type": "integer", "minimum": 0},
+     "description": "When it stops working, in seconds since 1970, as it was signed: digits only (no sign, no "
+                    "leading zero, no `_`)"},
     {"name": "size", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 0},
-     "description": "An upload link: the exact size of the body it takes"},
+     "description": "An upload link: the exact size of the body it takes, as it was signed (digits only)"},
     {"name": "filename", "in": "query", "required": False, "schema": {"type": "string"},
      "description": "A download link: the name it is saved as"},
     {"name": "signature", "in": "query", "required": True, "schema": {"type": "string"}},
 ]
 _KEY = {"name": "key", "in": "path", "required": True, "schema": {"type": "string"},
         "description": "The file's place in the store, as the link names it"}
-_REFUSED = {"description": "The link is incomplete, altered, expired or used with another method (or an upload's "
-                           "body is not its signed size)", "content": _ERROR}
+_REFUSED = {"description": "The link is incomplete, altered (a number not written as it was signed among them), "
+                           "expired or used with another method (or an upload's body is not its signed size)",
+            "content": _ERROR}
+_NOT_TEXT = {"description": "A query value whose percent-escapes are not UTF-8 text (the error names it)",
+             "content": _ERROR}
 
 
 _GONE = {"description": "The file is gone, or this server serves no links (`agentmem serve --backend aws`: its links "
@@ -33,7 +38,7 @@ _GONE = {"description": "The file is gone, or this server serves no links (`agen
 
 def _operation(summary: str, responses: dict[str, Any], **extra: Any) -> dict[str, Any]:
     return {"summary": summary, "tags": ["workspaces"], "security": [], "parameters": [_KEY, *_QUERY],
-            "responses": {**responses, "403": _REFUSED}, **extra}
+            "responses": {"400": _NOT_TEXT, **responses, "403": _REFUSED}, **extra}
 
 
 def link_paths() -> dict[str, Any]:
@@ -52,7 +57,8 @@ def link_paths() -> dict[str, Any]:
             {"200": {"description": "Stored", "content": {"application/json": {"schema": {
                 "type": "object", "required": ["size_bytes"],
                 "properties": {"size_bytes": {"type": "integer", "minimum": 0}}}}}},
-             "400": {"description": "No `Content-Length` (a chunked body)", "content": _ERROR}, "404": _GONE,
+             "400": {"description": "No `Content-Length` (a chunked body), or a query value that is not UTF-8 text",
+                     "content": _ERROR}, "404": _GONE,
              "413": {"description": "Over the link's size (at most 100 MB)", "content": _ERROR}},
             requestBody={"required": True, "content": _BYTES,
                          "description": "The file's bytes, exactly the link's `size` of them"},

@@ -21,7 +21,7 @@ from weakref import WeakKeyDictionary
 
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestUnsupportedContentType, RequestValidationError
 
-from .json_body import declared_content_type
+from .json_body import declared_content_type, lone_surrogate
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.event_handler import Response
@@ -93,6 +93,7 @@ def _validated(field: ModelField, sent: Any, required: bool, loc: tuple[str, ...
         if required:
             raise RequestValidationError([{"type": "missing", "loc": loc, "msg": "Field required", "input": None}])
         return default()
+    _check_text(sent, loc)
     value, errors = field.validate(value=sent, loc=loc)
     if errors:
         raise RequestValidationError(errors if isinstance(errors, list) else [errors])
@@ -106,6 +107,20 @@ def _refuse_unknown(query: Mapping[str, Any], known: frozenset[str]) -> None:
             "type": "unknown_query_parameter", "loc": ("query", unknown[0]), "input": unknown[0],
             "msg": "unknown query parameter", "ctx": {"known": sorted(known)},
         }])
+
+
+def _check_text(sent: Any, loc: tuple[str, ...]) -> None:
+    """A path, query or header value must be Unicode text: one that is not (percent-escapes of bytes that are not
+    UTF-8, which the local server reads as lone surrogates, or a lone surrogate itself) is refused naming it,
+    before any code tries to encode it (a store, a log line, the search's tokenizer)."""
+    for value in sent if isinstance(sent, list) else (sent,):
+        escape = lone_surrogate(value) if isinstance(value, str) else None
+        if escape is not None:
+            raise RequestValidationError([{
+                "type": "string_not_unicode", "loc": loc, "input": None,
+                "msg": f"the value is not UTF-8 text ({escape}: a byte that is not UTF-8, or half of a surrogate "
+                       "pair)",
+            }])
 
 
 def _query(event: BaseProxyEvent) -> Mapping[str, Any]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from .clock import iso, parse_iso
+from .clock import TimeOutOfRangeError, iso, parse_iso
 from .errors import InvalidError
 
 NAME_MAX = 64
@@ -121,6 +121,8 @@ def check_expires_at(expires_at: str, now: datetime) -> str:
     """An ISO-8601 time in the future, normalised to UTC."""
     try:
         moment = parse_iso(expires_at)
+    except TimeOutOfRangeError as error:
+        raise InvalidError(f"expires_at {error}", field="expires_at") from None
     except (ValueError, TypeError, AttributeError):
         raise InvalidError(
             f"expires_at {expires_at!r} is not an ISO-8601 time", field="expires_at"

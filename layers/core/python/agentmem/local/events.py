@@ -39,7 +39,8 @@ def build_rest_event(
     if query:
         single: dict[str, str] = {}
         multi: dict[str, list[str]] = {}
-        for key, value in parse_qsl(query, keep_blank_values=True):
+        # bytes that are not UTF-8 are kept (as lone surrogates), for the API to refuse naming the parameter
+        for key, value in parse_qsl(query, keep_blank_values=True, errors="surrogateescape"):
             single[key] = value
             multi.setdefault(key, []).append(value)
     else:
@@ -55,7 +56,8 @@ def build_rest_event(
                 encoded_body, is_base64 = body.decode("utf-8"), False
         if encoded_body is None:
             encoded_body = base64.b64encode(body).decode("ascii")
-    path = unquote(raw_path) if "%" in raw_path else raw_path
+    # (percent-escapes of bytes that are not UTF-8 kept as lone surrogates, as in the query: refused by the API)
+    path = unquote(raw_path, errors="surrogateescape") if "%" in raw_path else raw_path
     method = method.upper()
     return {
         "resource": "/{proxy+}",

@@ -18,14 +18,19 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from ..adapters.embedded.blobs import FileBlobStore, Readable
 from ..adapters.embedded.links import LINK_ROOT, LinkRefusedError, SignedLink
-from ..domain.errors import AgentmemError, InvalidError, NotFoundError
+from ..api.json_body import lone_surrogate
+from ..domain.errors import AgentmemError, InvalidError, MethodNotAllowedError, NotFoundError
 from ..domain.workspaces import content_disposition, content_type
 from ..ports.blobs import BlobNotFoundError
 
 if TYPE_CHECKING:
     from http.server import BaseHTTPRequestHandler
 
-_RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
+_RANGE = re.compile(r"bytes=([0-9]*)-([0-9]*)")
+# a position past any file: a Range's number of more digits than this is read as it (Python reads no integer of
+# more than 4,300 digits, and a file has fewer than 19)
+_PAST_ANY_FILE = 10**18
+METHODS = ("GET", "HEAD", "PUT")  # what a link answers (a download link GET and HEAD, an upload link PUT)
 
 
 def is_link(url_path: str) -> bool:
@@ -43,15 +48,32 @@ class Answer:
 
 def _error(error: AgentmemError) -> Answer:
     body = json.dumps({"error": error.to_dict()}).encode()
-    return Answer(error.status, [("Content-Type", "application/json")], body)
+    headers = [("Content-Type", "application/json")]
+    if "allowed" in error.details:
+        headers.append(("Allow", ", ".join(error.details["allowed"])))
+    return Answer(error.status, headers, body)
 
 
 def _verify(store: FileBlobStore | None, method: str, target: str) -> tuple[FileBlobStore, SignedLink]:
+    if method not in METHODS:
+        raise MethodNotAllowedError(f"{method} is not served on a link; use {', '.join(METHODS)}",
+                                    allowed=list(METHODS))
     if store is None or store.links is None:
         raise NotFoundError("links are served by the embedded backend only")
     url = urlsplit(target)
     key = unquote(url.path[len(LINK_ROOT):])
-    return store, store.links.verify(method, key, dict(parse_qsl(url.query, keep_blank_values=True)))
+    return store, store.links.verify(method, key, _terms(url.query))
+
+
+def _terms(query: str) -> dict[str, str]:
+    """A link's query, each value as text: one whose percent-escapes are not UTF-8 is refused naming it (the
+    same rule as the API's query parameters), rather than read with replacement characters."""
+    terms = dict(parse_qsl(query, keep_blank_values=True, errors="surrogateescape"))
+    for name, value in terms.items():
+        if lone_surrogate(name) is not None or lone_surrogate(value) is not None:
+            shown = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+            raise InvalidError(f"the link's {shown} is not UTF-8 text", field=shown)
+    return terms
 
 
 def _download(store: FileBlobStore, link: SignedLink, method: str, range_header: str | None) -> Answer:
@@ -68,14 +90,14 @@ def _download(store: FileBlobStore, link: SignedLink, method: str, range_header:
         ("Cache-Control", "private, no-store"), ("X-Content-Type-Options", "nosniff"),
     ]
     start, length, status = 0, size, 200
-    wanted = _RANGE.match(range_header.strip()) if range_header else None
+    wanted = _RANGE.fullmatch(range_header.strip()) if range_header else None
     if wanted and (wanted.group(1) or wanted.group(2)):
         first, last = wanted.group(1), wanted.group(2)
         if first:
-            start = int(first)
-            end = min(int(last), size - 1) if last else size - 1
+            start = _position(first)
+            end = min(_position(last), size - 1) if last else size - 1
         else:  # bytes=-N: the last N bytes
-            start = max(0, size - int(last))
+            start = max(0, size - _position(last))
             end = size - 1
         if start >= size or end < start:
             source.close()
@@ -88,6 +110,11 @@ def _download(store: FileBlobStore, link: SignedLink, method: str, range_header:
         source.close()
         return Answer(status, headers)
     return Answer(status, headers, source=source, span=(start, length))
+
+
+def _position(digits: str) -> int:
+    """A position a Range names (its digits, as many as sent), or one past any file when there are too many."""
+    return int(digits) if len(digits) <= 18 else _PAST_ANY_FILE
 
 
 def _check_upload(link: SignedLink, length: int | None) -> int:
@@ -120,10 +147,10 @@ def _answer(
 
 
 def serve_link(handler: BaseHTTPRequestHandler, store: FileBlobStore | None, length: int | None) -> None:
-    """Answer one link request on the server's connection (GET, HEAD or PUT); ``length`` is the body's, from
-    its ``Content-Length`` (the server has refused any other framing)."""
+    """Answer one link request on the server's connection (GET, HEAD or PUT; any other method is a 405 with
+    ``Allow``); ``length`` is the body's, from its ``Content-Length`` (the server has refused any other framing)."""
     answer = _answer(store, handler.command, handler.path, handler.headers.get("Range"), length, handler.rfile)
-    if handler.command == "PUT" and answer.status >= 400:
+    if length and (handler.command != "PUT" or answer.status >= 400):
         handler.close_connection = True  # the body was not read (or not whole)
     _send(handler, answer)
 

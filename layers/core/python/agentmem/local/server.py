@@ -313,7 +313,7 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
             self._error(refusal.status, refusal.code, refusal.message, **refusal.details)
             return
         path, query = _split_target(self.path)
-        if is_link(path) and self.command in ("GET", "HEAD", "PUT"):
+        if is_link(path):  # (any method: one a link does not take is its 405, with Allow)
             container = type(self).container
             if declared:
                 self._reader.await_body(declared)

@@ -6,7 +6,7 @@ models of two protocol eras at import, and ``mcp/__init__`` brings the SDK's cli
 and httpx), and deferring the import only moves that cost to the first request. What a stateless server that
 answers JSON must do is a few hundred lines of plain JSON-RPC, and the SDK's own client proves it conformant in
 the tests (``tests/integration/test_mcp.py`` in both eras, ``tests/unit/test_mcp_protocol.py`` against the
-SDK's models and rules). It imports nothing beyond the standard library.
+SDK's models and rules). It imports nothing beyond the standard library but the API's own reading of JSON.
 
 Both eras the SDK's client speaks are served, as the SDK's ``StreamableHTTPSessionManager`` (stateless, JSON
 answers) served them before:
@@ -149,10 +149,18 @@ def _check_media_types(headers: Mapping[str, str]) -> None:
 
 
 def _parse(body: bytes) -> Any:
+    """The message, read as the API reads every JSON body (``api/json_body.py``: what is not Unicode text, a number
+    no JSON has, a name twice in one object, too deep, is refused there, naming where it is)."""
+    from ..api.json_body import read_json
+    from ..domain.errors import InvalidError
+
     try:  # UTF-8 as it is (a byte order mark is not JSON's), then JSON
-        return json.loads(body.decode("utf-8"))
-    except (ValueError, RecursionError) as error:  # UnicodeDecodeError and a huge integer literal are ValueErrors
+        return read_json(body.decode("utf-8"))
+    except ValueError as error:  # UnicodeDecodeError and json's JSONDecodeError are ValueErrors
         raise RpcError(PARSE_ERROR, f"Parse error: {error}", status=400) from None
+    except InvalidError as error:
+        raise RpcError(PARSE_ERROR, f"Parse error: {error.message}", data={"field": error.details.get("field")},
+                       status=400) from None
 
 
 def _is_id(value: Any) -> TypeGuard[str | int]:

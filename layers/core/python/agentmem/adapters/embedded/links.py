@@ -11,6 +11,7 @@ import contextlib
 import hashlib
 import hmac
 import os
+import re
 import secrets
 import time
 from collections.abc import Callable, Mapping
@@ -22,6 +23,7 @@ from ...domain.errors import ForbiddenError
 from .private_files import FILE_MODE, make_private_dirs, open_private_file, tighten
 
 LINK_ROOT = "/v1/links/"
+_CANONICAL_NUMBER = re.compile(r"0|[1-9][0-9]{0,18}")  # (a link's expiry and size: fewer than 20 digits)
 SECRET_FILE = "link-secret"
 
 
@@ -56,6 +58,15 @@ def load_secret(data_dir: Path) -> bytes:
     raise OSError(f"{path} is empty; remove it and start again")
 
 
+def _signed_number(query: Mapping[str, str], name: str) -> int:
+    """A number of the link as ``sign`` writes it, and only so: digits, no sign, no leading zero, no ``_``, no space
+    (``int`` reads ``+N``, ``0N``, ``N_N`` and `` N `` as ``N``: each would verify as the link that was signed)."""
+    text = query[name]
+    if not _CANONICAL_NUMBER.fullmatch(text):
+        raise LinkRefusedError(f"this link's {name} is not a number as it was signed (digits only)")
+    return int(text)
+
+
 class LinkSigner:
     def __init__(self, secret: bytes, *, base_url: str = "", clock: Callable[[], float] = time.time) -> None:
         self._secret = secret
@@ -82,10 +93,10 @@ class LinkSigner:
         """The link's terms when its signature holds, it has not expired and is used with its method."""
         try:
             signed_method = query["method"]
-            expires = int(query["expires"])
-            size = int(query["size"]) if "size" in query else None
+            expires = _signed_number(query, "expires")
+            size = _signed_number(query, "size") if "size" in query else None
             signature = query["signature"]
-        except (KeyError, ValueError):
+        except KeyError:
             raise LinkRefusedError("this link is incomplete: it needs method, expires and signature") from None
         filename = query.get("filename") or None
         expected = self._signature(signed_method, key, expires, size, filename)

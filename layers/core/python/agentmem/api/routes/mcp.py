@@ -8,7 +8,6 @@ answers a wrong agent or user (404, 403) before MCP is spoken; the protocol is `
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from typing import Annotated, Any
@@ -17,7 +16,9 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
+from ...domain.errors import InvalidError
 from ..context import call
+from ..json_body import read_json
 
 router = Router()
 _METHOD = re.compile(r"[a-z][A-Za-z/_]{0,48}")
@@ -26,8 +27,8 @@ _METHOD = re.compile(r"[a-z][A-Za-z/_]{0,48}")
 def jsonrpc_method(body: str | None) -> str:
     """The JSON-RPC method a request carries, for the usage counters ("response" for a reply, "other")."""
     try:
-        message = json.loads(body or "")
-    except ValueError:
+        message = read_json(body or "")
+    except (ValueError, InvalidError):
         return "other"
     if not isinstance(message, dict):
         return "other"
