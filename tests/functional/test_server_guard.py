@@ -187,15 +187,33 @@ def test_conflicting_or_malformed_content_lengths_are_400_and_store_nothing(
     assert guarded.snapshot() == before
 
 
-def test_the_same_length_twice_is_one_length(guarded: Server, memory: str) -> None:
-    # When a save repeats the same Content-Length (RFC 9112 allows it)
+@pytest.mark.parametrize(("name", "first", "last"), [
+    ("Authorization", "Bearer not-a-key", "Bearer {key}"), ("If-Match", '"1"', '"1"'), ("If-None-Match", "*", "*"),
+    ("Content-Length", "{length}", "{length}")])
+def test_a_header_that_may_come_once_sent_twice_is_a_400_and_stores_nothing(
+    guarded: Server, memory: str, name: str, first: str, last: str
+) -> None:
+    # Given the store as it is
+    before = guarded.snapshot()
     body = b'{"content": "x", "description": "d"}'
-    request = _head("PUT", f"/v1/memories/{memory}/entries/twice", f"Authorization: Bearer {guarded.key}",
-                    "Content-Type: application/json", f"Content-Length: {len(body)}",
-                    f"Content-Length: {len(body)}") + body
-    status, _, answer = _exchange(guarded, request)
-    # Then it is served
-    assert status == 201, answer
+    values = {"key": guarded.key, "length": len(body)}
+    lines = [f"Authorization: Bearer {guarded.key}", "Content-Type: application/json", f"Content-Length: {len(body)}"]
+    lines = [line for line in lines if not line.startswith(name + ":")]
+    lines += [f"{name.lower()}: {first.format(**values)}", f"{name}: {last.format(**values)}"]
+    # When a save sends it twice (the last a valid one, the first in another case), whole or in pieces
+    request = _head("PUT", f"/v1/memories/{memory}/entries/twice", *lines) + body
+    for pieces in (1, 2):
+        with _connect(guarded) as sock:
+            sock.sendall(request[:len(request) // pieces])
+            if pieces == 2:
+                time.sleep(0.3)
+                sock.sendall(request[len(request) // pieces:])
+            status, headers, answer = _read_answer(sock)
+        # Then it is refused naming the header, in the shape of the API's other 400s, and nothing is stored
+        assert status == 400 and headers["content-type"] == "application/json"
+        assert answer == {"error": {"code": "invalid", "message": f"the request has 2 {name} headers: send it once",
+                                    "field": name}}
+    assert guarded.snapshot() == before
 
 
 @pytest.mark.parametrize("encoding", ["chunked", "gzip, chunked", "identity"])

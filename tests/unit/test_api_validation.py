@@ -284,3 +284,22 @@ def test_the_resolver_answers_a_path_with_the_route_powertools_would_pick() -> N
     assert json.loads(answer(ours, "/v1/fileXjson")[1]) == {"route": "dotted"}
     assert json.loads(answer(ours, "/v1/things/shared")[1]) == {"route": "shared"}  # a static rule first
     assert json.loads(answer(ours, "/v1/things/t1/deep")[1]) == {"route": "by_parameter"}  # declared first
+
+
+@pytest.mark.parametrize("name", ["Authorization", "If-Match", "If-None-Match", "Content-Length"])
+def test_on_lambda_a_header_that_may_come_once_sent_twice_is_a_400_naming_it(key: str, name: str) -> None:
+    # Given an API Gateway event whose request sent the header twice (API Gateway puts the last in headers)
+    event = build_rest_event("GET", "/v1/memories", "", {"Authorization": f"Bearer {key}"})
+    event["multiValueHeaders"][name] = ["Bearer not-the-key" if name == "Authorization" else "1"]
+    event["multiValueHeaders"][name.lower()] = ["1"]
+    # When the handler is given it
+    result = lambda_handler(event, LocalContext())
+    # Then it is refused, naming the header, whichever copy was the key
+    assert result["statusCode"] == 400
+    assert json.loads(result["body"])["error"] == {
+        "code": "invalid", "message": f"the request has 2 {name} headers: send it once", "field": name}
+    # And the same request with the header once is served
+    event["multiValueHeaders"].pop(name.lower())
+    if name == "Authorization":
+        event["multiValueHeaders"][name] = [f"Bearer {key}"]
+    assert lambda_handler(event, LocalContext())["statusCode"] == 200

@@ -1,8 +1,9 @@
 """The API's resolver and the Lambda entry point (also what the local server calls).
 
-Order of checks for every request: body size (413), then the key (401; on the local server its rate
-limits too, 429), then the JSON of the body (400, ``json_body``), then routing and validation (404/400),
-then the service. Errors of every kind leave in the SPEC §10 shape ``{"error": {"code", "message", ...}}``.
+Order of checks for every request: a header that may come once sent twice (400, ``limits.SINGLE_HEADERS``),
+body size (413), then the key (401; on the local server its rate limits too, 429), then the JSON of the body
+(400, ``json_body``), then routing and validation (404/400), then the service. Errors of every kind leave in
+the SPEC §10 shape ``{"error": {"code", "message", ...}}``.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from ..invocation import entry_point, log_keys
 from ..observability import count, count_request, logger
 from .context import pending_usage
 from .json_body import declared_content_type, field_name, forget_json_body, resolver_json_body, screen_json_body
-from .limits import is_file_write, oversized
+from .limits import SINGLE_HEADERS, is_file_write, oversized
 from .resolver import ApiResolver
 from .routes import agents, conversations, entries, keys, mcp, memories, system, tools, workspaces
 
@@ -261,9 +262,24 @@ def _authenticate(container: Container, event: dict[str, Any]) -> Principal:
     return principal
 
 
+def _repeated_header(event: dict[str, Any]) -> AgentmemError | None:
+    """The 400 for a header of ``SINGLE_HEADERS`` sent twice (API Gateway puts the last in ``headers``, all of
+    them in ``multiValueHeaders``, a name's cases apart)."""
+    sent: dict[str, int] = {}
+    for name, values in (event.get("multiValueHeaders") or {}).items():
+        sent[name.lower()] = sent.get(name.lower(), 0) + len(values or ())
+    for name in SINGLE_HEADERS:
+        if sent.get(name.lower(), 0) > 1:
+            return InvalidError(f"the request has {sent[name.lower()]} {name} headers: send it once", field=name)
+    return None
+
+
 def _handle(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     container = get_container()
     app.context.clear()
+    repeated = _repeated_header(event)
+    if repeated is not None:
+        return _proxy_error(repeated)
     path = event.get("path") or ""
     method = event.get("httpMethod") or ""
     has_body = bool(event.get("body"))

@@ -13,7 +13,8 @@
 - **Headers read once** (``read_headers``): each line split at its colon into one ``RequestHeaders``, the
   names looked up without case; a line that is not ``name: value`` (whitespace before the colon, a name that
   is not a token) or a value holding a control character is 400 (RFC 9112 §5), a folded line joins the one
-  before it with a space.
+  before it with a space. ``Authorization``, ``Content-Length``, ``If-Match`` or ``If-None-Match`` sent twice
+  (``SINGLE_HEADERS``, names in any case) is 400 naming it, before anything else is looked at.
 - **Answers before the body is read** (a 413, a 411) close the connection after a lingering read
   (``linger``): the body still on its way is read and dropped, up to ``DRAIN_LIMIT`` bytes, so a client
   that sends all of it before reading sees the answer instead of a broken pipe.
@@ -37,6 +38,7 @@ from email.message import Message
 from http.server import ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
+from ..api.limits import SINGLE_HEADERS
 from ..settings import Settings
 
 if TYPE_CHECKING:
@@ -190,6 +192,17 @@ class RequestHeaders:
         for name, value in pairs:
             self._by_name.setdefault(name.lower(), []).append(value)
 
+    def repeated(self) -> Refusal | None:
+        """The 400 for a header of ``SINGLE_HEADERS`` sent more than once (in any case), None if none is."""
+        if len(self._by_name) == len(self._pairs):  # no name twice: the common case, at no cost
+            return None
+        for name in SINGLE_HEADERS:
+            values = self._by_name.get(name.lower())
+            if values is not None and len(values) > 1:
+                return Refusal(400, "invalid", f"the request has {len(values)} {name} headers: send it once",
+                               field=name)
+        return None
+
     def get(self, name: str, default: str | None = None) -> str | None:
         values = self._by_name.get(name.lower())
         return values[0] if values else default
@@ -254,7 +267,11 @@ def read_headers(rfile: io.BufferedIOBase) -> RequestHeaders:
         if _CONTROL.search(value) is not None:
             raise _bad_header(number, f"holds a control character in the value of {name}")
         pairs.append((name, value))
-    return RequestHeaders(pairs)
+    headers = RequestHeaders(pairs)
+    refused = headers.repeated()
+    if refused is not None:
+        raise refused
+    return headers
 
 
 # header lines with nothing to fix or refuse: a name, a colon, a value without a control character, CRLF

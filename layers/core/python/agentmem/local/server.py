@@ -155,10 +155,14 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
         self.command, self.request_version = command, version
         self.path = "/" + path.lstrip("/") if path.startswith("//") else path  # as parse_request (gh-87389)
         self.headers = headers = RequestHeaders(pairs)
+        self._answered, self._unread = False, 0
+        refused = headers.repeated()
+        if refused is not None:
+            self._error(refused.status, refused.code, refused.message, **refused.details)
+            return True
         connection = (headers.get("Connection") or "").lower()
         self.close_connection = connection == "close" or (version == "HTTP/1.0" and connection != "keep-alive")
         self.rfile.seek(head_end + 4)
-        self._answered, self._unread = False, 0
         getattr(self, "do_" + command)()
         return True
 
