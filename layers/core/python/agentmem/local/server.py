@@ -39,6 +39,7 @@ from .http_guard import (
     read_headers,
 )
 from .links import is_link, serve_link
+from .port_hold import hold_port
 from .rate_limit import RateLimiter
 
 if TYPE_CHECKING:
@@ -488,18 +489,25 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8787, *, crea
 
         serve_workers(settings, host, port, workers, create_resources=create_resources)
         return
-    Path(settings.data_dir).mkdir(parents=True, exist_ok=True)
-    container = build_container(settings, create_resources=create_resources)
-    if create_resources:
-        container.adapters = build_adapters(settings, create_resources=True)
-    server = make_server(container, host, port)  # bind first: a port in use leaves the data dir as it was
-    secret = ensure_default_account(container)
-    _announce_key(settings, secret)
-    announce(settings, host, int(server.server_address[1]))
+    hold = hold_port(port, host, settings.data_dir) if port else None  # before binding: see port_hold.py
     try:
-        serve_until_stopped(container, server)
+        Path(settings.data_dir).mkdir(parents=True, exist_ok=True)
+        container = build_container(settings, create_resources=create_resources)
+        if create_resources:
+            container.adapters = build_adapters(settings, create_resources=True)
+        server = make_server(container, host, port)  # bind first: a port in use leaves the data dir as it was
+        if hold is None:  # (port 0: the port picked)
+            hold = hold_port(int(server.server_address[1]), host, settings.data_dir)
+        secret = ensure_default_account(container)
+        _announce_key(settings, secret)
+        announce(settings, host, int(server.server_address[1]))
+        try:
+            serve_until_stopped(container, server)
+        finally:
+            print("agentmem stopped.", flush=True)
     finally:
-        print("agentmem stopped.", flush=True)
+        if hold is not None:
+            hold.release()
 
 
 def announce(settings: Settings, host: str, port: int) -> None:
