@@ -31,6 +31,7 @@ SETTINGS = {
     "AGENTMEM_SERVE_BODY_TIMEOUT_S": str(BODY_TIMEOUT_S),
     "AGENTMEM_SERVE_IDLE_TIMEOUT_S": str(IDLE_TIMEOUT_S),
     "AGENTMEM_SERVE_MAX_CONNECTIONS": str(MAX_CONNECTIONS),
+    "AGENTMEM_SERVE_MAX_CONNECTIONS_PER_SOURCE": str(MAX_CONNECTIONS),  # every client here is 127.0.0.1
     "AGENTMEM_EMBEDDER": "hashing",
 }
 SLACK_S = 2.0  # a loaded machine answers late; never early
@@ -187,15 +188,33 @@ def test_conflicting_or_malformed_content_lengths_are_400_and_store_nothing(
     assert guarded.snapshot() == before
 
 
-def test_the_same_length_twice_is_one_length(guarded: Server, memory: str) -> None:
-    # When a save repeats the same Content-Length (RFC 9112 allows it)
+@pytest.mark.parametrize(("name", "first", "last"), [
+    ("Authorization", "Bearer not-a-key", "Bearer {key}"), ("If-Match", '"1"', '"1"'), ("If-None-Match", "*", "*"),
+    ("Content-Length", "{length}", "{length}")])
+def test_a_header_that_may_come_once_sent_twice_is_a_400_and_stores_nothing(
+    guarded: Server, memory: str, name: str, first: str, last: str
+) -> None:
+    # Given the store as it is
+    before = guarded.snapshot()
     body = b'{"content": "x", "description": "d"}'
-    request = _head("PUT", f"/v1/memories/{memory}/entries/twice", f"Authorization: Bearer {guarded.key}",
-                    "Content-Type: application/json", f"Content-Length: {len(body)}",
-                    f"Content-Length: {len(body)}") + body
-    status, _, answer = _exchange(guarded, request)
-    # Then it is served
-    assert status == 201, answer
+    values = {"key": guarded.key, "length": len(body)}
+    lines = [f"Authorization: Bearer {guarded.key}", "Content-Type: application/json", f"Content-Length: {len(body)}"]
+    lines = [line for line in lines if not line.startswith(name + ":")]
+    lines += [f"{name.lower()}: {first.format(**values)}", f"{name}: {last.format(**values)}"]
+    # When a save sends it twice (the last a valid one, the first in another case), whole or in pieces
+    request = _head("PUT", f"/v1/memories/{memory}/entries/twice", *lines) + body
+    for pieces in (1, 2):
+        with _connect(guarded) as sock:
+            sock.sendall(request[:len(request) // pieces])
+            if pieces == 2:
+                time.sleep(0.3)
+                sock.sendall(request[len(request) // pieces:])
+            status, headers, answer = _read_answer(sock)
+        # Then it is refused naming the header, in the shape of the API's other 400s, and nothing is stored
+        assert status == 400 and headers["content-type"] == "application/json"
+        assert answer == {"error": {"code": "invalid", "message": f"the request has 2 {name} headers: send it once",
+                                    "field": name}}
+    assert guarded.snapshot() == before
 
 
 @pytest.mark.parametrize("encoding", ["chunked", "gzip, chunked", "identity"])
@@ -280,6 +299,68 @@ def test_an_idle_connection_is_closed_after_the_idle_timeout_without_an_answer(g
         # Then the server closes it after the idle timeout, saying nothing
         assert received == b""
         assert IDLE_TIMEOUT_S - 0.1 <= time.monotonic() - started < IDLE_TIMEOUT_S + SLACK_S
+
+
+@pytest.mark.parametrize(("lines", "target", "status", "code"), [
+    ((), "/v1/memories/{memory}/entries/e", 401, "unauthorized"),
+    (("Authorization: Basic dXNlcjpwYXNz",), "/v1/memories/{memory}/entries/e", 401, "unauthorized"),
+    (("Authorization: Bearer not-a-key",), "/v1/memories/{memory}/entries/e", 401, "unauthorized"),
+    (("Authorization: Bearer {key}",), "/v1/nowhere/at/all", 404, "not_found"),
+    (("Authorization: Bearer {key}",), "/v1/memories", 405, "method_not_allowed"),
+    (("Authorization: Bearer {key}",), "/v1/memories/{memory}/entries/e", 413, "too_large"),
+], ids=["no-key", "not-bearer", "unknown-key", "no-route", "no-method", "over-the-routes-limit"])
+@pytest.mark.parametrize("expect", [False, True], ids=["sent", "asked"])
+def test_a_request_refused_whatever_its_body_is_answered_before_the_body_comes(
+    guarded: Server, memory: str, lines: tuple[str, ...], target: str, status: int, code: str, expect: bool
+) -> None:
+    # Given a body the request declares and has not sent (2 MB for the 413: over the API's 1 MB, under 8 MB)
+    length = 2_000_000 if status == 413 else 5_000
+    head = _head("PUT", target.format(memory=memory), "Content-Type: application/json",
+                 *(line.format(key=guarded.key) for line in lines), *(["Expect: 100-continue"] if expect else []),
+                 f"Content-Length: {length}")
+    with _connect(guarded) as sock:
+        # When only its head has come (and, to a client that waits, without asking for the body)
+        started = time.monotonic()
+        sock.sendall(head + (b"" if expect else b'{"content": '))
+        got, headers, body = _read_answer(sock)
+        # Then it is refused before the body timeout could have run out, and the connection is closed
+        assert time.monotonic() - started < BODY_TIMEOUT_S
+        assert (got, headers["connection"]) == (status, "close")
+        _assert_error_shape(body, code)
+        assert _closed(sock)
+
+
+def test_a_keyed_request_is_asked_for_its_body_and_served(guarded: Server, memory: str) -> None:
+    body = b'{"content": "asked for", "description": "d"}'
+    with _connect(guarded) as sock:
+        sock.sendall(_head("PUT", f"/v1/memories/{memory}/entries/asked-keyed", f"Authorization: Bearer {guarded.key}",
+                           "Content-Type: application/json", "Expect: 100-continue", f"Content-Length: {len(body)}"))
+        assert sock.recv(65536).startswith(b"HTTP/1.1 100 Continue\r\n\r\n")
+        sock.sendall(body)
+        assert _read_answer(sock)[0] == 201
+
+
+def test_a_body_that_stops_coming_is_a_408_at_the_end_of_a_window(guarded: Server, memory: str) -> None:
+    # Given a save with a valid key that declares 200 KB (its allowance: the body timeout and 4 s)
+    with _connect(guarded) as sock:
+        sock.sendall(_head("PUT", f"/v1/memories/{memory}/entries/stalled", f"Authorization: Bearer {guarded.key}",
+                           "Content-Type: application/json", "Content-Length: 200000") + b'{"content": "')
+        started = time.monotonic()
+        # When a byte of it comes each 0.3 s (under the floor of 1,024 bytes a second)
+        answer = b""
+        sock.settimeout(0.3)
+        while not answer and time.monotonic() - started < 10:
+            try:
+                sock.sendall(b"a")
+                answer = sock.recv(65536)
+            except TimeoutError:
+                continue
+            except (BrokenPipeError, ConnectionResetError):
+                break
+    # Then it is a 408 once a window (the body timeout, 1 s, here) passed under the floor
+    assert answer.startswith(b"HTTP/1.1 408"), answer[:80]
+    assert b"bytes a second" in answer
+    assert time.monotonic() - started < BODY_TIMEOUT_S + SLACK_S
 
 
 # -- a body too large, sent without asking ----------------------------------------------------------

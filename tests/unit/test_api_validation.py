@@ -322,3 +322,22 @@ def test_the_api_names_an_unknown_query_parameter_and_what_the_operation_takes(k
     # Then it is a 400 naming `usr`, saying the operation takes `user`
     assert status == 400 and body["error"]["field"] == "usr"
     assert "'usr'" in body["error"]["message"] and "user" in body["error"]["message"].split(":", 1)[1]
+
+
+@pytest.mark.parametrize("name", ["Authorization", "If-Match", "If-None-Match", "Content-Length"])
+def test_on_lambda_a_header_that_may_come_once_sent_twice_is_a_400_naming_it(key: str, name: str) -> None:
+    # Given an API Gateway event whose request sent the header twice (API Gateway puts the last in headers)
+    event = build_rest_event("GET", "/v1/memories", "", {"Authorization": f"Bearer {key}"})
+    event["multiValueHeaders"][name] = ["Bearer not-the-key" if name == "Authorization" else "1"]
+    event["multiValueHeaders"][name.lower()] = ["1"]
+    # When the handler is given it
+    result = lambda_handler(event, LocalContext())
+    # Then it is refused, naming the header, whichever copy was the key
+    assert result["statusCode"] == 400
+    assert json.loads(result["body"])["error"] == {
+        "code": "invalid", "message": f"the request has 2 {name} headers: send it once", "field": name}
+    # And the same request with the header once is served
+    event["multiValueHeaders"].pop(name.lower())
+    if name == "Authorization":
+        event["multiValueHeaders"][name] = [f"Bearer {key}"]
+    assert lambda_handler(event, LocalContext())["statusCode"] == 200

@@ -40,7 +40,7 @@ def server(request: pytest.FixtureRequest) -> Iterator[GuardedHTTPServer]:
     handler = type("EchoHandler", (ApiRequestHandler,), {
         "handler": staticmethod(_echo), "timeouts": Timeouts(idle_s=IDLE_S, header_s=1.0, body_s=1.0),
         "access_log": bool(getattr(request, "param", False))})
-    httpd = GuardedHTTPServer(("127.0.0.1", 0), handler, 8)
+    httpd = GuardedHTTPServer(("127.0.0.1", 0), handler, 8, max_per_source=8)  # (every client here is 127.0.0.1)
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="loop", daemon=True)
     thread.start()
     yield httpd

@@ -73,11 +73,22 @@ def test_headers_past_the_limits_are_what_http_server_answers_431() -> None:
     assert len(read(*(b"X-Many-%d: 1\r\n" % i for i in range(HEADER_LIMIT)))) == HEADER_LIMIT
 
 
+@pytest.mark.parametrize("name", ["Authorization", "If-Match", "If-None-Match", "Content-Length"])
+def test_a_header_that_may_come_once_sent_twice_is_a_400_naming_it(name: str) -> None:
+    # When a request sends it twice, the second time in another case, even with the same value
+    with pytest.raises(Refusal) as refused:
+        read(b"Host: localhost\r\n", f"{name}: 1\r\n".encode(), f"{name.lower()}: 1\r\n".encode())
+    # Then it is refused, naming it, in the shape of the API's other 400s
+    assert (refused.value.status, refused.value.code, refused.value.details) == (400, "invalid", {"field": name})
+    assert name in refused.value.message
+    # And any other header may come twice
+    assert read(b"Accept: a\r\n", b"accept: b\r\n", f"{name}: 1\r\n".encode()).get_all("Accept") == ["a", "b"]
+
+
 @pytest.mark.parametrize(("pairs", "length"), [
     ((), None),
     ((("Content-Length", "0"),), 0),
     ((("Content-Length", "42"),), 42),
-    ((("Content-Length", "42"), ("Content-Length", "42")), 42),
     ((("Content-Length", "42, 42"),), 42),
     ((("Content-Length", " 7 "),), 7),
 ])
@@ -198,3 +209,82 @@ def test_linger_drains_what_the_client_still_sends(pair: tuple[socket.socket, so
     assert not sent.is_alive()
     assert time.monotonic() - started < 2
     assert client.recv(10) == b""  # the server's side is shut for writing
+
+
+def _feed(client: socket.socket, piece: bytes, every_s: float, count: int) -> threading.Thread:
+    def send() -> None:
+        for _ in range(count):
+            time.sleep(every_s)
+            try:
+                client.sendall(piece)
+            except OSError:
+                return
+
+    thread = threading.Thread(target=send, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_body_under_the_floor_rate_in_a_window_times_out_before_its_allowance(
+    pair: tuple[socket.socket, socket.socket],
+) -> None:
+    # Given a body of 10,000 bytes whose allowance is 10 s, counted in windows of 0.3 s at 1,024 bytes a second
+    server, client = pair
+    reader = PacedReader(server, Timeouts(idle_s=5, header_s=5, body_s=0.3, body_min_rate=1_000))
+    reader.await_body(10_000)
+    # When it comes 10 bytes every 0.05 s (200 bytes a second)
+    _feed(client, b"x" * 10, 0.05, 100)
+    started = time.monotonic()
+    with pytest.raises(TimeoutError):
+        while True:
+            reader.readinto(bytearray(100))
+    # Then the first window under the floor ends it, saying so
+    assert time.monotonic() - started < 2
+    assert reader.timed_out is not None and "fewer than 1,024 bytes a second over 0.3 s" in reader.timed_out
+
+
+def test_a_body_at_the_floor_rate_or_above_goes_on_window_after_window(
+    pair: tuple[socket.socket, socket.socket],
+) -> None:
+    # Given the same windows of 0.3 s, and a body of 3,000 bytes
+    server, client = pair
+    reader = PacedReader(server, Timeouts(idle_s=5, header_s=5, body_s=0.3, body_min_rate=100))
+    reader.await_body(3_000)
+    # When it comes at 2,000 bytes a second, for 1.5 s
+    _feed(client, b"x" * 100, 0.05, 30)
+    received = 0
+    buffer = bytearray(100)
+    while received < 3_000:
+        received += reader.readinto(buffer)
+    # Then all of it is read, over several windows
+    assert received == 3_000 and reader.timed_out is None
+
+
+def test_a_drain_stops_once_the_client_sends_under_the_floor(pair: tuple[socket.socket, socket.socket]) -> None:
+    # Given an answer given before a body of 8 MB was read (whose allowance is minutes)
+    server, client = pair
+    reader = PacedReader(server, Timeouts(idle_s=5, header_s=5, body_s=30))
+    _feed(client, b"x", 0.5, 20)  # a byte every 0.5 s
+    started = time.monotonic()
+    linger(server, reader, 8_388_608)
+    # Then the drain ends after one window of DRAIN_UNKNOWN_S, not the body's allowance
+    assert time.monotonic() - started < 4
+
+
+def test_one_address_has_at_most_its_share_of_the_connections() -> None:
+    from agentmem.local.http_guard import SOURCE_BUSY_RESPONSE, GuardedHTTPServer
+
+    server = GuardedHTTPServer(("127.0.0.1", 0), object, 4)
+    try:
+        # Given a server of 4 connections: one address may have 2 (half, by default)
+        assert server.max_per_source == 2
+        assert server._take_slot(("10.0.0.1", 1)) is None and server._take_slot(("10.0.0.1", 2)) is None
+        # When it asks for a third, it is refused; another address is not
+        assert server._take_slot(("10.0.0.1", 3)) == SOURCE_BUSY_RESPONSE
+        assert server._take_slot(("10.0.0.2", 1)) is None
+        # And once one of its connections is closed, it may open one again
+        server._free_slot(("10.0.0.1", 1))
+        assert server._take_slot(("10.0.0.1", 4)) is None
+        assert GuardedHTTPServer(("127.0.0.1", 0), object, 4, max_per_source=3).max_per_source == 3
+    finally:
+        server.server_close()

@@ -123,6 +123,8 @@ class Settings(BaseModel):
     serve_body_timeout_s: float = Field(default=30.0, gt=0)
     serve_body_min_rate: int = Field(default=50_000, gt=0)  # bytes a second
     serve_max_connections: int = Field(default=256, gt=0)
+    # of those, how many one address may have open (default: half), so that one client cannot take them all
+    serve_max_connections_per_source: int | None = Field(default=None, gt=0)
     # `agentmem serve`'s processes on its one port (local/workers.py): the default, one per core; 1 serves in
     # the starting process itself. The connection cap above is each process's.
     serve_workers: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1, le=MAX_SERVE_WORKERS)

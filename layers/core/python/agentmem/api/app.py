@@ -1,8 +1,9 @@
 """The API's resolver and the Lambda entry point (also what the local server calls).
 
-Order of checks for every request: body size (413), then the key (401; on the local server its rate
-limits too, 429), then the JSON of the body (400, ``json_body``), then routing and validation (404/400),
-then the service. Errors of every kind leave in the SPEC §10 shape ``{"error": {"code", "message", ...}}``.
+Order of checks for every request: a header that may come once sent twice (400, ``limits.SINGLE_HEADERS``),
+body size (413), then the key (401; on the local server its rate limits too, 429), then the JSON of the body
+(400, ``json_body``), then routing and validation (404/400), then the service. Errors of every kind leave in
+the SPEC §10 shape ``{"error": {"code", "message", ...}}``.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from ..invocation import entry_point, log_keys
 from ..observability import count, count_request, logger
 from .context import pending_usage
 from .json_body import declared_content_type, field_name, forget_json_body, resolver_json_body, screen_json_body
-from .limits import is_file_write, oversized
+from .limits import SINGLE_HEADERS, is_file_write, oversized
 from .resolver import ApiResolver
 from .routes import agents, conversations, entries, keys, mcp, memories, system, tools, workspaces
 
@@ -246,10 +247,11 @@ def _header(event: dict[str, Any], lowered_name: str) -> Any:
     return found
 
 
-def _authenticate(container: Container, event: dict[str, Any]) -> Principal:
+def _authenticate(container: Container, event: dict[str, Any], *, admit: bool = True) -> Principal:
     """The caller, from its key, within the local server's rate limits when it has them: a source whose
     invalid keys used up its budget is refused first (429), a presented key that is not valid counts against
-    its source, and a valid one takes its key's and its account's token (429 when either has none)."""
+    its source, and a valid one takes its key's and its account's token (429 when either has none; with
+    ``admit`` False, none is taken: the request is only screened)."""
     authorization = _header(event, "authorization")
     limiter = container.rate_limiter
     if limiter is None:
@@ -262,13 +264,52 @@ def _authenticate(container: Container, event: dict[str, Any]) -> Principal:
         if authorization:  # a guess; no key at all guesses nothing
             limiter.failed(source)
         raise
-    limiter.admit(principal)
+    if admit:
+        limiter.admit(principal)
     return principal
+
+
+def answer_before_body(event: dict[str, Any], size: int, context: LambdaContext) -> dict[str, Any] | None:
+    """The refusal the handler gives a request whatever its body of ``size`` bytes (``event`` is without it):
+    413 for the size, 401 for the key (or the 429 of a source whose invalid keys used up its budget), 404 or
+    405 for the route; None when the body is needed. The local server asks before it reads a body still on its
+    way, so a client without a valid key holds no connection while a slow body comes."""
+    with _ONE_EVENT_AT_A_TIME:
+        container = get_container()
+        app.context.clear()
+        path, method = event.get("path") or "", event.get("httpMethod") or ""
+        refused = _repeated_header(event) or oversized(method, path, size, container.settings.max_body_bytes)
+        if refused is None and path not in PUBLIC_PATHS and _principal_from_authorizer(event) is None:
+            try:
+                _authenticate(container, event, admit=False)  # the handler admits it (a token) once it runs
+            except AgentmemError as error:
+                refused = error
+        if refused is not None:
+            return _proxy_error(refused)
+        route_path = app._remove_prefix(path)
+        if any(route.rule.match(route_path) for route in app._routes_of(method.upper(), route_path)):
+            return None
+        return app.resolve(event, context)  # no route runs: handle_not_found's 404 or 405
+
+
+def _repeated_header(event: dict[str, Any]) -> AgentmemError | None:
+    """The 400 for a header of ``SINGLE_HEADERS`` sent twice (API Gateway puts the last in ``headers``, all of
+    them in ``multiValueHeaders``, a name's cases apart)."""
+    sent: dict[str, int] = {}
+    for name, values in (event.get("multiValueHeaders") or {}).items():
+        sent[name.lower()] = sent.get(name.lower(), 0) + len(values or ())
+    for name in SINGLE_HEADERS:
+        if sent.get(name.lower(), 0) > 1:
+            return InvalidError(f"the request has {sent[name.lower()]} {name} headers: send it once", field=name)
+    return None
 
 
 def _handle(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     container = get_container()
     app.context.clear()
+    repeated = _repeated_header(event)
+    if repeated is not None:
+        return _proxy_error(repeated)
     path = event.get("path") or ""
     method = event.get("httpMethod") or ""
     has_body = bool(event.get("body"))

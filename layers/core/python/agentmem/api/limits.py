@@ -12,6 +12,10 @@ import re
 from ..domain.errors import AgentmemError, TooLargeError
 from ..domain.workspaces import check_api_write
 
+# headers a request may send once: of two, one reader would take the first and another the last (a key checked
+# that is not the key used, a body framed by one length and read by the other); two are a 400 naming the header
+SINGLE_HEADERS = ("Authorization", "Content-Length", "If-Match", "If-None-Match")
+
 # a workspace file's path is the rest of the URL after /workspace/files/, slashes and all
 FILE_PATH = re.compile(r"^/v1/agents/[^/]+/conversations/[^/]+/workspace/files/(.+)$", re.DOTALL)
 

@@ -15,7 +15,7 @@ from types import FrameType
 
 import click
 
-from .serve import serve
+from .serve import serve, start_failure
 
 # settings that would send the emulated backend to real AWS resources: left out for this process
 REAL_AWS_SETTINGS = ("AGENTMEM_STATE_MACHINE_ARN", "AGENTMEM_OPENSEARCH_ENDPOINT")
@@ -36,7 +36,12 @@ def _stop_on_sigterm(signum: int, frame: FrameType | None) -> None:
 def serve_emulated(ctx: click.Context, host: str, port: int, data_dir: Path, dynamodb_local: Path | None) -> None:
     """Run the API on the AWS backend against DynamoDB Local and moto's S3, started here (needs Java)."""
     from agentmem.local.emulators import EmulatorError, Emulators
+    from agentmem.local.port_hold import PortHeld, check_port
 
+    try:  # before the emulators start: a port another agentmem server holds is refused as serve refuses it
+        check_port(port, host, data_dir)
+    except PortHeld as error:
+        raise click.ClickException(start_failure(error, host, port, data_dir)) from None
     previous = signal.signal(signal.SIGTERM, _stop_on_sigterm)
     emulators = Emulators(dynamodb_local=dynamodb_local)
     try:

@@ -63,8 +63,13 @@ def serve(host: str, port: int, data_dir: Path | None, backend: str | None, work
 
 
 def start_failure(error: OSError, host: str, port: int, data_dir: Path) -> str:
-    """One line saying why the server could not start: the address to listen on, or the data dir."""
+    """One line saying why the server could not start: the address to listen on (or the server holding the
+    port), or the data dir."""
+    from agentmem.local.port_hold import PortHeld
+
     reason = error.strerror or str(error)
+    if isinstance(error, PortHeld):
+        return f"cannot listen on {host}:{port}: {reason}. Stop it, or choose another port with --port."
     if error.filename is not None:  # a file or directory: the data dir, or something in it
         where = "" if Path(error.filename) == Path(data_dir) else f" ({error.filename})"
         return f"cannot use the data dir {data_dir}: {reason}{where}. Choose another with --data-dir."

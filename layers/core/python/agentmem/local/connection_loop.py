@@ -203,7 +203,7 @@ class ConnectionLoop:
             connection = _Connection(sock, address, time.monotonic() + self.idle_s)
             self.selector.register(sock, selectors.EVENT_READ, connection)
         except (OSError, ValueError):  # the connection is gone already
-            self.server.release_connection(sock)
+            self.server.release_connection(sock, address)
             return
         self.connections[connection.fd] = connection
 
@@ -304,4 +304,4 @@ class ConnectionLoop:
 
     def _close(self, connection: _Connection) -> None:
         self._forget(connection)
-        self.server.release_connection(connection.sock)
+        self.server.release_connection(connection.sock, connection.address)

@@ -4,7 +4,14 @@
   trickling a byte at a time gains nothing: a kept-alive connection waits ``serve_idle_timeout_s`` for its
   next request; once the request has begun, its line and headers have ``serve_header_timeout_s``; its body
   has ``serve_body_timeout_s`` plus a second per ``serve_body_min_rate`` bytes it declared (Apache's
-  mod_reqtimeout rule). A request that runs out of time is answered 408 and its connection closed.
+  mod_reqtimeout rule), and must keep coming: in each window of ``BODY_WINDOW_S`` (the body timeout if shorter)
+  at least ``BODY_FLOOR_RATE`` bytes a second of it, or the rest of it. A request that runs out of time, or
+  whose body comes slower than that, is answered 408 and its connection closed.
+- **Nothing read for a request refused whatever its body** (``server.ApiRequestHandler``): before a body still
+  on its way is read, the API's handler is asked (``api.app.answer_before_body``) whether it refuses the
+  request anyway: 413 for the declared size against the route's limit, 401 for a missing, malformed or unknown
+  key, 404 or 405 for the route. That answer is given at once and the connection closed, the body unread; a
+  client that waits for ``100 Continue`` is asked for its body only once the request passed.
 - **Framing** (``declared_length``): a body is framed by one ``Content-Length``; a transfer-encoded body
   is 411, conflicting or malformed lengths are 400 (RFC 9112 §6.3: they cannot be told apart from a
   request smuggled behind another).
@@ -13,14 +20,17 @@
 - **Headers read once** (``read_headers``): each line split at its colon into one ``RequestHeaders``, the
   names looked up without case; a line that is not ``name: value`` (whitespace before the colon, a name that
   is not a token) or a value holding a control character is 400 (RFC 9112 §5), a folded line joins the one
-  before it with a space.
-- **Answers before the body is read** (a 413, a 411) close the connection after a lingering read
-  (``linger``): the body still on its way is read and dropped, up to ``DRAIN_LIMIT`` bytes, so a client
-  that sends all of it before reading sees the answer instead of a broken pipe.
-- **A cap on connections** (``GuardedHTTPServer``): past ``serve_max_connections`` open at once, a new
-  connection is answered 503 ``unavailable`` with ``Retry-After`` and closed. The connections are served by
-  ``local/connection_loop.py`` while their requests arrive whole; one whose request does not is handed, with
-  what was read of it, to a thread of its own that reads it under these deadlines.
+  before it with a space. ``Authorization``, ``Content-Length``, ``If-Match`` or ``If-None-Match`` sent twice
+  (``SINGLE_HEADERS``, names in any case) is 400 naming it, before anything else is looked at.
+- **Answers before the body is read** (a 401, 413, 411) close the connection after a lingering read
+  (``linger``): the body still on its way is read and dropped, up to ``DRAIN_LIMIT`` bytes and only while it
+  comes at the floor rate (windows of ``DRAIN_UNKNOWN_S``), so a client that sends all of it before reading
+  sees the answer instead of a broken pipe, and one that trickles it is let go.
+- **A cap on connections** (``GuardedHTTPServer``): past ``serve_max_connections`` open at once, or past
+  ``serve_max_connections_per_source`` open from one address (default: half the cap, so that one client
+  cannot hold them all), a new connection is answered 503 ``unavailable`` with ``Retry-After`` and closed. The
+  connections are served by ``local/connection_loop.py`` while their requests arrive whole; one whose request
+  does not is handed, with what was read of it, to a thread of its own that reads it under these deadlines.
 """
 
 from __future__ import annotations
@@ -37,6 +47,7 @@ from email.message import Message
 from http.server import ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
+from ..api.limits import SINGLE_HEADERS
 from ..settings import Settings
 
 if TYPE_CHECKING:
@@ -51,6 +62,11 @@ DRAIN_UNKNOWN_S = 2.0
 # answers are given at once (beyond, the connection is closed unanswered)
 BUSY_ANSWER_S = 1.0
 BUSY_ANSWERS_AT_ONCE = 8
+# a body must keep coming: in each window of this many seconds (the body timeout, if shorter) at least
+# BODY_FLOOR_RATE bytes a second of it, or the rest of it, must arrive; a drain after an answer given before the
+# body was read, in windows of DRAIN_UNKNOWN_S
+BODY_WINDOW_S = 10.0
+BODY_FLOOR_RATE = 1024
 LINE_LIMIT = 65_536  # the request line and each header line (http.server's and http.client's limit)
 HEADER_LIMIT = 100  # header lines (http.client's)
 
@@ -66,6 +82,7 @@ class Timeouts:
     header_s: float = 20.0
     body_s: float = 30.0
     body_min_rate: int = 50_000  # bytes a second
+    body_floor_rate: int = BODY_FLOOR_RATE  # bytes a second, in every window of a body (``window_s``)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Timeouts:
@@ -74,6 +91,11 @@ class Timeouts:
 
     def body_allowance_s(self, length: int) -> float:
         return self.body_s + length / self.body_min_rate
+
+    @property
+    def window_s(self) -> float:
+        """The windows a body's floor rate is counted over: ``BODY_WINDOW_S``, or the body timeout if shorter."""
+        return min(BODY_WINDOW_S, self.body_s)
 
 
 class Refusal(Exception):
@@ -103,6 +125,11 @@ class PacedReader(io.RawIOBase):
         self._deadline = 0.0
         self._waiting = False  # for a request to begin: its first byte starts the header deadline
         self._phase = ""
+        # a body's floor rate: the window's length and end, and the bytes still due in it (0: none is counted)
+        self._window_s = 0.0
+        self._window_end = 0.0
+        self._due = 0
+        self._left = 0  # bytes of the body still to come
         self.began = False  # a byte of the current request has arrived
         self.timed_out: str | None = None  # what ran out of time, once something has
 
@@ -112,36 +139,66 @@ class PacedReader(io.RawIOBase):
     def await_request(self) -> None:
         self._waiting, self.began, self.timed_out = True, False, None
         self._deadline = self._clock() + self._timeouts.idle_s
+        self._due = self._left = 0
 
-    def await_body(self, length: int) -> None:
+    def await_body(self, length: int, window_s: float | None = None) -> None:
+        """The body's deadline (``body_allowance_s``), and its floor rate counted in windows of ``window_s``
+        (the timeouts' ``window_s`` unless given)."""
         self._waiting = False
         self._phase = f"the body did not arrive within {self._timeouts.body_allowance_s(length):.3g} s"
-        self._deadline = self._clock() + self._timeouts.body_allowance_s(length)
+        now = self._clock()
+        self._deadline = now + self._timeouts.body_allowance_s(length)
+        self._window_s = self._timeouts.window_s if window_s is None else window_s
+        self._left = length
+        self._open_window(now)
 
     def linger(self, length: int | None) -> None:
-        """The deadline of a drain: as for a body of ``length`` bytes, or ``DRAIN_UNKNOWN_S`` if unknown."""
+        """The deadline of a drain: as for a body of ``length`` bytes (its floor rate counted in windows of
+        ``DRAIN_UNKNOWN_S``), or ``DRAIN_UNKNOWN_S`` if unknown."""
         if length is not None:
-            self.await_body(length)
+            self.await_body(length, window_s=DRAIN_UNKNOWN_S)
             return
         self._waiting = False
         self._deadline = self._clock() + DRAIN_UNKNOWN_S
+        self._due = self._left = 0
+
+    def _open_window(self, now: float) -> None:
+        self._window_end = now + self._window_s
+        self._due = min(int(self._timeouts.body_floor_rate * self._window_s), self._left)
+
+    def _until(self, now: float) -> float:
+        """When the read under way must have ended: the phase's deadline, or the end of the body's window."""
+        if not self._left:
+            return self._deadline
+        while self._due <= 0 and now >= self._window_end:  # the window's due came in time: the next window
+            self._window_end += self._window_s
+            self._due = min(int(self._timeouts.body_floor_rate * self._window_s), self._left)
+        if self._due > 0 and now >= self._window_end:
+            raise self._too_slow()
+        return min(self._deadline, self._window_end)
 
     def readinto(self, buffer: Any) -> int:
-        remaining = self._deadline - self._clock()
-        if remaining <= 0:
-            raise self._timeout()
-        if self._pending:
-            received = min(len(buffer), len(self._pending))
-            buffer[:received] = self._pending[:received]
-            self._pending = self._pending[received:]
-        else:
+        while True:
+            now = self._clock()
+            remaining = self._until(now) - now
+            if now >= self._deadline:
+                raise self._timeout()
+            if self._pending:
+                received = min(len(buffer), len(self._pending))
+                buffer[:received] = self._pending[:received]
+                self._pending = self._pending[received:]
+                break
             self._sock.settimeout(remaining)
             try:
                 received = self._sock.recv_into(buffer)
+                break
             except TimeoutError:
-                raise self._timeout() from None
+                continue  # the deadline (a timeout), or a window's end (too slow, or the next window)
             finally:
                 self._sock.settimeout(self._timeouts.idle_s)  # a write waits at most this long for the client to read
+        if self._left:
+            self._left = max(0, self._left - received)
+            self._due -= received
         if received and self._waiting:
             self._waiting, self.began = False, True
             self._phase = f"the request line and headers did not arrive within {self._timeouts.header_s:g} s"
@@ -151,6 +208,11 @@ class PacedReader(io.RawIOBase):
 
     def _timeout(self) -> TimeoutError:
         self.timed_out = "idle" if self._waiting else self._phase
+        return TimeoutError(self.timed_out)
+
+    def _too_slow(self) -> TimeoutError:
+        self.timed_out = (f"the body came at fewer than {self._timeouts.body_floor_rate:,} bytes a second over "
+                          f"{self._window_s:g} s")
         return TimeoutError(self.timed_out)
 
 
@@ -189,6 +251,17 @@ class RequestHeaders:
         self._by_name: dict[str, list[str]] = {}
         for name, value in pairs:
             self._by_name.setdefault(name.lower(), []).append(value)
+
+    def repeated(self) -> Refusal | None:
+        """The 400 for a header of ``SINGLE_HEADERS`` sent more than once (in any case), None if none is."""
+        if len(self._by_name) == len(self._pairs):  # no name twice: the common case, at no cost
+            return None
+        for name in SINGLE_HEADERS:
+            values = self._by_name.get(name.lower())
+            if values is not None and len(values) > 1:
+                return Refusal(400, "invalid", f"the request has {len(values)} {name} headers: send it once",
+                               field=name)
+        return None
 
     def get(self, name: str, default: str | None = None) -> str | None:
         values = self._by_name.get(name.lower())
@@ -254,7 +327,11 @@ def read_headers(rfile: io.BufferedIOBase) -> RequestHeaders:
         if _CONTROL.search(value) is not None:
             raise _bad_header(number, f"holds a control character in the value of {name}")
         pairs.append((name, value))
-    return RequestHeaders(pairs)
+    headers = RequestHeaders(pairs)
+    refused = headers.repeated()
+    if refused is not None:
+        raise refused
+    return headers
 
 
 # header lines with nothing to fix or refuse: a name, a colon, a value without a control character, CRLF
@@ -343,15 +420,19 @@ def linger(sock: socket.socket, reader: PacedReader, length: int | None) -> None
 # socketserver.BaseServer's private flags: set by its shutdown(), read by serve_forever() (and by ours)
 _SHUTDOWN_REQUEST, _SHUT_DOWN = "_BaseServer__shutdown_request", "_BaseServer__is_shut_down"
 
-_BUSY = Refusal(503, "unavailable", "the server has as many connections open as it takes; retry shortly")
-BUSY_RESPONSE = (
-    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\n"
-    + f"Content-Length: {len(_BUSY.body())}\r\n\r\n".encode() + _BUSY.body()
-)
+def _busy_response(message: str) -> bytes:
+    busy = Refusal(503, "unavailable", message)
+    return (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
+            b"Connection: close\r\n" + f"Content-Length: {len(busy.body())}\r\n\r\n".encode() + busy.body())
 
 
-def answer_busy(sock: socket.socket) -> None:
-    """Answer a connection over the cap with 503: read its request's head (briefly), answer, drain, close."""
+BUSY_RESPONSE = _busy_response("the server has as many connections open as it takes; retry shortly")
+SOURCE_BUSY_RESPONSE = _busy_response("the server has as many connections open from this address as it takes from "
+                                      "one; retry shortly")
+
+
+def answer_busy(sock: socket.socket, response: bytes = BUSY_RESPONSE) -> None:
+    """Answer a connection over a cap with 503: read its request's head (briefly), answer, drain, close."""
     try:
         sock.settimeout(BUSY_ANSWER_S)
         received = b""
@@ -361,7 +442,7 @@ def answer_busy(sock: socket.socket) -> None:
             if not chunk:
                 break
             received += chunk
-        sock.sendall(BUSY_RESPONSE)
+        sock.sendall(response)
         sock.shutdown(socket.SHUT_WR)
         while time.monotonic() - started < 2 * BUSY_ANSWER_S and sock.recv(65_536):
             pass
@@ -369,6 +450,11 @@ def answer_busy(sock: socket.socket) -> None:
         pass
     finally:
         sock.close()
+
+
+def _source(client_address: Any) -> str:
+    """The address a connection comes from (its host; a Unix socket's, '')."""
+    return str(client_address[0]) if isinstance(client_address, tuple) and client_address else ""
 
 
 class _Answering:
@@ -402,12 +488,17 @@ class GuardedHTTPServer(ThreadingHTTPServer):
     request_queue_size = 128  # connections the kernel holds before they are accepted
 
     def __init__(self, address: tuple[str, int], handler: Any, max_connections: int,
-                 listener: socket.socket | None = None, *, reuse_port: bool = False) -> None:
+                 listener: socket.socket | None = None, *, reuse_port: bool = False,
+                 max_per_source: int | None = None) -> None:
         """``listener``: a socket bound and listening already (a worker's), served instead of binding ``address``.
-        ``reuse_port``: bind with ``SO_REUSEPORT``, for other sockets to listen beside it (``local/workers.py``)."""
+        ``reuse_port``: bind with ``SO_REUSEPORT``, for other sockets to listen beside it (``local/workers.py``).
+        ``max_per_source``: the connections one address may have open (default: half of ``max_connections``)."""
         self.allow_reuse_port = reuse_port
         self.max_connections = max_connections
+        self.max_per_source = max_per_source or max(1, max_connections // 2)
         self._slots = threading.BoundedSemaphore(max_connections)
+        self._sources: dict[str, int] = {}  # connections open by address (those with none left out)
+        self._sources_lock = threading.Lock()
         self._busy_answers = threading.BoundedSemaphore(BUSY_ANSWERS_AT_ONCE)
         self._requests = 0  # requests being answered now
         self._answering = _Answering(self)
@@ -462,43 +553,65 @@ class GuardedHTTPServer(ThreadingHTTPServer):
             ThreadingHTTPServer.process_request(self, request, client_address)
         except BaseException:
             self._pending.pop(request, None)
-            self.release_connection(request)
+            self.release_connection(request, client_address)
             raise
 
     def take_pending(self, request: socket.socket) -> tuple[bytes, float | None]:
         """What the loop read of a connection before handing it to a thread, and when its first byte came."""
         return self._pending.pop(request, (b"", None))
 
-    def release_connection(self, request: socket.socket) -> None:
+    def release_connection(self, request: socket.socket, client_address: Any) -> None:
         """Close a connection of the loop and free its slot."""
         try:
             self.shutdown_request(request)
         finally:
+            self._free_slot(client_address)
+
+    def _take_slot(self, client_address: Any) -> bytes | None:
+        """Take a slot for a connection from ``client_address``: None, or the 503 to answer it (over the cap, or
+        over its address's share)."""
+        source = _source(client_address)
+        with self._sources_lock:
+            held = self._sources.get(source, 0)
+            if held >= self.max_per_source:
+                return SOURCE_BUSY_RESPONSE
+            if not self._slots.acquire(blocking=False):
+                return BUSY_RESPONSE
+            self._sources[source] = held + 1
+        return None
+
+    def _free_slot(self, client_address: Any) -> None:
+        source = _source(client_address)
+        with self._sources_lock:
+            held = self._sources.pop(source, 0) - 1
+            if held > 0:
+                self._sources[source] = held
             self._slots.release()
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        if self._slots.acquire(blocking=False):
+        refusal = self._take_slot(client_address)
+        if refusal is None:
             if self._loop is not None:
                 self._loop.adopt(request, client_address)
                 return
             try:
                 super().process_request(request, client_address)
             except BaseException:  # no thread was started: the slot is free again
-                self._slots.release()
+                self._free_slot(client_address)
                 raise
             return
         if self._busy_answers.acquire(blocking=False):
             try:
-                threading.Thread(target=self._answer_busy, args=(request,), daemon=True).start()
+                threading.Thread(target=self._answer_busy, args=(request, refusal), daemon=True).start()
             except BaseException:  # no thread was started: its turn is free again (the caller closes the connection)
                 self._busy_answers.release()
                 raise
         else:
             self.shutdown_request(request)
 
-    def _answer_busy(self, request: socket.socket) -> None:
+    def _answer_busy(self, request: socket.socket, response: bytes) -> None:
         try:
-            answer_busy(request)
+            answer_busy(request, response)
         finally:
             self._busy_answers.release()
 
@@ -506,7 +619,7 @@ class GuardedHTTPServer(ThreadingHTTPServer):
         try:
             super().process_request_thread(request, client_address)
         finally:
-            self._slots.release()
+            self._free_slot(client_address)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         import sys

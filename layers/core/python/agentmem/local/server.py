@@ -39,6 +39,7 @@ from .http_guard import (
     read_headers,
 )
 from .links import is_link, serve_link
+from .port_hold import hold_port
 from .rate_limit import RateLimiter
 
 if TYPE_CHECKING:
@@ -100,6 +101,9 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
     # a buffered writer: headers and body leave together when the request is done
     wbufsize = 64 * 1024
     handler: Any = None  # set by make_server: the Lambda handler to call (it serves one event at a time)
+    # set by make_server: the handler's refusal of a request whatever its body (api.app.answer_before_body),
+    # asked before a body still on its way is read
+    screen: Any = None
     container: Container | None = None  # set by make_server: whose workspace links this server serves
     max_body_bytes = 1_000_000  # set by make_server from the settings, for the message of a 413
     timeouts = Timeouts()  # set by make_server from the settings
@@ -111,6 +115,7 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
     _reader: PacedReader | WholeRequest
     _answered = False  # the current request has had its answer
     _unread: int | None = 0  # bytes of its body left unread: None for a length not known
+    _expecting = False  # the client waits for 100 Continue before it sends the body
 
     # -- the connection: timeouts, errors of the HTTP layer, a lingering close (local/http_guard.py) ---------
     def setup(self) -> None:
@@ -155,10 +160,14 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
         self.command, self.request_version = command, version
         self.path = "/" + path.lstrip("/") if path.startswith("//") else path  # as parse_request (gh-87389)
         self.headers = headers = RequestHeaders(pairs)
+        self._answered, self._unread = False, 0
+        refused = headers.repeated()
+        if refused is not None:
+            self._error(refused.status, refused.code, refused.message, **refused.details)
+            return True
         connection = (headers.get("Connection") or "").lower()
         self.close_connection = connection == "close" or (version == "HTTP/1.0" and connection != "keep-alive")
         self.rfile.seek(head_end + 4)
-        self._answered, self._unread = False, 0
         getattr(self, "do_" + command)()
         return True
 
@@ -171,7 +180,7 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
 
     def handle_one_request(self) -> None:
         self._reader.await_request()
-        self._answered, self._unread = False, 0
+        self._answered, self._unread, self._expecting = False, 0, False
         super().handle_one_request()  # a read past its deadline ends here, the connection to be closed
         timed_out = self._reader.timed_out
         if timed_out not in (None, "idle") and not self._answered:
@@ -248,17 +257,18 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
         self._error(refusal.status, refusal.code, refusal.message, **refusal.details)
 
     def handle_expect_100(self) -> bool:
-        # a body that will be refused unread is not asked for: the client gets the final answer instead
-        try:
-            length = declared_length(self.headers)
-        except Refusal:
-            return True
-        if length is not None and length > READ_LIMIT and not is_link(_split_target(self.path)[0]):
-            return True  # (an upload link takes up to 100 MB, streamed to disk)
-        self.send_response_only(100)
-        self.end_headers()
-        self.wfile.flush()
+        # the body is asked for once the request is known to be served whatever it holds (_continue): one
+        # refused unread is not asked for, the client gets the final answer instead
+        self._expecting = True
         return True
+
+    def _continue(self) -> None:
+        """Ask for the body, if the client waits to be asked."""
+        if self._expecting:
+            self._expecting = False
+            self.send_response_only(100)
+            self.end_headers()
+            self.wfile.flush()
 
     def finish(self) -> None:
         try:
@@ -316,6 +326,7 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
         if is_link(path):  # (any method: one a link does not take is its 405, with Allow)
             container = type(self).container
             if declared:
+                self._continue()  # (an upload link takes up to 100 MB, streamed to disk)
                 self._reader.await_body(declared)
             serve_link(self, None if container is None else link_store(container), declared)
             return
@@ -327,18 +338,37 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
             else:  # the same 413 the handler gives a smaller body over its limit, details and all
                 self._error(413, "too_large", refused.message, **refused.details)
             return
+        # HEAD is a GET whose body is left out (as API Gateway answers it)
+        method = "GET" if self.command == "HEAD" else self.command
         body = None
         if length:
+            if self._reader is not WHOLE and self._refused_unread(method, path, query, length):
+                return
             self._reader.await_body(length)
             body = self.rfile.read(length)
         self._unread = 0
-        # HEAD is a GET whose body is left out (as API Gateway answers it)
-        method = "GET" if self.command == "HEAD" else self.command
         event = build_rest_event(method, path, query, self.headers.as_dict(), body,
                                  source_ip=self.client_address[0], copy_headers=False)
         result = type(self).handler(event, LocalContext())
         status, headers, payload = decode_lambda_response(result)
         self._reply(status, headers, payload)
+
+    def _refused_unread(self, method: str, path: str, query: str, length: int) -> bool:
+        """Before reading a body still on its way: answer the handler's refusal of the request whatever the body
+        (``screen``: a 401 for its key, a 404 or 405 for its route, a 413 for its size) and close, or ask for
+        the body if the client waits to be asked. Whether it was refused."""
+        screen = type(self).screen
+        if screen is not None:
+            event = build_rest_event(method, path, query, self.headers.as_dict(), None,
+                                     source_ip=self.client_address[0])
+            refusal = screen(event, length, LocalContext())
+            if refusal is not None:
+                status, headers, payload = decode_lambda_response(refusal)
+                self.close_connection = True  # what comes of the body is read and dropped, briefly (finish)
+                self._reply(status, headers, payload)
+                return True
+        self._continue()
+        return False
 
     def _answer(self) -> None:
         with self.server.answering():
@@ -382,16 +412,17 @@ def make_server(container: Container, host: str = "127.0.0.1", port: int = 8787,
     container.shared = shared
     container.rate_limiter = RateLimiter.from_settings(settings, shared=shared)
     set_container(container)
-    from ..api.app import lambda_handler
+    from ..api.app import answer_before_body, lambda_handler
 
     handler_class = type(
         "BoundApiRequestHandler",
         (ApiRequestHandler,),
         {"handler": staticmethod(lambda_handler), "max_body_bytes": settings.max_body_bytes,
-         "container": container, "timeouts": Timeouts.from_settings(settings),
-         "access_log": bool(os.environ.get("AGENTMEM_ACCESS_LOG"))},
+         "screen": staticmethod(answer_before_body), "container": container,
+         "timeouts": Timeouts.from_settings(settings), "access_log": bool(os.environ.get("AGENTMEM_ACCESS_LOG"))},
     )
-    server = GuardedHTTPServer((host, port), handler_class, settings.serve_max_connections, listener)
+    server = GuardedHTTPServer((host, port), handler_class, settings.serve_max_connections, listener,
+                               max_per_source=settings.serve_max_connections_per_source)
     if not container.settings.public_url:
         bound = str(server.server_address[0])
         shown = "127.0.0.1" if bound in ("0.0.0.0", "::", "") else bound
@@ -458,18 +489,25 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8787, *, crea
 
         serve_workers(settings, host, port, workers, create_resources=create_resources)
         return
-    Path(settings.data_dir).mkdir(parents=True, exist_ok=True)
-    container = build_container(settings, create_resources=create_resources)
-    if create_resources:
-        container.adapters = build_adapters(settings, create_resources=True)
-    server = make_server(container, host, port)  # bind first: a port in use leaves the data dir as it was
-    secret = ensure_default_account(container)
-    _announce_key(settings, secret)
-    announce(settings, host, int(server.server_address[1]))
+    hold = hold_port(port, host, settings.data_dir) if port else None  # before binding: see port_hold.py
     try:
-        serve_until_stopped(container, server)
+        Path(settings.data_dir).mkdir(parents=True, exist_ok=True)
+        container = build_container(settings, create_resources=create_resources)
+        if create_resources:
+            container.adapters = build_adapters(settings, create_resources=True)
+        server = make_server(container, host, port)  # bind first: a port in use leaves the data dir as it was
+        if hold is None:  # (port 0: the port picked)
+            hold = hold_port(int(server.server_address[1]), host, settings.data_dir)
+        secret = ensure_default_account(container)
+        _announce_key(settings, secret)
+        announce(settings, host, int(server.server_address[1]))
+        try:
+            serve_until_stopped(container, server)
+        finally:
+            print("agentmem stopped.", flush=True)
     finally:
-        print("agentmem stopped.", flush=True)
+        if hold is not None:
+            hold.release()
 
 
 def announce(settings: Settings, host: str, port: int) -> None:

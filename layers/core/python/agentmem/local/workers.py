@@ -11,7 +11,10 @@ connections on a listening socket of its own: the supervisor opens one a worker 
 most to the one worker its wake-ups favour, and a worker serves its connections from one thread,
 ``local/connection_loop.py``). The supervisor keeps every socket open, so connections that arrive while a worker
 is started again wait in its socket's queue for the new one. (On systems other than Linux, whose
-``SO_REUSEPORT`` does not spread connections, the workers share the supervisor's socket.)
+``SO_REUSEPORT`` does not spread connections, the workers share the supervisor's socket.) ``SO_REUSEPORT``
+would let another server of the same user listen beside them: before it binds, the supervisor takes the port's
+lock (``local/port_hold.py``), which the workers inherit, and a second server on the port fails to start
+naming this one.
 Worker 0 also runs what a server needs once: the sweep (expiry, the trash, due summary passes) and the
 semantic indexer; the worker started in its place when it dies takes them over. The other workers stay
 right without them: their semantic index reads the vectors worker 0 writes (and the removals) from the
@@ -41,6 +44,7 @@ from types import FrameType
 from ..bootstrap import Container, build_adapters, build_container, ensure_default_account
 from ..settings import Settings
 from .http_guard import GuardedHTTPServer
+from .port_hold import hold_port
 
 DRAIN_S = 10.0  # a stopping worker waits this long for the requests it is answering
 STOP_GRACE_S = 30.0  # after SIGTERM, a worker still running this much later is killed
@@ -139,14 +143,18 @@ def serve_workers(settings: Settings, host: str, port: int, workers: int, *, cre
     """Bind, set the data dir up, then keep ``workers`` processes serving until SIGTERM or Ctrl-C."""
     from .server import ApiRequestHandler, _announce_key, _quiet_powertools, announce
 
-    Path(settings.data_dir).mkdir(parents=True, exist_ok=True)
-    _quiet_powertools()
-
-    # bind first: a port in use leaves the data dir as it was (the same bind as one process's)
-    binding = GuardedHTTPServer((host, port), ApiRequestHandler, 1, reuse_port=True)
-    listener = binding.socket
-    listeners = [listener]
+    # before binding: a second server would listen beside this one's workers (port_hold.py); port 0, once bound
+    hold = hold_port(port, host, settings.data_dir) if port else None
+    listeners: list[socket.socket] = []
     try:
+        Path(settings.data_dir).mkdir(parents=True, exist_ok=True)
+        _quiet_powertools()
+        # bind first: a port in use leaves the data dir as it was (the same bind as one process's)
+        binding = GuardedHTTPServer((host, port), ApiRequestHandler, 1, reuse_port=True)
+        listener = binding.socket
+        listeners.append(listener)
+        if hold is None:
+            hold = hold_port(int(listener.getsockname()[1]), host, settings.data_dir)
         listeners += [_listener_beside(listener) if SPREADS_CONNECTIONS else listener for _ in range(workers - 1)]
         container = build_container(settings, create_resources=create_resources)
         if create_resources:
@@ -163,6 +171,8 @@ def serve_workers(settings: Settings, host: str, port: int, workers: int, *, cre
     finally:
         for each in listeners:
             each.close()
+        if hold is not None:
+            hold.release()
     print("agentmem stopped.", flush=True)
     if status:
         raise SystemExit(status)
