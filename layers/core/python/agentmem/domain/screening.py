@@ -32,11 +32,17 @@ never ``\\d``, so other scripts' digits cannot reach the checksum arithmetic.
 
 from __future__ import annotations
 
+import html
+import math
 import re
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from functools import cache
+from typing import Any
 
 from agentmem.domain.errors import RejectedInjectionError, SensitiveWithoutUserError
+from agentmem.domain.screening_unicode import fold, invisible_label, is_plain_ascii
 
 __all__ = [
     "ScreeningResult",
@@ -80,10 +86,8 @@ def _word_before(s: str, i: int, word: str) -> int:
 # Injection rules
 # ====================================================================================================
 
-# Invisible characters: zero-width (U+200B–U+200D, U+2060, U+FEFF) and bidi overrides/isolates
-# (U+202A–U+202E, U+2066–U+2069). Only looked for in non-ASCII text.
-_ZERO_WIDTH_CHARS = "\u200b\u200c\u200d\u2060\ufeff"
-_BIDI_CHARS = "".join(chr(c) for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A)))
+# Invisible characters (zero-width, bidi overrides, tags, controls and every other default-ignorable or format
+# character) are found by screening_unicode.invisible_label, before any rule below.
 
 # A line that starts with "system:" (any case, after optional horizontal whitespace). Line breaks are the ones
 # str.splitlines() knows, so "\r" or U+2028 cannot hide a line start; "the system: it works" mid-line passes.
@@ -148,6 +152,12 @@ _SYSTEM_PROMPT_AFTER = re.compile(r"\s+(?:prompt|instructions?)\b", re.IGNORECAS
 _INJECTION_WORDS = {
     "zero_width_character": "an invisible zero-width character",
     "bidi_override": "an invisible bidirectional-override character",
+    "tag_characters": "invisible Unicode tag characters (hidden text)",
+    "control_character": "a control character (such as NUL)",
+    "invisible_character": "an invisible formatting character",
+    "chat_template_marker": "a chat-template marker (like '<|im_start|>' or '[INST]')",
+    "jailbreak_persona": "an attempt to make the model drop its rules ('act as an unrestricted AI')",
+    "prompt_extraction": "an attempt to make the model reveal its system prompt",
     "system_prefix": "a line starting with 'system:'",
     "ignore_previous_instructions": "an instruction to ignore previous instructions",
     "disregard_instructions": "an instruction to disregard earlier instructions",
@@ -174,22 +184,24 @@ def _preceded_by_you_are(text: str, i: int) -> bool:
 
 
 def _system_line(text: str, i: int) -> bool:
-    """``text[i:i+6]`` is "system" (any case): is it the first thing on its line, followed by ':'?"""
+    """``text[i:i+6]`` is "system" (any case): is it the first thing on its line (after blanks, or a Markdown
+    heading, quote or emphasis: "### System:", "> system:", "**System:**"), followed by ':'?"""
     j = i
-    while j > 0 and text[j - 1] in _HSPACE:
+    while j > 0 and (text[j - 1] in _HSPACE or text[j - 1] in _SYSTEM_MARKUP):
         j -= 1
     if j > 0 and text[j - 1] not in _LINE_BREAKS:
         return False
-    return _COLON_AFTER_SYSTEM.match(text, i + 6) is not None
+    k = i + 6
+    while k < len(text) and text[k] in _SYSTEM_MARKUP:
+        k += 1
+    return _COLON_AFTER_SYSTEM.match(text, k) is not None
+
+
+_SYSTEM_MARKUP = frozenset("#>*_`")
 
 
 def _find_injection(text: str, low: bytes) -> str | None:
     """Label of the first injection rule that matches; rules are checked in a fixed order."""
-    if not text.isascii():
-        if any(c in text for c in _ZERO_WIDTH_CHARS):
-            return "zero_width_character"
-        if any(c in text for c in _BIDI_CHARS):
-            return "bidi_override"
     # each rule starts at its keyword: a keyword not in the text (a C-speed test) skips the rule's loop
     systems = list(_find_all(low, b"system")) if b"system" in low else []
     if any(_system_line(text, i) for i in systems):
@@ -210,6 +222,162 @@ def _find_injection(text: str, low: bytes) -> str | None:
         if _SYSTEM_PROMPT_AFTER.match(text, i + 6) is not None and _word_before(text, i, "new") >= 0:
             return "new_system_prompt"
     return None
+
+
+# ----------------------------------------------------------------------------------------------------
+# Chat-template markers, and the phrases read with spacing, markup and look-alike digits taken away
+# ----------------------------------------------------------------------------------------------------
+
+# Special tokens of chat templates ("<|im_start|>", "<|system|>", "<|eot_id|>" …), Llama's "[INST]" and
+# "<<SYS>>", and role tags ("[SYSTEM]", "<system>", "</system>"): a model reads them as the start of a turn.
+_MARKERS = re.compile(
+    rb"<\|[ ]?[a-z][a-z0-9_ ]{1,30}[ ]?\|>"
+    rb"|\[[ ]?/?[ ]?(?:inst|sys|system|system[ _\-]?(?:prompt|message|instructions?))[ ]?\]"
+    rb"|<<?[ ]?/?[ ]?(?:sys|system|system[ _\-]?(?:prompt|message|instructions?))[ ]?>>?"
+)
+_MARKER_STARTS = (b"<|", b"[inst", b"[/inst", b"[ inst", b"<<sys", b"<</sys", b"sys")
+
+
+def _find_marker(low: bytes) -> bool:
+    if b"<|" in low and b"|>" in low:
+        for i in _find_all(low, b"<|"):
+            if _MARKERS.match(low, i) is not None:
+                return True
+    if b"sys" not in low and b"inst" not in low:
+        return False
+    for opener in (b"[", b"<"):
+        if opener not in low:
+            continue
+        for i in _find_all(low, opener):
+            if _MARKERS.match(low, i) is not None:
+                return True
+    return False
+
+
+# The squeezed text: lower case, letters only, look-alike digits and signs read as letters (1gn0r3 → ignore),
+# everything else (spaces, line breaks, punctuation, Markdown) left out. Phrases are looked for in it, so
+# "I g n o r e", "**Ignore** *all*" and "ignore\nprevious" read as what they say. Only long phrases are looked
+# for this way (a short one would match across words).
+_LEET = {ord("0"): "o", ord("1"): "i", ord("3"): "e", ord("4"): "a", ord("5"): "s", ord("7"): "t",
+         ord("@"): "a", ord("$"): "s", ord("!"): "i", ord("|"): "l"}
+_SQUEEZE_TABLE = bytes(
+    ord(_LEET[i]) if i in _LEET else i + 32 if 65 <= i <= 90 else i for i in range(256)
+)
+_SQUEEZE_DROP = bytes(i for i in range(256) if not (65 <= i <= 90 or 97 <= i <= 122 or i in _LEET))
+_TAG = re.compile(rb"<[^<>\n]{0,80}>")
+
+_IGN = rb"(?:ignor(?:e|ing)|disregard(?:ing)?|forget(?:ting)?|overrid(?:e|ing)|bypass(?:ing)?|dismiss(?:ing)?)"
+_DET = rb"(?:all|any|the|your|my|of|these|those|every|each)"
+_ADJ = rb"(?:prior|previous|previously|above|earlier|preceding|foregoing|former|original|initial|old|past|existing)"
+_NOUN = (rb"(?:instruction|prompt|rule|direction|directive|guideline|command|programming|restriction|constraint"
+         rb"|polic(?:y|ies)|guardrail|filter|limitation|training|principle|safeguard|ethic)")
+_KIND = rb"(?:system|safety|ethical|content|core|moral|developer)?"
+_SQUEEZED = (
+    # ignore / disregard / forget / override / bypass …
+    (rb"ignor", rb"disregard", rb"forget", rb"overrid", rb"bypass", rb"dismiss"),
+    re.compile(
+        _IGN + rb"(?:" + _DET + rb"{0,3}" + _ADJ + _KIND + _NOUN  # … all previous instructions
+        + rb"|(?:all|any)?(?:of)?your" + _ADJ + rb"?" + _KIND + _NOUN  # … your guidelines
+        + rb"|all(?:the|of)?" + _KIND + _NOUN  # … all rules
+        + rb"|(?:the|all|any)?" + _NOUN + rb"s?(?:above|before|given(?:above|before|earlier)|youweregiven"
+        rb"|youhavebeengiven)"  # … the instructions above
+        + rb")"
+    ),
+    "ignore_previous_instructions",
+)
+_PERSONA = (rb"(?:unrestricted|unfiltered|uncensored|unmoderated|jailbroken|unbound|unlimited|limitless"
+            rb"|unconstrained|unaligned|amoral|unethical|evil|rogue|lawless)")
+_PERSONAS = (
+    (rb"actas", rb"actlike", rb"actingas", rb"actinglike", rb"behav", rb"pretend", rb"roleplay", rb"respondas",
+     rb"respondingas", rb"operateas", rb"operatingas", rb"functionas", rb"becomea", rb"becomean", rb"youare",
+     rb"enabl", rb"activat", rb"enter", rb"switchto", rb"turnon", rb"unlock", rb"doanything", rb"imagin", rb"assume"),
+    re.compile(
+        rb"(?:act|acting|behave|behaving|pretend|pretending|roleplay|roleplaying|respond|responding|operate"
+        rb"|operating|function|become|youarenow|youarenolonger|youare)"
+        rb"(?:as|like|tobe|asif|asthough)?(?:youwere|youare|youre)?(?:a|an|the|my)?"
+        rb"(?:completely|totally|fully|truly)?" + _PERSONA
+        + rb"|(?:pretend|pretending|imagine|assume|actasif)(?:that)?you(?:have|had|are|were)(?:no|without)(?:longer)?"
+        rb"(?:any)?(?:bound)?(?:by)?(?:restriction|rule|limit|filter|guideline|constraint|boundar|ethic|moral"
+        rb"|polic|safeguard|guardrail)"
+        + rb"|(?:enable|enabling|activate|activating|enter|entering|switchto|turnon|unlock)(?:the)?"
+        rb"(?:dan|god|jailbreak|jailbroken|unrestricted|unfiltered|evil)mode"
+        + rb"|youarenow(?:in)?(?:developer|dev|god|admin|debug|jailbreak|unrestricted|sudo|evil)mode"
+        + rb"|doanythingnow"
+    ),
+    "jailbreak_persona",
+)
+_EXTRACTION = (
+    (rb"reveal", rb"printyour", rb"printmeyour", rb"showyour", rb"showmeyour", rb"showusyour", rb"output", rb"repeat",
+     rb"leak", rb"display", rb"tellme", rb"tellusyour", rb"dump", rb"expose", rb"disclose", rb"recite",
+     rb"whatisyour", rb"whatareyour"),
+    re.compile(
+        rb"(?:reveal|print|show|output|repeat|leak|display|tell|dump|expose|disclose|recite|whatis|whatare)"
+        rb"(?:me|us)?your(?:full|entire|hidden|secret|original|initial|whole|complete|exact|internal|real)?"
+        rb"(?:systemprompt|systemmessage|systeminstruction|hiddeninstruction|hiddenprompt|initialprompt"
+        rb"|initialinstruction|originalprompt|originalinstruction|secretinstruction|prompt)"
+    ),
+    "prompt_extraction",
+)
+_NEGATIONS = (b"dont", b"donot", b"never", b"not", b"doesnt", b"didnt", b"wont", b"shouldnt", b"cant", b"cannot")
+
+
+def _squeeze(low: bytes) -> bytes:
+    if b"<" in low:
+        low = _TAG.sub(b"", low)
+    return low.translate(_SQUEEZE_TABLE, _SQUEEZE_DROP)
+
+
+def _trie(words: Iterable[bytes]) -> bytes:
+    """One pattern for many literal words, factored by common prefixes: the regex engine tries a few first
+    letters at each position instead of every word (three times faster than a flat alternation here)."""
+    tree: dict[int, Any] = {}
+    for word in words:
+        node = tree
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[-1] = {}
+
+    def emit(node: dict[int, Any]) -> bytes:
+        alts = [b"" if ch == -1 else re.escape(bytes([ch])) + emit(sub) for ch, sub in sorted(node.items())]
+        if len(alts) == 1:
+            return alts[0]
+        optional = b"" in alts
+        body = b"(?:" + b"|".join(a for a in alts if a) + b")"
+        return body + b"?" if optional else body
+
+    return emit(tree)
+
+
+_SQUEEZED_RULES = (_SQUEEZED, _PERSONAS, _EXTRACTION)
+# every rule's first words, found in one pass
+_SQUEEZED_TRIGGER = re.compile(_trie({t for r in _SQUEEZED_RULES for t in r[0]}))
+
+
+def _find_squeezed(squeezed: bytes) -> str | None:
+    for m in _SQUEEZED_TRIGGER.finditer(squeezed):
+        i = m.start()
+        for _, pattern, label in _SQUEEZED_RULES:
+            if pattern.match(squeezed, i) is None:
+                continue
+            if label == "ignore_previous_instructions" and squeezed[max(0, i - 8) : i].endswith(_NEGATIONS):
+                continue  # "don't forget your rules …"
+            return label
+    return None
+
+
+def _demark(text: str) -> str:
+    """``text`` without Markdown emphasis, HTML tags and character references: what a reader of the rendered
+    text sees ("<b>Ign</b>ore", "**system:**", "&#73;gnore")."""
+    if "&" in text and ";" in text:
+        text = html.unescape(text)
+    if "<" in text:
+        text = _TAG_TEXT.sub("", text)
+    return text.translate(_DEMARK)
+
+
+_TAG_TEXT = re.compile(r"<(?![|<]|/?\s*sys)[^<>\n]{0,80}>")  # chat-template markers are kept for _find_marker
+_DEMARK = {ord(c): None for c in "*`~"}
+_MARKUP_HINT = re.compile(r"[*`~<&]")
 
 
 # ====================================================================================================
@@ -278,7 +446,7 @@ _SECRET_PAIR = re.compile(
     r"(?P<api>api[_\-]?key|apikey|api[_\-]?secret|secret[_\-]?key|client[_\-]?secret|access[_\-]?token"
     r"|auth[_\-]?token|refresh[_\-]?token|private[_\-]?key|aws[_\-]secret[_\-]access[_\-]key)"
     r"|(?P<pwd>password|passwd|passphrase|pwd|secret)"
-    r")[\"'*]{0,2}[^\S\r\n]*[:=][^\S\r\n]*[\"']?[^\s\"',;<{$*][^\s\"',;]{2}",
+    r")[\"'*]{0,2}[^\S\r\n]*[:=][^\S\r\n]*[\"']?(?P<v>[^\s\"',;<{$*][^\s\"',;]{2}[^\s\"',;]{0,200}+)",
     re.IGNORECASE,
 )
 # Every key above contains one of these; pairs are tried only around their occurrences.
@@ -498,6 +666,11 @@ def _scan_tokens(text: str, raw: bytes, found: set[str]) -> None:
             found.add("jwt")
         if not token.islower() and _IT_CF.search(token) is not None:
             found.add("national_id")
+        if "api_token" not in found and not _plain_token(token):
+            line_start = text.rfind("\n", 0, start) + 1
+            line_end = text.find("\n", end)
+            if _vendor_plugins_find(text[line_start : line_end if line_end != -1 else len(text)]):
+                found.add("api_token")
         start = classes.find(_LONG_TOKEN, end)
 
 
@@ -517,7 +690,7 @@ def _scan_pairs(text: str, low: bytes, found: set[str]) -> None:
             for p in range(start, i + 1):
                 if p == start or low[p - 1] in b"_-":
                     m = _SECRET_PAIR.match(text, p)
-                    if m is not None:
+                    if m is not None and not _placeholder(m.group("v")):
                         found.add("api_token" if m.group("api") else "password")
                         break
 
@@ -549,9 +722,260 @@ def _has_email(text: str, raw: bytes) -> bool:
     return False
 
 
+# ----------------------------------------------------------------------------------------------------
+# Detectors of well-kept libraries, loaded on the first text that needs them (each import costs tens of
+# milliseconds, detect-secrets' some 300): detect-secrets' vendor-token plugins, python-stdnum (IBAN, SSN),
+# phonenumbers.
+# ----------------------------------------------------------------------------------------------------
+
+# detect-secrets' plugins that recognise one vendor's credential by its shape; the generic ones (keywords,
+# entropy, public IPs) and those screening has rules of its own for (AWS, private keys, JWT, basic auth) left out
+_VENDOR_PLUGINS = (
+    "ArtifactoryDetector", "AzureStorageKeyDetector", "CloudantDetector", "DiscordBotTokenDetector",
+    "GitHubTokenDetector", "GitLabTokenDetector", "IbmCloudIamDetector", "IbmCosHmacDetector", "MailchimpDetector",
+    "NpmDetector", "OpenAIDetector", "PypiTokenDetector", "SendGridDetector", "SlackDetector", "SoftlayerDetector",
+    "SquareOAuthDetector", "StripeDetector", "TelegramBotTokenDetector", "TwilioKeyDetector",
+)
+
+
+@cache
+def _vendor_plugins() -> tuple[Any, ...]:
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+
+    classes = get_mapping_from_secret_type_to_class().values()
+    return tuple(cls() for cls in classes if cls.__name__ in _VENDOR_PLUGINS)
+
+
+def _vendor_plugins_find(line: str) -> bool:
+    return any(next(iter(plugin.analyze_string(line)), None) is not None for plugin in _vendor_plugins())
+
+
+_HEX_OR_DIGITS = re.compile(r"[0-9a-fA-F]++")
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+def _plain_token(token: str) -> bool:
+    """A long token no vendor issues: hex (a hash, a commit), a UUID, or lower-case words joined by - or _."""
+    return (
+        _HEX_OR_DIGITS.fullmatch(token) is not None
+        or _UUID.fullmatch(token) is not None
+        or (token.replace("-", "").replace("_", "").isalpha() and (token.islower() or token.isupper()))
+    )
+
+
+def _entropy(value: str) -> float:
+    """Shannon entropy in bits a character (as detect-secrets' high-entropy plugins compute it)."""
+    n = len(value)
+    return -sum(c / n * math.log2(c / n) for c in Counter(value).values())
+
+
+@cache
+def _stdnum() -> tuple[Callable[[str], bool], Callable[[str], bool]]:
+    from stdnum import iban
+    from stdnum.us import ssn
+
+    return iban.is_valid, ssn.is_valid
+
+
+@cache
+def _phone_possible() -> Callable[[str], bool]:
+    import phonenumbers
+
+    def possible(number: str) -> bool:
+        try:
+            parsed = phonenumbers.parse(number, None if number.startswith("+") else "US")
+        except phonenumbers.NumberParseException:
+            return False
+        return bool(phonenumbers.is_possible_number(parsed))
+
+    return possible
+
+
+# ----------------------------------------------------------------------------------------------------
+# Credentials in a URL, generic key = value pairs, spaced AWS keys
+# ----------------------------------------------------------------------------------------------------
+
+# scheme://user:password@host
+_URL_CREDENTIALS = re.compile(r"://([^\s:/?#@\[\]]{1,64}):([^\s/?#@\[\]]{1,128})@(?=[A-Za-z0-9\[])")
+_PLACEHOLDERS = frozenset(("password", "pass", "passwd", "pwd", "secret", "xxx", "xxxx", "changeme", "token"))
+
+
+def _placeholder(value: str) -> bool:
+    """A value that stands for a secret without being one: <…>, {…}, ${…}, ***, %s, an environment
+    variable's name or a reference to one (DB_PASSWORD, process.env.X, os.environ[…])."""
+    v = value.strip("\"'")
+    low = v.lower()
+    return (
+        not v
+        or v[0] in "<{$*%["
+        or low in _PLACEHOLDERS
+        or set(v) <= {"x", "X", "*", "."}
+        or low.startswith(("process.env", "os.environ", "os.getenv", "getenv(", "env.", "env[", "secrets.",
+                           "config.", "settings.", "vault:", "ssm:", "arn:"))
+        or ("_" in v and v.replace("_", "").isalnum() and v.isupper())
+    )
+
+
+def _has_url_credentials(text: str) -> bool:
+    return any(not _placeholder(m.group(2)) for m in _URL_CREDENTIALS.finditer(text))
+
+
+# any key that names a secret (a component of it: "secret_access_key", "DB_PASS", "x-auth-token"), then a
+# value; a key that may name something else ("token", "key", "session") only with a value that looks random
+_KEY_VALUE = re.compile(
+    r"([A-Za-z0-9_.\-]{0,48}?(?:pass|pwd|secret|credential|token|key|auth|session|cookie|signature|salt)"
+    r"[A-Za-z0-9_.\-]{0,24}?)[\"'*]{0,2}[^\S\r\n]*[:=][^\S\r\n]*[\"']?([^\s\"',;]{3,200})",
+    re.IGNORECASE,
+)
+_STRONG_KEY = re.compile(r"pass(?!age|enger|port|ive|ing|ed|es\b)|pwd|secret(?!ar)|credential", re.IGNORECASE)
+_API_KEY = re.compile(r"key|token|auth|client", re.IGNORECASE)
+
+
+def _random_looking(value: str) -> bool:
+    """A value that looks generated: hex of 12+ characters with the entropy of one, or 16+ characters mixing
+    letters and digits with high entropy."""
+    v = value.strip("\"'.")
+    if len(v) >= 12 and _HEX_OR_DIGITS.fullmatch(v) is not None and not v.isdigit():
+        return _entropy(v) > 3.0
+    return (len(v) >= 16 and any(c.isdigit() for c in v) and any(c.isalpha() for c in v)
+            and _entropy(v) > 3.5)
+
+
+def _scan_key_values(text: str, low: bytes, found: set[str]) -> None:
+    if b":" not in low and b"=" not in low:
+        return
+    done = 0  # where the last pair examined ended: a keyword inside it is not looked at again
+    for k in _KEY_WORD.finditer(low):
+        i = k.start()
+        if i < done or _PAIR_TAIL.match(low, i) is None:
+            continue
+        start = i
+        while start > 0 and i - start < 48 and low[start - 1] in _KEY_CHARS:
+            start -= 1
+        m = _KEY_VALUE.match(text, start)
+        if m is None:
+            continue
+        done = m.end()
+        if _placeholder(m.group(2)):
+            continue
+        key, value = m.group(1), m.group(2)
+        if _STRONG_KEY.search(key) is not None:
+            found.add("api_token" if _API_KEY.search(key) is not None else "password")
+            return
+        if _random_looking(value):
+            found.add("api_token")
+            return
+
+
+_KEY_WORD = re.compile(rb"pass|pwd|secret|credential|token|key|auth|session|cookie|signature|salt")
+
+
+_AWS_SPACED = re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)(?P<sep>[ .\-]?)(?:[A-Z0-9]{4}(?P=sep)){3}[A-Z0-9]{4}"
+                         r"(?![A-Za-z0-9])")
+
+
+# ----------------------------------------------------------------------------------------------------
+# Phone numbers and SSNs said to be one; IBANs
+# ----------------------------------------------------------------------------------------------------
+
+_PHONE_LABELLED = re.compile(
+    r"(?:tele?phone|phone|tel|mobile|cell(?:phone)?|whatsapp|fax|sms|call(?:\s+me)?|text\s+me|ring\s+me)"
+    r"(?:\s*(?:number|no\.?|nr\.?|#))?(?:\s+(?:is|at|on))?\s*[:=\-]?\s*"
+    r"(\+?\(?[0-9][0-9 .\-()]{5,22}[0-9])(?![0-9])",
+    re.IGNORECASE,
+)
+_PHONE_WORD = re.compile(rb"phone|tel|mobile|cell|whatsapp|fax|sms|call|text me|ring me")
+_DATE_LIKE = re.compile(r"[0-9]{4}[\-./][0-9]{1,2}[\-./][0-9]{1,2}|[0-9]{1,2}[\-./][0-9]{1,2}[\-./][0-9]{2,4}")
+
+_SSN_LABELLED = re.compile(
+    r"(?:ssn|social\s+security(?:\s+(?:number|no\.?|#))?)(?:\s+is)?\s*[:#=\-]?\s*"
+    r"([0-9]{3}[ \-.]?[0-9]{2}[ \-.]?[0-9]{4})(?![0-9])",
+    re.IGNORECASE,
+)
+_IBAN_CLASS = bytes(ord("A") if 65 <= i <= 90 else ord("d") if 48 <= i <= 57 else ord(" ") for i in range(256))
+_IBAN = re.compile(r"[A-Z]{2}[0-9]{2}(?:[ \-]?[A-Z0-9]){10,32}")
+
+
+def _word_start(low: bytes, i: int) -> bool:
+    return i == 0 or not (chr(low[i - 1]).isalnum())
+
+
+def _has_labelled_phone(text: str, low: bytes) -> bool:
+    done = 0
+    for w in _PHONE_WORD.finditer(low):
+        i = w.start()
+        if i < done or not _word_start(low, i):
+            continue
+        m = _PHONE_LABELLED.match(text, i)
+        if m is not None:
+            done = m.end()
+            number = m.group(1)
+            digits = _digits(number)
+            if 7 <= len(digits) <= 15 and _DATE_LIKE.search(number) is None and _phone_possible()(number):
+                return True
+    return False
+
+
+def _has_labelled_ssn(text: str, low: bytes) -> bool:
+    for word in (b"ssn", b"social security"):
+        for i in _find_all(low, word) if word in low else ():
+            m = _SSN_LABELLED.match(text, i) if _word_start(low, i) else None
+            if m is not None and _stdnum()[1](_digits(m.group(1))):
+                return True
+    return False
+
+
+def _has_iban(text: str, raw: bytes) -> bool:
+    classes = raw.translate(_IBAN_CLASS)
+    done = 0
+    for i in _find_all(classes, b"AAdd"):
+        if i < done or (i > 0 and chr(raw[i - 1]).isalnum()):
+            continue
+        m = _IBAN.match(text, i)
+        if m is None:
+            continue
+        done = m.end()
+        compact = _IBAN_SEPARATORS.sub("", m.group())
+        size = _iban_length(compact[:2])
+        # the country fixes the length: what follows a spaced IBAN ("… 0130 00 EUR1") is not part of it
+        if size is not None and len(compact) >= size and _stdnum()[0](compact[:size]):
+            return True
+    return False
+
+
+_DIGIT_BYTES = re.compile(rb"[0-9]")
+_IBAN_SEPARATORS = re.compile(r"[ \-]")
+
+
+@cache
+def _iban_length(country: str) -> int | None:
+    """The length of an IBAN of ``country`` (from python-stdnum's registry of BBAN formats), None where
+    there are none."""
+    from stdnum import numdb
+
+    info = numdb.get("iban").info(country)
+    bban = info[0][1].get("bban") if info and info[0][0] == country else None
+    if not bban:
+        return None
+    return 4 + sum(int(n) for n in re.findall(r"([0-9]+)!?[a-z]", bban))
+
+
 def _find_sensitive(text: str, raw: bytes, low: bytes) -> set[str]:
     found: set[str] = set()
+    digits = _DIGIT_BYTES.search(raw) is not None
     _scan_tokens(text, raw, found)
+    if b"://" in low and _has_url_credentials(text):
+        found.add("password")
+    _scan_key_values(text, low, found)
+    if (b"akia" in low or b"asia" in low) and _AWS_SPACED.search(text) is not None:
+        found.add("aws_access_key")
+    if digits:
+        if _has_labelled_phone(text, low):
+            found.add("phone_number")
+        if _has_labelled_ssn(text, low):
+            found.add("national_id")
+        if _has_iban(text, raw):
+            found.add("bank_account")
     if _has_bearer(text, low):
         found.add("api_token")
     if raw.find(b"PRIVATE KEY") != -1 and _PRIVATE_KEY.search(text) is not None:
@@ -559,7 +983,8 @@ def _find_sensitive(text: str, raw: bytes, low: bytes) -> set[str]:
     _scan_pairs(text, low, found)
     if _has_email(text, raw):
         found.add("email")
-    _scan_numbers(text, raw, found)
+    if digits:
+        _scan_numbers(text, raw, found)
     return found
 
 
@@ -573,6 +998,7 @@ _SENSITIVE_WORDS = {
     "phone_number": "a phone number",
     "card_number": "a payment card number",
     "national_id": "a national id number",
+    "bank_account": "a bank account number (IBAN)",
 }
 
 # ====================================================================================================
@@ -605,12 +1031,64 @@ def screen(*texts: str | None) -> ScreeningResult:
     for text in texts:
         if not text:
             continue
-        raw = text.encode("ascii", "replace")  # one byte per character: positions match the text's
-        low = raw.lower()
-        if injection is None:
-            injection = _find_injection(text, low)
-        sensitive |= _find_sensitive(text, raw, low)
+        plain = is_plain_ascii(text)
+        if injection is None and not plain:
+            injection = invisible_label(text)
+        for view in [text] if plain and _MARKUP_HINT.search(text) is None else _views(text):
+            raw = view.encode("ascii", "replace")  # one byte per character: positions match the view's
+            low = raw.lower()
+            if injection is None:
+                injection = _find_injection(view, low)
+            if injection is None and _find_marker(low):
+                injection = "chat_template_marker"
+            if injection is None:
+                injection = _find_squeezed(_squeeze(low))
+            if injection is None:
+                injection = _find_respelled(view, low)
+            sensitive |= _find_sensitive(view, raw, low)
     return ScreeningResult(injection=injection, sensitive=tuple(sorted(sensitive)))
+
+
+# Letter-spaced words ("Y o u  a r e  n o w"): four or more single characters, each after one space.
+_SPACED_HINT = re.compile(rb"(?:^|\s)\S \S \S \S(?:\s|$)")
+_SPACED_RUN = re.compile(r"(?<!\S)\S(?: \S){2,}(?!\S)")
+# A digit standing for a letter inside a word ("n0w", "5y5t3m"); such a digit is read as that letter.
+_LEET_HINT = re.compile(rb"[a-z][013457][a-z]")
+_LEET_WORD = re.compile(r"[A-Za-z013457]*[A-Za-z][A-Za-z013457]*")
+_LEET_TABLE = {ord(k): v for k, v in {"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t"}.items()}
+
+
+def _find_respelled(view: str, low: bytes) -> str | None:
+    """The word-level injection rules and the markers, read again with letter-spaced words joined and digits
+    inside words read as letters — only when the text holds such words."""
+    for hint, respell in ((_SPACED_HINT, _despace), (_LEET_HINT, _deleet)):
+        if hint.search(low) is None:
+            continue
+        text = respell(view)
+        text_low = text.encode("ascii", "replace").lower()
+        found = _find_injection(text, text_low) or ("chat_template_marker" if _find_marker(text_low) else None)
+        if found is not None:
+            return found
+    return None
+
+
+def _despace(text: str) -> str:
+    return _SPACED_RUN.sub(lambda m: m.group().replace(" ", ""), text)
+
+
+def _deleet(text: str) -> str:
+    return _LEET_WORD.sub(lambda m: m.group().translate(_LEET_TABLE), text)
+
+
+def _views(text: str) -> list[str]:
+    """What the rules read: the text as it looks (``screening_unicode.fold``), and, when it holds markup, that
+    text as rendered (``_demark``)."""
+    folded = fold(text)
+    if _MARKUP_HINT.search(folded) is not None:
+        plain = _demark(folded)
+        if plain != folded:
+            return [folded, plain]
+    return [folded]
 
 
 @dataclass(frozen=True)
