@@ -26,7 +26,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "support"))  # screening_corpus
 
 from agentmem.domain.screening import screen  # noqa: E402
-from screening_corpus import ORDINARY, injection_variants, sensitive_variants  # noqa: E402
+from screening_corpus import (  # noqa: E402
+    INJECTION_WRITTEN,
+    ORDINARY,
+    SENSITIVE_WRITTEN,
+    injection_variants,
+    sensitive_variants,
+)
 
 PROSE = (
     "On 2026-11-30 at 12:30 the user asked to keep answers short (v1.2.3, order #123456); "
@@ -50,6 +56,9 @@ def rates() -> dict[str, dict[str, dict[str, float]]]:
     for v in injection_variants():
         inj[v.family][0] += screen(v.text).injection is not None
         inj[v.family][1] += 1
+    for text in INJECTION_WRITTEN:
+        inj["hand_written"][0] += screen(text).injection is not None
+        inj["hand_written"][1] += 1
     sens: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     sens_kind: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for v in sensitive_variants():
@@ -59,6 +68,12 @@ def rates() -> dict[str, dict[str, dict[str, float]]]:
         for table, key in ((sens, family), (sens_kind, kind)):
             table[key][0] += hit
             table[key][1] += 1
+    for text in SENSITIVE_WRITTEN:
+        found = screen(text)
+        hit = found.injection is not None or found.is_sensitive
+        for table in (sens, sens_kind):
+            table["hand_written"][0] += hit
+            table["hand_written"][1] += 1
     false_pos = [t for t in ORDINARY if screen(t) != screen()]
     def table(counts: dict[str, list[int]]) -> dict[str, dict[str, float]]:
         return {f: {"detected": d, "of": n, "rate": round(d / n, 3)} for f, (d, n) in counts.items()}

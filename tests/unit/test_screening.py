@@ -666,3 +666,23 @@ def test_invisible_characters_that_are_part_of_emoji_or_typography_pass(text: st
 def test_invisible_characters_outside_emoji_and_typography_are_injections(text: str, label: str) -> None:
     # Given / When / Then
     assert screen(text).injection == label
+
+
+WRITTEN_INJECTIONS = {f"written-{i}": t for i, t in enumerate(corpus.INJECTION_WRITTEN)}
+WRITTEN_SENSITIVE = {f"written-{i}": t for i, t in enumerate(corpus.SENSITIVE_WRITTEN)}
+
+
+@pytest.mark.parametrize("text", WRITTEN_INJECTIONS.values(), ids=WRITTEN_INJECTIONS.keys())
+def test_hand_written_injections_are_rejected(text: str) -> None:
+    # Given an injection written by hand: other phrasings and languages, other disguises (circled or small
+    # capital letters, struck-through letters, dots between letters, HTML comments, role tags …)
+    # When / Then it is an injection
+    assert screen(text).injection is not None
+
+
+@pytest.mark.parametrize("text", WRITTEN_SENSITIVE.values(), ids=WRITTEN_SENSITIVE.keys())
+def test_hand_written_credentials_and_personal_data_are_sensitive(text: str) -> None:
+    # Given a credential or personal datum written by hand (an Authorization header, a connection string, an
+    # address spelled "[at] … [dot]", a passport number, a lower-case IBAN …)
+    # When / Then it is found
+    assert screen(text).is_sensitive

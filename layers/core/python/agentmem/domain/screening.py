@@ -270,18 +270,32 @@ _IGN = rb"(?:ignor(?:e|ing)|disregard(?:ing)?|forget(?:ting)?|overrid(?:e|ing)|b
 _DET = rb"(?:all|any|the|your|my|of|these|those|every|each)"
 _ADJ = rb"(?:prior|previous|previously|above|earlier|preceding|foregoing|former|original|initial|old|past|existing)"
 _NOUN = (rb"(?:instruction|prompt|rule|direction|directive|guideline|command|programming|restriction|constraint"
-         rb"|polic(?:y|ies)|guardrail|filter|limitation|training|principle|safeguard|ethic)")
+         rb"|polic(?:y|ies)|guardrail|filter|limitation|training|principle|safeguard|ethic|context)")
 _KIND = rb"(?:system|safety|ethical|content|core|moral|developer)?"
 _SQUEEZED = (
     # ignore / disregard / forget / override / bypass …
-    (rb"ignor", rb"disregard", rb"forget", rb"overrid", rb"bypass", rb"dismiss"),
+    (rb"ignor", rb"disregard", rb"forget", rb"overrid", rb"bypass", rb"dismiss", rb"olvid", rb"oubli", rb"vergiss",
+     rb"vergessen", rb"dimentica", rb"esquec", rb"allevor", rb"allebis", rb"alleob", rb"vorherig", rb"bisherig",
+     rb"vorig", rb"obigen"),
     re.compile(
         _IGN + rb"(?:" + _DET + rb"{0,3}" + _ADJ + _KIND + _NOUN  # … all previous instructions
         + rb"|(?:all|any)?(?:of)?your" + _ADJ + rb"?" + _KIND + _NOUN  # … your guidelines
         + rb"|all(?:the|of)?" + _KIND + _NOUN  # … all rules
         + rb"|(?:the|all|any)?" + _NOUN + rb"s?(?:above|before|given(?:above|before|earlier)|youweregiven"
         rb"|youhavebeengiven)"  # … the instructions above
+        + rb"|(?:about)?everything(?:above|before|priortothis|sofar|youweretold|youhavebeentold|youweregiven"
+        rb"|youhavebeengiven|youknow|ivesaidbefore|isaidbefore)"  # … everything above
         + rb")"
+        # the same in Spanish, French, German, Italian and Portuguese (accents are folded away)
+        + rb"|(?:ignora|ignore|ignorez|ignorer|ignoriere|ignorieren|olvida|olvide|oublie|oubliez|oublier|vergiss"
+        rb"|vergessen|dimentica|esqueca|esquece)(?:todas|toutes|alle|tutte|todos|tous|sie)?(?:las|les|le|as|os|die)?"
+        rb"(?:instrucciones|indicaciones|instructions|consignes|anweisungen|instruktionen|befehle|regeln|istruzioni"
+        rb"|indicazioni|instrucoes|regras|regles|reglas|regole)"
+        rb"(?:anteriores|previas|precedentes|anterieures|precedenti|vorherigen|bisherigen|vorigen|obigen)"
+        + rb"|(?:ignoriere|ignorieren|vergiss|vergessen)(?:sie)?(?:alle|die)?(?:vorherigen|bisherigen|vorigen|obigen)"
+        rb"(?:anweisungen|instruktionen|befehle|regeln)"
+        + rb"|(?:alle)?(?:vorherigen|bisherigen|vorigen|obigen)(?:anweisungen|instruktionen|befehle|regeln)"
+        rb"(?:ignorieren|vergessen)"
     ),
     "ignore_previous_instructions",
 )
@@ -290,7 +304,8 @@ _PERSONA = (rb"(?:unrestricted|unfiltered|uncensored|unmoderated|jailbroken|unbo
 _PERSONAS = (
     (rb"actas", rb"actlike", rb"actingas", rb"actinglike", rb"behav", rb"pretend", rb"roleplay", rb"respondas",
      rb"respondingas", rb"operateas", rb"operatingas", rb"functionas", rb"becomea", rb"becomean", rb"youare",
-     rb"enabl", rb"activat", rb"enter", rb"switchto", rb"turnon", rb"unlock", rb"doanything", rb"imagin", rb"assume"),
+     rb"enabl", rb"activat", rb"enter", rb"switchto", rb"turnon", rb"unlock", rb"doanything", rb"imagin", rb"assume",
+     rb"danmode", rb"jailbr", rb"unrestrictedmode", rb"unfilteredmode"),
     re.compile(
         rb"(?:act|acting|behave|behaving|pretend|pretending|roleplay|roleplaying|respond|responding|operate"
         rb"|operating|function|become|youarenow|youarenolonger|youare)"
@@ -303,6 +318,7 @@ _PERSONAS = (
         rb"(?:dan|god|jailbreak|jailbroken|unrestricted|unfiltered|evil)mode"
         + rb"|youarenow(?:in)?(?:developer|dev|god|admin|debug|jailbreak|unrestricted|sudo|evil)mode"
         + rb"|doanythingnow"
+        + rb"|(?:dan|jailbreak|jailbroken|unrestricted|unfiltered)mode(?:is)?(?:now)?(?:enabled|activated|on|engaged)"
     ),
     "jailbreak_persona",
 )
@@ -483,8 +499,8 @@ _NUMERIC_PII = re.compile(
     # Card: 13–19 digits starting 2–6 (the major networks), contiguous or in the printed groupings
     # 4-4-4-1..4(-3) and 4-6-4/5 (Amex, Diners) with one separator kind (Luhn verified).
     r"|(?<=[2-6])(?:[0-9]{12,18}"
-    r"|[0-9]{3}(?P<csep>[ \-])[0-9]{4}(?P=csep)[0-9]{4}(?P=csep)[0-9]{1,4}(?:(?P=csep)[0-9]{3})?"
-    r"|[0-9]{3}(?P<xsep>[ \-])[0-9]{6}(?P=xsep)[0-9]{4,5})(?![0-9])(?P<card>)"
+    r"|[0-9]{3}(?P<csep>[ .\-])[0-9]{4}(?P=csep)[0-9]{4}(?P=csep)[0-9]{1,4}(?:(?P=csep)[0-9]{3})?"
+    r"|[0-9]{3}(?P<xsep>[ .\-])[0-9]{6}(?P=xsep)[0-9]{4,5})(?![0-9])(?P<card>)"
     # Spanish DNI: 8 digits + check letter; NIE: X/Y/Z + 7 digits + check letter (letter verified).
     r"|(?<=[0-9])[0-9]{7}-?[A-Z](?![A-Za-z0-9])(?P<dni>)"
     r"|(?<=[XYZ])-?[0-9]{7}-?[A-Z](?![A-Za-z0-9])(?P<nie>)"
@@ -690,9 +706,35 @@ def _scan_pairs(text: str, low: bytes, found: set[str]) -> None:
             for p in range(start, i + 1):
                 if p == start or low[p - 1] in b"_-":
                     m = _SECRET_PAIR.match(text, p)
-                    if m is not None and not _placeholder(m.group("v")):
-                        found.add("api_token" if m.group("api") else "password")
-                        break
+                    if m is None or _placeholder(m.group("v")):
+                        continue
+                    if p == start and m.group("pwd") and _word_secret(text, p, m.group("pwd"), m.end("v")):
+                        continue
+                    found.add("api_token" if m.group("api") else "password")
+                    break
+
+
+_PLAIN_WORDS = re.compile(r"[A-Za-z]+(?:[\-_.][A-Za-z]+)*+")
+
+
+def _word_secret(text: str, start: int, key: str, end: int) -> bool:
+    """A bare "secret" (no other word in its key) before a plain word, in prose, is English, not a credential:
+    after another word on its line ("Kubernetes secret: db-credentials") or before more words ("secret: santa
+    gift exchange on Friday"). "secret: tiger-lily" on a line of its own stays a password."""
+    if key.lower() != "secret":
+        return False
+    value_start = text.find(":", start)
+    eq = text.find("=", start)
+    value_start = min(i for i in (value_start, eq, end) if i != -1) + 1
+    value = text[value_start:end].strip().strip("\"'")
+    if _PLAIN_WORDS.fullmatch(value) is None:
+        return False
+    line_start = max(text.rfind("\n", 0, start), -1) + 1
+    after = text[end : text.find("\n", end) if "\n" in text[end:] else len(text)]
+    return bool(text[line_start:start].strip()) or _WORD_AFTER.match(after) is not None
+
+
+_WORD_AFTER = re.compile(r"\s+[A-Za-z]+\s+[A-Za-z]")
 
 
 def _has_bearer(text: str, low: bytes) -> bool:
@@ -859,6 +901,8 @@ def _scan_key_values(text: str, low: bytes, found: set[str]) -> None:
         if _placeholder(m.group(2)):
             continue
         key, value = m.group(1), m.group(2)
+        if _word_secret(text, m.start(1), key, m.end(2)):
+            continue
         if _STRONG_KEY.search(key) is not None:
             found.add("api_token" if _API_KEY.search(key) is not None else "password")
             return
@@ -879,12 +923,13 @@ _AWS_SPACED = re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)(?P<sep>[ .\-]?)(?:[A-Z0
 # ----------------------------------------------------------------------------------------------------
 
 _PHONE_LABELLED = re.compile(
-    r"(?:tele?phone|phone|tel|mobile|cell(?:phone)?|whatsapp|fax|sms|call(?:\s+me)?|text\s+me|ring\s+me)"
+    r"(?:tele?phone|phone|tel|mobile|cell(?:phone)?|whatsapp|fax|sms|call(?:\s+me)?|text\s+me|ring\s+me|reach\s+me"
+    r"|contact\s+me|my\s+(?:phone\s+|cell\s+|mobile\s+)?number|dial)"
     r"(?:\s*(?:number|no\.?|nr\.?|#))?(?:\s+(?:is|at|on))?\s*[:=\-]?\s*"
     r"(\+?\(?[0-9][0-9 .\-()]{5,22}[0-9])(?![0-9])",
     re.IGNORECASE,
 )
-_PHONE_WORD = re.compile(rb"phone|tel|mobile|cell|whatsapp|fax|sms|call|text me|ring me")
+_PHONE_WORD = re.compile(rb"phone|tel|mobile|cell|whatsapp|fax|sms|call|text me|ring me|reach me|contact me|my |dial")
 _DATE_LIKE = re.compile(r"[0-9]{4}[\-./][0-9]{1,2}[\-./][0-9]{1,2}|[0-9]{1,2}[\-./][0-9]{1,2}[\-./][0-9]{2,4}")
 
 _SSN_LABELLED = re.compile(
@@ -892,8 +937,10 @@ _SSN_LABELLED = re.compile(
     r"([0-9]{3}[ \-.]?[0-9]{2}[ \-.]?[0-9]{4})(?![0-9])",
     re.IGNORECASE,
 )
-_IBAN_CLASS = bytes(ord("A") if 65 <= i <= 90 else ord("d") if 48 <= i <= 57 else ord(" ") for i in range(256))
-_IBAN = re.compile(r"[A-Z]{2}[0-9]{2}(?:[ \-]?[A-Z0-9]){10,32}")
+_IBAN_CLASS = bytes(
+    ord("A") if 65 <= i <= 90 or 97 <= i <= 122 else ord("d") if 48 <= i <= 57 else ord(" ") for i in range(256)
+)
+_IBAN = re.compile(r"[A-Za-z]{2}[0-9]{2}(?:[ \-]?[A-Za-z0-9]){10,32}")
 
 
 def _word_start(low: bytes, i: int) -> bool:
@@ -935,7 +982,7 @@ def _has_iban(text: str, raw: bytes) -> bool:
         if m is None:
             continue
         done = m.end()
-        compact = _IBAN_SEPARATORS.sub("", m.group())
+        compact = _IBAN_SEPARATORS.sub("", m.group()).upper()
         size = _iban_length(compact[:2])
         # the country fixes the length: what follows a spaced IBAN ("… 0130 00 EUR1") is not part of it
         if size is not None and len(compact) >= size and _stdnum()[0](compact[:size]):
@@ -960,6 +1007,52 @@ def _iban_length(country: str) -> int | None:
     return 4 + sum(int(n) for n in re.findall(r"([0-9]+)!?[a-z]", bban))
 
 
+# "Authorization: Basic dXNlcjpw…" — the scheme and its credentials
+_AUTH_HEADER = re.compile(
+    r"authorization[\"']?\s*[:=]\s*[\"']?(?:basic|digest|token|apikey|api-key|sso-key|negotiate|ntlm)\s+"
+    r"[A-Za-z0-9+/=._~\-]{8,}",
+    re.IGNORECASE,
+)
+# an address spelled out against scrapers: "ana [at] example [dot] com", "ana(at)example.com",
+# "ana at example dot com" (a bare " at " only with a spelled-out dot, or "met at example.com" would be one)
+_AT = r"(?:\s*[\[({<]\s*at\s*[\])}>]\s*|\s+at\s+)"
+_DOT = r"(?:\s*[\[({<]\s*dot\s*[\])}>]\s*|\s+dot\s+|\.)"
+_EMAIL_SPELLED = re.compile(
+    r"(?<![\w.+\-])[\w.+\-]{1,64}(?P<at>" + _AT + r")[A-Za-z0-9\-]{1,63}(?:" + _DOT + r"[A-Za-z0-9\-]{1,63})*?"
+    r"(?P<dot>" + _DOT + r")[A-Za-z]{2,24}(?![\w@])",
+    re.IGNORECASE,
+)
+# an id document's number said to be one: "passport number: X1234567", "driver's licence no. D123-4567-8901"
+_ID_LABELLED = re.compile(
+    r"(?:passport|driver'?s?\s+licen[cs]e|driving\s+licen[cs]e|national\s+(?:id|identity|insurance)"
+    r"|tax\s+(?:id|number)|nhs\s+number|personal\s+id|id\s+card|identity\s+card)"
+    r"(?:\s+(?:number|no\.?|nr\.?|#))?(?:\s+is)?\s*[:#=\-]?\s*([A-Za-z0-9][A-Za-z0-9 \-]{4,18}[A-Za-z0-9])",
+    re.IGNORECASE,
+)
+_ID_WORD = re.compile(rb"passport|licen|national|tax |nhs|personal id|id card|identity card")
+
+
+def _has_spelled_email(text: str, low: bytes) -> bool:
+    if b"at" not in low:
+        return False
+    if b"dot" not in low and not any(b in low for b in (b"at)", b"at]", b"at}", b"at>")):
+        return False
+    for m in _EMAIL_SPELLED.finditer(text):
+        spelled_at = m.group("at").strip().lower() != "at"
+        spelled_dot = m.group("dot").strip() != "."
+        if spelled_at or spelled_dot:
+            return True
+    return False
+
+
+def _has_labelled_id(text: str, low: bytes) -> bool:
+    for w in _ID_WORD.finditer(low):
+        m = _ID_LABELLED.match(text, w.start()) if _word_start(low, w.start()) else None
+        if m is not None and sum(c.isdigit() for c in m.group(1)) >= 5:
+            return True
+    return False
+
+
 def _find_sensitive(text: str, raw: bytes, low: bytes) -> set[str]:
     found: set[str] = set()
     digits = _DIGIT_BYTES.search(raw) is not None
@@ -969,7 +1062,13 @@ def _find_sensitive(text: str, raw: bytes, low: bytes) -> set[str]:
     _scan_key_values(text, low, found)
     if (b"akia" in low or b"asia" in low) and _AWS_SPACED.search(text) is not None:
         found.add("aws_access_key")
+    if b"authorization" in low and _AUTH_HEADER.search(text) is not None:
+        found.add("api_token")
+    if _has_spelled_email(text, low):
+        found.add("email")
     if digits:
+        if _has_labelled_id(text, low):
+            found.add("national_id")
         if _has_labelled_phone(text, low):
             found.add("phone_number")
         if _has_labelled_ssn(text, low):
@@ -1046,6 +1145,10 @@ def screen(*texts: str | None) -> ScreeningResult:
             if injection is None:
                 injection = _find_respelled(view, low)
             sensitive |= _find_sensitive(view, raw, low)
+            if _SPACED_HINT.search(low) is not None:  # "p a s s w o r d :  h u n t e r 2"
+                joined = _despace(view)
+                joined_raw = joined.encode("ascii", "replace")
+                sensitive |= _find_sensitive(joined, joined_raw, joined_raw.lower())
     return ScreeningResult(injection=injection, sensitive=tuple(sorted(sensitive)))
 
 

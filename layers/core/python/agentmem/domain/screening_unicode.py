@@ -177,16 +177,30 @@ class _FoldTable(dict[int, str]):
     def __missing__(self, code: int) -> str:
         ch = chr(code)
         cat = unicodedata.category(ch)
-        if cat in ("Mn", "Me"):
+        if code < 128:
+            out = ch
+        elif cat in ("Mn", "Me"):
             out = ""  # a combining mark: ï → i, and no stacking of marks hides a letter
         elif cat == "Nd":
             out = str(unicodedata.digit(ch))
         elif cat == "Zs" or ch == "\u2800":  # every space (and the blank braille pattern) is a space
             out = " "
         else:
-            out = _confusables().get(ch, ch)
+            out = _confusables().get(ch) or _latin_letter(ch) or ch
         self[code] = out
         return out
+
+
+# a Latin letter that neither NFKD nor the confusables data make ASCII: small capitals (ɪɢɴᴏʀᴇ), modifier
+# letters, turned or reversed forms named after their letter
+_LATIN_NAME = re.compile(r"LATIN (CAPITAL |SMALL )?LETTER (?:SMALL CAPITAL |MODIFIER |TURNED |REVERSED )?([A-Z])")
+
+
+def _latin_letter(ch: str) -> str | None:
+    m = _LATIN_NAME.fullmatch(unicodedata.name(ch, ""))
+    if m is None:
+        return None
+    return m.group(2) if m.group(1) == "CAPITAL " else m.group(2).lower()
 
 
 _FOLD = _FoldTable()
