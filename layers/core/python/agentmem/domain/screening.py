@@ -147,6 +147,7 @@ _NOW_IDENTITY = re.compile(
 
 # "new system prompt" / "new system instructions", split at "system" like the rule above.
 _SYSTEM_PROMPT_AFTER = re.compile(r"\s+(?:prompt|instructions?)\b", re.IGNORECASE)
+_NEW_WORDS = ("new", "updated", "revised", "real", "actual", "true", "secret", "hidden", "overriding")
 
 # Plain-word descriptions used in messages (never the matched text).
 _INJECTION_WORDS = {
@@ -192,12 +193,16 @@ def _system_line(text: str, i: int) -> bool:
     if j > 0 and text[j - 1] not in _LINE_BREAKS:
         return False
     k = i + 6
+    named = _SYSTEM_NOUN.match(text, k)  # "System prompt:", "SYSTEM MESSAGE:"
+    if named is not None:
+        k = named.end()
     while k < len(text) and text[k] in _SYSTEM_MARKUP:
         k += 1
     return _COLON_AFTER_SYSTEM.match(text, k) is not None
 
 
 _SYSTEM_MARKUP = frozenset("#>*_`")
+_SYSTEM_NOUN = re.compile(r"[ \t]+(?:prompt|message|instructions?)\b", re.IGNORECASE)
 
 
 def _find_injection(text: str, low: bytes) -> str | None:
@@ -219,7 +224,9 @@ def _find_injection(text: str, low: bytes) -> str | None:
         if _NOW_IDENTITY.match(text, i) is not None and _preceded_by_you_are(text, i):
             return "you_are_now"
     for i in systems:
-        if _SYSTEM_PROMPT_AFTER.match(text, i + 6) is not None and _word_before(text, i, "new") >= 0:
+        if _SYSTEM_PROMPT_AFTER.match(text, i + 6) is not None and any(
+            _word_before(text, i, word) >= 0 for word in _NEW_WORDS
+        ):
             return "new_system_prompt"
     return None
 
@@ -231,11 +238,12 @@ def _find_injection(text: str, low: bytes) -> str | None:
 # Special tokens of chat templates ("<|im_start|>", "<|system|>", "<|eot_id|>" …), Llama's "[INST]" and
 # "<<SYS>>", and role tags ("[SYSTEM]", "<system>", "</system>"): a model reads them as the start of a turn.
 _MARKERS = re.compile(
-    rb"<\|[ ]?[a-z][a-z0-9_ ]{1,30}[ ]?\|>"
+    rb"<\|[ ]?[a-z0-9][a-z0-9_ ]{1,30}[ ]?\|>"
+    rb"|<[ ]?/?[ ]?im_(?:start|end|sep)[ ]?>"
     rb"|\[[ ]?/?[ ]?(?:inst|sys|system|system[ _\-]?(?:prompt|message|instructions?))[ ]?\]"
     rb"|<<?[ ]?/?[ ]?(?:sys|system|system[ _\-]?(?:prompt|message|instructions?))[ ]?>>?"
 )
-_MARKER_STARTS = (b"<|", b"[inst", b"[/inst", b"[ inst", b"<<sys", b"<</sys", b"sys")
+
 
 
 def _find_marker(low: bytes) -> bool:
@@ -243,7 +251,7 @@ def _find_marker(low: bytes) -> bool:
         for i in _find_all(low, b"<|"):
             if _MARKERS.match(low, i) is not None:
                 return True
-    if b"sys" not in low and b"inst" not in low:
+    if b"sys" not in low and b"inst" not in low and b"im_" not in low:
         return False
     for opener in (b"[", b"<"):
         if opener not in low:
@@ -275,6 +283,9 @@ _KIND = rb"(?:system|safety|ethical|content|core|moral|developer)?"
 _SQUEEZED = (
     # ignore / disregard / forget / override / bypass …
     (rb"ignor", rb"disregard", rb"forget", rb"overrid", rb"bypass", rb"dismiss", rb"olvid", rb"oubli", rb"vergiss",
+     rb"stopfollow", rb"stopobey", rb"stoplisten", rb"donotfollow", rb"dontfollow", rb"nolongerfollow", rb"donotobey",
+     rb"dontobey", rb"nolongerobey", rb"donotlisten", rb"dontlisten", rb"cancel", rb"discard", rb"abandon",
+     rb"scrap", rb"void", rb"erase", rb"unlearn",
      rb"vergessen", rb"dimentica", rb"esquec", rb"allevor", rb"allebis", rb"alleob", rb"vorherig", rb"bisherig",
      rb"vorig", rb"obigen"),
     re.compile(
@@ -285,7 +296,16 @@ _SQUEEZED = (
         rb"|youhavebeengiven)"  # … the instructions above
         + rb"|(?:about)?everything(?:above|before|priortothis|sofar|youweretold|youhavebeentold|youweregiven"
         rb"|youhavebeengiven|youknow|ivesaidbefore|isaidbefore)"  # … everything above
+        + rb"|(?:what|anything|all)(?:that)?(?:you(?:were|havebeen|ve?been)(?:told|given|instructed)|itoldyou"
+        rb"|wassaid)"  # … what you were told
         + rb")"
+        + rb"|(?:ignor(?:e|ing)|disregard(?:ing)?|forget(?:ting)?)(?:all|any)?(?:of)?(?:the|your)(?:system|developer)"
+        rb"(?:prompt|message|instruction)"  # … the system prompt
+        # stop following / do not follow / cancel … your (previous) instructions
+        + rb"|(?:stop(?:following|obeying|listeningto)|(?:donot|dont|nolonger)(?:follow|obey|listento)"
+        rb"|cancel(?:ling)?|discard(?:ing)?|abandon(?:ing)?|scrap|void|erase|unlearn)"
+        + rb"(?:all|any|the|your|of|these|those){0,3}" + _ADJ + rb"?" + _KIND
+        + rb"(?:instruction|prompt|directive|guideline|programming|training)"
         # the same in Spanish, French, German, Italian and Portuguese (accents are folded away)
         + rb"|(?:ignora|ignore|ignorez|ignorer|ignoriere|ignorieren|olvida|olvide|oublie|oubliez|oublier|vergiss"
         rb"|vergessen|dimentica|esqueca|esquece)(?:todas|toutes|alle|tutte|todos|tous|sie)?(?:las|les|le|as|os|die)?"
@@ -305,7 +325,7 @@ _PERSONAS = (
     (rb"actas", rb"actlike", rb"actingas", rb"actinglike", rb"behav", rb"pretend", rb"roleplay", rb"respondas",
      rb"respondingas", rb"operateas", rb"operatingas", rb"functionas", rb"becomea", rb"becomean", rb"youare",
      rb"enabl", rb"activat", rb"enter", rb"switchto", rb"turnon", rb"unlock", rb"doanything", rb"imagin", rb"assume",
-     rb"danmode", rb"jailbr", rb"unrestrictedmode", rb"unfilteredmode"),
+     rb"danmode", rb"jailbr", rb"unrestrictedmode", rb"unfilteredmode", rb"roleplay", rb"actinga", rb"actasa"),
     re.compile(
         rb"(?:act|acting|behave|behaving|pretend|pretending|roleplay|roleplaying|respond|responding|operate"
         rb"|operating|function|become|youarenow|youarenolonger|youare)"
@@ -318,6 +338,12 @@ _PERSONAS = (
         rb"(?:dan|god|jailbreak|jailbroken|unrestricted|unfiltered|evil)mode"
         + rb"|youarenow(?:in)?(?:developer|dev|god|admin|debug|jailbreak|unrestricted|sudo|evil)mode"
         + rb"|doanythingnow"
+        + rb"|youare(?:no|not)(?:longer)?(?:a|an)?(?:chatgpt|claude|gemini|gpt|llama|copilot|bard|aiassistant"
+        rb"|assistant|ai|languagemodel|largelanguagemodel|chatbot)(?:anymore)?(?:you|now|from|$)"
+        + rb"|(?:act|acting|roleplay|roleplaying|behave|behaving|respond|responding|pretend|pretending|operate)"
+        rb"(?:as|like|tobe)(?:a|an)?(?:ai|assistant|model|bot|chatbot|llm|languagemodel|agent|persona)"
+        rb"(?:with|thathas|whichhas|who has|thathasno|withno)?(?:out|no)(?:any)?(?:ethic|moral|rule|restriction|limit"
+        rb"|filter|guideline|boundar|safety|censorship|guardrail|polic)"
         + rb"|(?:dan|jailbreak|jailbroken|unrestricted|unfiltered)mode(?:is)?(?:now)?(?:enabled|activated|on|engaged)"
     ),
     "jailbreak_persona",
@@ -838,8 +864,11 @@ def _phone_possible() -> Callable[[str], bool]:
 # ----------------------------------------------------------------------------------------------------
 
 # scheme://user:password@host
-_URL_CREDENTIALS = re.compile(r"://([^\s:/?#@\[\]]{1,64}):([^\s/?#@\[\]]{1,128})@(?=[A-Za-z0-9\[])")
+_URL_CREDENTIALS = re.compile(r"://([^\s:/?#@\[\]]{0,64}):([^\s/?#@\[\]]{1,128})@(?=[A-Za-z0-9\[])")
 _PLACEHOLDERS = frozenset(("password", "pass", "passwd", "pwd", "secret", "xxx", "xxxx", "changeme", "token"))
+
+
+_CODE_VALUE = re.compile(r"[A-Za-z_][\w.]*\(")  # a call: getpass.getpass(), input(), os.getenv(
 
 
 def _placeholder(value: str) -> bool:
@@ -849,7 +878,8 @@ def _placeholder(value: str) -> bool:
     low = v.lower()
     return (
         not v
-        or v[0] in "<{$*%["
+        or v[0] in "<{$*%[!&|"
+        or _CODE_VALUE.match(v) is not None
         or low in _PLACEHOLDERS
         or set(v) <= {"x", "X", "*", "."}
         or low.startswith(("process.env", "os.environ", "os.getenv", "getenv(", "env.", "env[", "secrets.",
@@ -865,11 +895,13 @@ def _has_url_credentials(text: str) -> bool:
 # any key that names a secret (a component of it: "secret_access_key", "DB_PASS", "x-auth-token"), then a
 # value; a key that may name something else ("token", "key", "session") only with a value that looks random
 _KEY_VALUE = re.compile(
-    r"([A-Za-z0-9_.\-]{0,48}?(?:pass|pwd|secret|credential|token|key|auth|session|cookie|signature|salt)"
+    r"([A-Za-z0-9_.\-]{0,48}?(?:pass|pwd|secret|credential|token|key|auth|session|cookie|signature|salt|contrasena"
+    r"|senha|kennwort|wachtwoord|losenord|haslo|parola)"
     r"[A-Za-z0-9_.\-]{0,24}?)[\"'*]{0,2}[^\S\r\n]*[:=][^\S\r\n]*[\"']?([^\s\"',;]{3,200})",
     re.IGNORECASE,
 )
-_STRONG_KEY = re.compile(r"pass(?!age|enger|port|ive|ing|ed|es\b)|pwd|secret(?!ar)|credential", re.IGNORECASE)
+_STRONG_KEY = re.compile(r"pass(?!age|enger|port|ive|ing|ed|es\b)|pwd|secret(?!ar)|credential|contrasena|senha|kennwort"
+                         r"|wachtwoord|losenord|haslo|parola", re.IGNORECASE)
 _API_KEY = re.compile(r"key|token|auth|client", re.IGNORECASE)
 
 
@@ -911,7 +943,10 @@ def _scan_key_values(text: str, low: bytes, found: set[str]) -> None:
             return
 
 
-_KEY_WORD = re.compile(rb"pass|pwd|secret|credential|token|key|auth|session|cookie|signature|salt")
+_KEY_WORD = re.compile(
+    rb"pass|pwd|secret|credential|token|key|auth|session|cookie|signature|salt|contrasena|senha|kennwort|wachtwoord"
+    rb"|losenord|haslo|parola"
+)
 
 
 _AWS_SPACED = re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)(?P<sep>[ .\-]?)(?:[A-Z0-9]{4}(?P=sep)){3}[A-Z0-9]{4}"
@@ -1053,6 +1088,34 @@ def _has_labelled_id(text: str, low: bytes) -> bool:
     return False
 
 
+# A secret said in words: "the wifi password is Tr0ub4dor&3", "my pin is 4821". The value must look like one
+# (a digit or a symbol in it, or a capital past its first letter): "the password is stored safely" is none.
+_STATED = re.compile(
+    r"(?:pass(?:word|phrase|code|wd)|pwd|pin(?:\s+(?:code|number))?|secret\s+key|api[\s_-]?key|access[\s_-]?key"
+    r"|(?:auth|access|api|bearer|session)[\s_-]?token)"
+    r"(?:\s+(?:for|of|to|on)\s+(?:[\w.@/-]+\s+){0,3}?[\w.@/-]+)?"
+    r"\s+(?:is|was|are)\s+(?:now\s+|still\s+)?[\"'`]?(?![{<*])(?P<v>[^\s\"'`,;]{4,})",
+    re.IGNORECASE,
+)
+_STATED_WORD = re.compile(rb"pass|pwd|pin|secret key|api|access|auth|bearer|session")
+
+
+def _has_stated_secret(text: str, low: bytes) -> bool:
+    if b" is " not in low and b" was " not in low and b" are " not in low:
+        return False
+    for w in _STATED_WORD.finditer(low):
+        if not _word_start(low, w.start()):
+            continue
+        m = _STATED.match(text, w.start())
+        if m is None:
+            continue
+        value = m.group("v").rstrip(".!?)")
+        if len(value) >= 4 and (any(c.isdigit() for c in value) or not value.isalnum()
+                                or any(c.isupper() for c in value[1:])) and not _placeholder(value):
+            return True
+    return False
+
+
 def _find_sensitive(text: str, raw: bytes, low: bytes) -> set[str]:
     found: set[str] = set()
     digits = _DIGIT_BYTES.search(raw) is not None
@@ -1066,6 +1129,8 @@ def _find_sensitive(text: str, raw: bytes, low: bytes) -> set[str]:
         found.add("api_token")
     if _has_spelled_email(text, low):
         found.add("email")
+    if _has_stated_secret(text, low):
+        found.add("password")
     if digits:
         if _has_labelled_id(text, low):
             found.add("national_id")
