@@ -611,6 +611,11 @@ def test_the_credentials_and_personal_data_of_issue_27_are_sensitive(text: str, 
         "The passenger list and the passport numbers are in the office",
         "release v1.2.3 of the key-value store",
         "flight LH1234 lands at 10:45",
+        "only the API function may read it (`secretsmanager:GetSecretValue` on that one secret)",
+        "when a conversation starts a summary pass: `summary_tokens` 1,000–1,000,000",
+        "`passes_in_process`: the embedded backend",
+        "pairs like `password: …`, `pwd=…`, `secret: …` pass when they are placeholders",
+        "boarding pass: gate B12",
     ],
 )
 def test_obfuscation_rules_near_misses_pass(text: str) -> None:

@@ -874,10 +874,11 @@ _CODE_VALUE = re.compile(r"[A-Za-z_][\w.]*\(")  # a call: getpass.getpass(), inp
 def _placeholder(value: str) -> bool:
     """A value that stands for a secret without being one: <…>, {…}, ${…}, ***, %s, an environment
     variable's name or a reference to one (DB_PASSWORD, process.env.X, os.environ[…])."""
-    v = value.strip("\"'")
+    v = value.strip("\"'`").rstrip(")]},;:")
     low = v.lower()
     return (
         not v
+        or set(v) <= {".", "\u2026"}  # "password: …"
         or v[0] in "<{$*%[!&|"
         or _CODE_VALUE.match(v) is not None
         or low in _PLACEHOLDERS
@@ -930,12 +931,16 @@ def _scan_key_values(text: str, low: bytes, found: set[str]) -> None:
         if m is None:
             continue
         done = m.end()
-        if _placeholder(m.group(2)):
-            continue
         key, value = m.group(1), m.group(2)
+        # the keyword ends its word: "secret_access_key", "secretKey", "passwords", not "secretsmanager" or
+        # "passes_in_process"
+        word = k.group().decode()
+        suffix_ok = k.end() == m.end(1) if word in _AMBIGUOUS_KEYS else _KEY_SUFFIX.fullmatch(text, k.end(), m.end(1))
+        if not suffix_ok or _placeholder(value):
+            continue
         if _word_secret(text, m.start(1), key, m.end(2)):
             continue
-        if _STRONG_KEY.search(key) is not None:
+        if word in _STRONG_WORDS and (key.lower() not in _AMBIGUOUS_KEYS or _password_like(value)):
             found.add("api_token" if _API_KEY.search(key) is not None else "password")
             return
         if _random_looking(value):
@@ -944,9 +949,29 @@ def _scan_key_values(text: str, low: bytes, found: set[str]) -> None:
 
 
 _KEY_WORD = re.compile(
-    rb"pass|pwd|secret|credential|token|key|auth|session|cookie|signature|salt|contrasena|senha|kennwort|wachtwoord"
-    rb"|losenord|haslo|parola"
+    rb"password|passwort|passwd|passphrase|passcode|passe|pass|pwd|secret|credential|token|key|auth|session|cookie"
+    rb"|signature"
+    rb"|salt|contrasena|senha|kennwort|wachtwoord|losenord|haslo|parola"
 )
+_STRONG_WORDS = frozenset((
+    "password", "passwort", "passwd", "passphrase", "passcode", "passe", "pass", "pwd", "secret", "credential",
+    "contrasena", "senha",
+    "kennwort", "wachtwoord", "losenord", "haslo", "parola",
+))
+_KEY_SUFFIX = re.compile(r"s?(?:[_.\-][A-Za-z0-9_.\-]*|[A-Z][A-Za-z0-9_.\-]*)?")
+# words that are keys of a password but ordinary words too ("a summary pass: …", "boarding pass: gate 5"): whole
+# words only, and a password-like value when the key is the word alone
+_AMBIGUOUS_KEYS = frozenset(("pass", "passe", "parola"))
+
+
+def _password_like(value: str) -> bool:
+    """Letters and digits together, or letters and a sign: what a password looks like, unlike a word."""
+    v = value.strip("\"'`").rstrip(".,;:!?)]}")
+    letters = any(c.isalpha() for c in v)
+    return len(v) >= 6 and letters and (any(c.isdigit() for c in v) or any(c in _PASSWORD_SIGNS for c in v))
+
+
+_PASSWORD_SIGNS = frozenset("!@#$%^&*+=?~")
 
 
 _AWS_SPACED = re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)(?P<sep>[ .\-]?)(?:[A-Z0-9]{4}(?P=sep)){3}[A-Z0-9]{4}"
