@@ -235,10 +235,13 @@ def _find_injection(text: str, low: bytes) -> str | None:
 # Chat-template markers, and the phrases read with spacing, markup and look-alike digits taken away
 # ----------------------------------------------------------------------------------------------------
 
-# Special tokens of chat templates ("<|im_start|>", "<|system|>", "<|eot_id|>" …), Llama's "[INST]" and
-# "<<SYS>>", and role tags ("[SYSTEM]", "<system>", "</system>"): a model reads them as the start of a turn.
+# Special tokens of chat templates that open or close a turn or name a role ("<|im_start|>", "<|system|>",
+# "<|eot_id|>" …; not "<|endoftext|>", which prose about tokenizers names), Llama's "[INST]" and "<<SYS>>", and
+# role tags ("[SYSTEM]", "<system>", "</system>"): a model reads them as the start of a turn.
 _MARKERS = re.compile(
-    rb"<\|[ ]?[a-z0-9][a-z0-9_ ]{1,30}[ ]?\|>"
+    rb"<\|[ ]?(?:im_start|im_end|im_sep|system|user|assistant|developer|tool|ipython|start_header_id|end_header_id"
+    rb"|eot_id|eom_id|begin_of_text|start_of_turn|end_of_turn|start|end|message|channel|constrain|return|call"
+    rb"|sys|inst|human|bot|model)[ ]?\|>"
     rb"|<[ ]?/?[ ]?im_(?:start|end|sep)[ ]?>"
     rb"|\[[ ]?/?[ ]?(?:inst|sys|system|system[ _\-]?(?:prompt|message|instructions?))[ ]?\]"
     rb"|<<?[ ]?/?[ ]?(?:sys|system|system[ _\-]?(?:prompt|message|instructions?))[ ]?>>?"
@@ -732,7 +735,8 @@ def _scan_pairs(text: str, low: bytes, found: set[str]) -> None:
             for p in range(start, i + 1):
                 if p == start or low[p - 1] in b"_-":
                     m = _SECRET_PAIR.match(text, p)
-                    if m is None or _placeholder(m.group("v")):
+                    if m is None or _placeholder(m.group("v")) \
+                            or _TYPE_OR_ATTRIBUTE.fullmatch(m.group("v").rstrip(",;)")) is not None:
                         continue
                     if p == start and m.group("pwd") and _word_secret(text, p, m.group("pwd"), m.end("v")):
                         continue
@@ -938,7 +942,8 @@ def _scan_key_values(text: str, low: bytes, found: set[str]) -> None:
         suffix_ok = k.end() == m.end(1) if word in _AMBIGUOUS_KEYS else _KEY_SUFFIX.fullmatch(text, k.end(), m.end(1))
         if not suffix_ok or _placeholder(value):
             continue
-        if _word_secret(text, m.start(1), key, m.end(2)):
+        if _word_secret(text, m.start(1), key, m.end(2)) or _names_an_attribute(text, k.end(), m.end(1)) \
+                or _CODE_REFERENCE.fullmatch(value.rstrip(",;)")) is not None or value.lower() == key.lower():
             continue
         if word in _STRONG_WORDS and (key.lower() not in _AMBIGUOUS_KEYS or _password_like(value)):
             found.add("api_token" if _API_KEY.search(key) is not None else "password")
@@ -962,6 +967,28 @@ _KEY_SUFFIX = re.compile(r"s?(?:[_.\-][A-Za-z0-9_.\-]*|[A-Z][A-Za-z0-9_.\-]*)?")
 # words that are keys of a password but ordinary words too ("a summary pass: …", "boarding pass: gate 5"): whole
 # words only, and a password-like value when the key is the word alone
 _AMBIGUOUS_KEYS = frozenset(("pass", "passe", "parola"))
+
+
+# what follows a secret's word in a key that names something about the secret, not the secret:
+# "secret_hash", "SECRET_FILE", "SecretId", "password_field", "token_count"
+_ATTRIBUTE_WORDS = frozenset((
+    "hash", "hashed", "file", "path", "name", "arn", "id", "ref", "field", "prefix", "suffix", "length", "len", "min",
+    "max", "policy", "manager", "store", "dir", "env", "var", "type", "kind", "version", "rotation", "header",
+    "param", "label", "url", "uri", "location", "provider", "backend", "count", "budget", "limit", "size", "ttl",
+    "expiry", "expires", "lifetime", "format", "reset", "hint", "strength", "rules", "scope", "scopes",
+))
+_FIRST_WORD = re.compile(r"s?[_.\-]?([A-Z]+(?![a-z])|[A-Za-z][a-z]*)")
+# code, not a value: a type ("str", "Any", "Optional[str]"), a name or an attribute ("secret_arn", "row.secret")
+_TYPE_OR_ATTRIBUTE = re.compile(
+    r"(?:str|int|bytes|bool|float|None|Any|dict|list|tuple|Optional\[.*|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+"
+    r"|[A-Za-z_]\w*\[[^\]]*\]?)\|?"
+)
+_CODE_REFERENCE = re.compile(_TYPE_OR_ATTRIBUTE.pattern + r"|[a-z_][a-z0-9]*(?:_[a-z0-9]+)+")
+
+
+def _names_an_attribute(text: str, end: int, key_end: int) -> bool:
+    m = _FIRST_WORD.match(text, end, key_end)
+    return m is not None and m.group(1).lower() in _ATTRIBUTE_WORDS
 
 
 def _password_like(value: str) -> bool:
