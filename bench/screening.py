@@ -9,8 +9,9 @@ out of the account layer (sensitive, or refused as an injection). Ordinary text 
 screening finds anything at all in it.
 
 Cost: the best of 5 runs of ``screen`` on 20,000 characters of prose and of fragments repeated to 20,000
-characters that tease each rule (a super-linear rule would show here in seconds), and the mean over the
-ordinary corpus (each text a save's content), the first call apart (what loading the detectors costs).
+characters that tease each rule (a super-linear rule would show here in seconds), and the mean CPU time over
+the ordinary corpus (each text a save's content), the first pass apart (what loading the detectors costs: the
+libraries are imported on the first text that needs each).
 """
 
 from __future__ import annotations
@@ -75,13 +76,14 @@ def rates() -> dict[str, dict[str, dict[str, float]]]:
             table["hand_written"][0] += hit
             table["hand_written"][1] += 1
     false_pos = [t for t in ORDINARY if screen(t) != screen()]
-    def table(counts: dict[str, list[int]]) -> dict[str, dict[str, float]]:
+
+    def rated(counts: dict[str, list[int]]) -> dict[str, dict[str, float]]:
         return {f: {"detected": d, "of": n, "rate": round(d / n, 3)} for f, (d, n) in counts.items()}
 
     return {
-        "injection": table(inj),
-        "sensitive_by_obfuscation": table(sens),
-        "sensitive_by_kind": table(sens_kind),
+        "injection": rated(inj),
+        "sensitive_by_obfuscation": rated(sens),
+        "sensitive_by_kind": rated(sens_kind),
         "ordinary": {"all": {"false_positives": len(false_pos), "of": len(ORDINARY),
                              "rate": round(len(false_pos) / len(ORDINARY), 3)}},
         "false_positive_texts": {t[:60]: {"found": 1.0} for t in false_pos},
@@ -94,12 +96,14 @@ def costs() -> dict[str, float]:
         screen(text)
     first = time.perf_counter() - started
     runs = 20
-    started = time.perf_counter()
-    for _ in range(runs):
-        for text in ORDINARY:
-            screen(text)
-    per_save = (time.perf_counter() - started) / (runs * len(ORDINARY))
-    out = {"ordinary_first_pass_ms": round(first * 1000, 2), "ordinary_per_save_us": round(per_save * 1e6, 1)}
+    per_save = float("inf")
+    for _ in range(5):  # CPU time of this thread, best of 5: steady on a shared machine, where wall time is not
+        started = time.thread_time()
+        for _ in range(runs):
+            for text in ORDINARY:
+                screen(text)
+        per_save = min(per_save, (time.thread_time() - started) / (runs * len(ORDINARY)))
+    out = {"ordinary_first_pass_ms": round(first * 1000, 2), "ordinary_per_save_cpu_us": round(per_save * 1e6, 1)}
     for label, unit in {"prose": PROSE, **{f"repeated {f!r}": f for f in FRAGMENTS}}.items():
         text = (unit * (20_000 // len(unit) + 1))[:20_000]
         out[f"20k {label} ms"] = round(best_of(text) * 1000, 3)

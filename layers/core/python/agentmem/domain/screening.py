@@ -814,7 +814,7 @@ _VENDOR_PLUGINS = (
 def _vendor_plugins() -> tuple[Any, ...]:
     from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
 
-    classes = get_mapping_from_secret_type_to_class().values()
+    classes: Iterable[Any] = get_mapping_from_secret_type_to_class().values()
     return tuple(cls() for cls in classes if cls.__name__ in _VENDOR_PLUGINS)
 
 
@@ -953,11 +953,11 @@ def _scan_key_values(text: str, low: bytes, found: set[str]) -> None:
             return
 
 
-_KEY_WORD = re.compile(
-    rb"password|passwort|passwd|passphrase|passcode|passe|pass|pwd|secret|credential|token|key|auth|session|cookie"
-    rb"|signature"
-    rb"|salt|contrasena|senha|kennwort|wachtwoord|losenord|haslo|parola"
-)
+_KEY_WORD = re.compile(_trie(w.encode() for w in (
+    "password", "passwort", "passwd", "passphrase", "passcode", "passe", "pass", "pwd", "secret", "credential", "token",
+    "key", "auth", "session", "cookie", "signature", "salt", "contrasena", "senha", "kennwort", "wachtwoord",
+    "losenord", "haslo", "parola",
+)))
 _STRONG_WORDS = frozenset((
     "password", "passwort", "passwd", "passphrase", "passcode", "passe", "pass", "pwd", "secret", "credential",
     "contrasena", "senha",
@@ -1016,7 +1016,8 @@ _PHONE_LABELLED = re.compile(
     r"(\+?\(?[0-9][0-9 .\-()]{5,22}[0-9])(?![0-9])",
     re.IGNORECASE,
 )
-_PHONE_WORD = re.compile(rb"phone|tel|mobile|cell|whatsapp|fax|sms|call|text me|ring me|reach me|contact me|my |dial")
+_PHONE_WORD = re.compile(_trie((b"phone", b"tel", b"mobile", b"cell", b"whatsapp", b"fax", b"sms", b"call", b"text me",
+                                b"ring me", b"reach me", b"contact me", b"my ", b"dial")))
 _DATE_LIKE = re.compile(r"[0-9]{4}[\-./][0-9]{1,2}[\-./][0-9]{1,2}|[0-9]{1,2}[\-./][0-9]{1,2}[\-./][0-9]{2,4}")
 
 _SSN_LABELLED = re.compile(
@@ -1116,7 +1117,8 @@ _ID_LABELLED = re.compile(
     r"(?:\s+(?:number|no\.?|nr\.?|#))?(?:\s+is)?\s*[:#=\-]?\s*([A-Za-z0-9][A-Za-z0-9 \-]{4,18}[A-Za-z0-9])",
     re.IGNORECASE,
 )
-_ID_WORD = re.compile(rb"passport|licen|national|tax |nhs|personal id|id card|identity card")
+_ID_WORD = re.compile(_trie((b"passport", b"licen", b"national", b"tax ", b"nhs", b"personal id", b"id card",
+                             b"identity card")))
 
 
 def _has_spelled_email(text: str, low: bytes) -> bool:
@@ -1149,7 +1151,8 @@ _STATED = re.compile(
     r"\s+(?:is|was|are)\s+(?:now\s+|still\s+)?[\"'`]?(?![{<*])(?P<v>[^\s\"'`,;]{4,})",
     re.IGNORECASE,
 )
-_STATED_WORD = re.compile(rb"pass|pwd|pin|secret key|api|access|auth|bearer|session")
+_STATED_WORD = re.compile(_trie((b"pass", b"pwd", b"pin", b"secret key", b"api", b"access", b"auth", b"bearer",
+                                 b"session")))
 
 
 def _has_stated_secret(text: str, low: bytes) -> bool:
@@ -1262,7 +1265,7 @@ def screen(*texts: str | None) -> ScreeningResult:
             if injection is None:
                 injection = _find_respelled(view, low)
             sensitive |= _find_sensitive(view, raw, low)
-            if _SPACED_HINT.search(low) is not None:  # "p a s s w o r d :  h u n t e r 2"
+            if _letter_spaced(low):  # "p a s s w o r d :  h u n t e r 2"
                 joined = _despace(view)
                 joined_raw = joined.encode("ascii", "replace")
                 sensitive |= _find_sensitive(joined, joined_raw, joined_raw.lower())
@@ -1270,10 +1273,22 @@ def screen(*texts: str | None) -> ScreeningResult:
 
 
 # Letter-spaced words ("Y o u  a r e  n o w"): four or more single characters, each after one space.
-_SPACED_HINT = re.compile(rb"(?:^|\s)\S \S \S \S(?:\s|$)")
+# one byte a character: white space → " ", anything else → "x" (then C-speed finds, no regex sweep)
+_SPACE_CLASS = bytes(ord(" ") if chr(i).isspace() else ord("x") for i in range(256))
+_LEET_CLASS = bytes(ord("a") if 97 <= i <= 122 else ord("1") if chr(i) in "013457" else ord(" ") for i in range(256))
+
+
+def _letter_spaced(low: bytes) -> bool:
+    """Four single characters in a row, each after one space ("y o u  a r e")."""
+    return b" x x x x " in b" " + low.translate(_SPACE_CLASS) + b" "
+
+
+def _leet_spelled(low: bytes) -> bool:
+    """A digit that can stand for a letter, between two letters ("n0w", "5y5t3m")."""
+    return b"a1a" in low.translate(_LEET_CLASS)
+
 _SPACED_RUN = re.compile(r"(?<!\S)\S(?: \S){2,}(?!\S)")
 # A digit standing for a letter inside a word ("n0w", "5y5t3m"); such a digit is read as that letter.
-_LEET_HINT = re.compile(rb"[a-z][013457][a-z]")
 _LEET_WORD = re.compile(r"[A-Za-z013457]*[A-Za-z][A-Za-z013457]*")
 _LEET_TABLE = {ord(k): v for k, v in {"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t"}.items()}
 
@@ -1281,8 +1296,8 @@ _LEET_TABLE = {ord(k): v for k, v in {"0": "o", "1": "i", "3": "e", "4": "a", "5
 def _find_respelled(view: str, low: bytes) -> str | None:
     """The word-level injection rules and the markers, read again with letter-spaced words joined and digits
     inside words read as letters — only when the text holds such words."""
-    for hint, respell in ((_SPACED_HINT, _despace), (_LEET_HINT, _deleet)):
-        if hint.search(low) is None:
+    for hint, respell in ((_letter_spaced, _despace), (_leet_spelled, _deleet)):
+        if not hint(low):
             continue
         text = respell(view)
         text_low = text.encode("ascii", "replace").lower()
