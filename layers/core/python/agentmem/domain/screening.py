@@ -1253,6 +1253,8 @@ def screen(*texts: str | None) -> ScreeningResult:
         plain = is_plain_ascii(text)
         if injection is None and not plain:
             injection = invisible_label(text)
+            if injection is None and _OTHER_SCRIPTS.search(text) is not None:
+                injection = "ignore_previous_instructions"
         for view in [text] if plain and _MARKUP_HINT.search(text) is None else _views(text):
             raw = view.encode("ascii", "replace")  # one byte per character: positions match the view's
             low = raw.lower()
@@ -1313,6 +1315,20 @@ def _despace(text: str) -> str:
 
 def _deleet(text: str) -> str:
     return _LEET_WORD.sub(lambda m: m.group().translate(_LEET_TABLE), text)
+
+
+# "Ignore (all) previous instructions" in Russian, Ukrainian, Chinese, Japanese and Korean, read on the text
+# itself (folding would turn Cyrillic letters into Latin look-alikes)
+_OTHER_SCRIPTS = re.compile(
+    r"(?:проигнорируй|игнорируй|забудь|не\s+обращай\s+внимания\s+на|ігноруй|забудь)(?:те)?\s+"
+    r"(?:(?:все|всі|свои|свої)\s+)?(?:(?:предыдущие|прежние|прошлые|вышеуказанные|попередні|усі)\s+)?"
+    r"(?:инструкции|указания|правила|команды|інструкції|вказівки|правила)"
+    r"|(?:忽略|无视|忘记|忽視|無視|忘記)(?:掉)?(?:你)?(?:之前|以前|先前|上述|上面|以上|前面|所有|全部|一切)(?:的)?(?:所有|全部)?(?:的)?"
+    r"(?:指令|指示|说明|說明|规则|規則|提示)"
+    r"|(?:以前|前|上記|これまで)の(?:すべての|全ての)?(?:指示|命令|ルール|指令)(?:を)?(?:すべて|全て|全部)?(?:を)?無視"
+    r"|(?:이전|위의|앞의|모든)\s*(?:의\s*)?(?:모든\s*)?(?:지시|지침|명령|규칙)(?:을|를|사항을|들을)?\s*(?:모두\s*)?무시",
+    re.IGNORECASE,
+)
 
 
 def _views(text: str) -> list[str]:
