@@ -8,7 +8,7 @@ is *detected* when screening finds an injection; a credential or personal datum 
 out of the account layer (sensitive, or refused as an injection). Ordinary text is a *false positive* when
 screening finds anything at all in it.
 
-Cost: the best of 5 runs of ``screen`` on 20,000 characters of prose and of fragments repeated to 20,000
+Cost (CPU time): the best of 5 runs of ``screen`` on 20,000 characters of prose and of fragments repeated to 20,000
 characters that tease each rule (a super-linear rule would show here in seconds), and the mean CPU time over
 the ordinary corpus (each text a save's content), the first pass apart (what loading the detectors costs: the
 libraries are imported on the first text that needs each).
@@ -44,11 +44,12 @@ FRAGMENTS = ["password:", "a@", "1", " 1", "ignore ", "you are now ", "\nsystem 
 
 
 def best_of(text: str, runs: int = 5) -> float:
+    """CPU time of this thread, best of ``runs``: steady on a shared machine, where wall time is not."""
     best = float("inf")
     for _ in range(runs):
-        started = time.perf_counter()
+        started = time.thread_time()
         screen(text)
-        best = min(best, time.perf_counter() - started)
+        best = min(best, time.thread_time() - started)
     return best
 
 
@@ -106,7 +107,7 @@ def costs() -> dict[str, float]:
     out = {"ordinary_first_pass_ms": round(first * 1000, 2), "ordinary_per_save_cpu_us": round(per_save * 1e6, 1)}
     for label, unit in {"prose": PROSE, **{f"repeated {f!r}": f for f in FRAGMENTS}}.items():
         text = (unit * (20_000 // len(unit) + 1))[:20_000]
-        out[f"20k {label} ms"] = round(best_of(text) * 1000, 3)
+        out[f"20k {label} cpu_ms"] = round(best_of(text) * 1000, 3)
     return out
 
 
