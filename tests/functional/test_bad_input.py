@@ -245,6 +245,10 @@ BAD_NAMES = {
     "65-chars": "a" * 65,
     "accented": "%C3%A9t%C3%A9",
     "empty-agent": "agent:",
+    # names made only of dots, escaped so that no client resolves them as "this folder" or "its parent"
+    "dot-dot": "%2e%2e",
+    "dot": "%2E",
+    "three-dots": "...",
 }
 for endpoint in ("memories.put", "memories.get", "memories.delete", "memories.restore", "entries.list",
                  "entries.get", "entries.put", "entries.delete", "entries.history", "entries.search"):
@@ -892,6 +896,13 @@ BAD_PATHS: dict[str, tuple[str, str]] = {  # case → (in the URL, in JSON)
     "delete-char": ("a%7Fb", "a\x7fb"),
     "backslash": ("a%5Cb", "a\\b"),
     "backslash-dot-dot": ("%2E%2E%5Cnotes.txt", "..\\notes.txt"),
+    # invisible characters: a right-to-left override that shows "txt.exe" as "exe.txt", a zero-width space,
+    # a left-to-right mark, a soft hyphen, a Unicode tag
+    "right-to-left-override": ("report%E2%80%AEtxt.exe", "report\u202etxt.exe"),
+    "zero-width-space": ("a%E2%80%8Bb.txt", "a\u200bb.txt"),
+    "left-to-right-mark": ("a%E2%80%8Eb.txt", "a\u200eb.txt"),
+    "soft-hyphen": ("a%C2%ADb.txt", "a\u00adb.txt"),
+    "tag-character": ("a%F3%A0%81%81b.txt", "a\U000e0041b.txt"),
     "empty-segment": ("a//b", "a//b"),
     "trailing-slash": ("docs/", "docs/"),
     "1025-bytes": ("p" * 1025, "p" * 1025),

@@ -303,3 +303,28 @@ def test_a_value_of_the_wrong_type_is_refused_naming_the_field(
 ) -> None:
     # Given / When / Then: a 400 naming the field, never an unexpected error
     assert refused(check, *args) == field
+
+
+@pytest.mark.parametrize("name", [".", "..", "...", "." * 63])
+def test_a_name_made_only_of_dots_is_refused(name: str) -> None:
+    # Given a name of allowed characters that is only dots ("%2e%2e" in a URL arrives as "..")
+    # When / Then it is refused: it names this folder or its parent, no entry
+    assert refused(rules.check_name, name) == "name"
+    assert refused(rules.check_memory_name, name) == "memory"
+    assert refused(rules.check_memory_name, f"agent:{name}") == "memory"
+    # while dots beside other characters are fine
+    assert rules.check_name(f"{name}a") == f"{name}a"
+
+
+@pytest.mark.parametrize("code", [*range(0x00, 0x09), *range(0x0E, 0x20), 0x7F, *range(0x80, 0xA0)])
+def test_content_and_descriptions_holding_nul_or_another_control_character_are_refused(code: int) -> None:
+    # Given text holding a control character
+    text = f"before{chr(code)}after"
+    # When / Then it is refused, naming the field
+    assert refused(rules.check_content, text) == "content"
+    assert refused(rules.check_description, text) == "description"
+
+
+def test_tabs_and_line_breaks_are_text() -> None:
+    # Given / When / Then tab, line feed, carriage return, vertical tab and form feed are kept as text
+    assert rules.check_content("a\tb\nc\r\nd\x0be\x0cf") == "a\tb\nc\r\nd\x0be\x0cf"

@@ -114,6 +114,28 @@ def test_every_control_character_is_refused(code: int) -> None:
         assert refused(ws.check_path, path).details["field"] == "path", (hex(code), path)
 
 
+# every bidirectional control, zero-width and other invisible formatting character: a sample of each kind
+INVISIBLE = ["\u202e", "\u202a", "\u2066", "\u2069", "\u200e", "\u200f", "\u061c", "\u200b", "\u200c", "\u2060",
+             "\ufeff", "\u00ad", "\u2061", "\u180e", "\u034f", "\u3164", "\ufff9", "\U000e0041", "\U000e0001",
+             "\U0001bca0", "\U0001d173"]
+
+
+@pytest.mark.parametrize("char", INVISIBLE, ids=[f"U+{ord(c):04X}" for c in INVISIBLE])
+def test_a_path_holding_an_invisible_character_is_refused(char: str) -> None:
+    # Given a file name with a right-to-left override ("report\u202etxt.exe" shows as "reportexe.txt") or
+    # another character that a person does not see
+    for path in (f"report{char}txt.exe", f"dir{char}/a.txt", f"a/{char}b.txt"):
+        # When / Then it is refused, naming the path
+        assert refused(ws.check_path, path).details["field"] == "path", (hex(ord(char)), path)
+
+
+def test_a_path_may_hold_emoji_and_any_script() -> None:
+    # Given file names in other scripts and with emoji (a joined family, a heart with its presentation selector)
+    for path in ("отчёт/2026.txt", "תיקייה/קובץ.txt", "photos/👨\u200d👩\u200d👧 ❤️.jpg", "日本語/ファイル.md"):
+        # When / Then they are accepted as they are
+        assert ws.check_path(path) == path
+
+
 def test_the_characters_next_to_the_control_ranges_are_fine() -> None:
     for char in (" ", "~", "\xa0", "¡", "ÿ"):
         assert ws.check_path(f"a{char}b") == f"a{char}b"

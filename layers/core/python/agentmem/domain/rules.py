@@ -31,7 +31,8 @@ DEFAULT_IMPORTANCE = 0.5
 
 
 def check_name(name: str, *, field: str = "name", allow_checkpoint: bool = False) -> str:
-    """An entry or memory name: 1–64 of ``[a-z0-9._-]``; ``context.`` is reserved."""
+    """An entry or memory name: 1–64 of ``[a-z0-9._-]``, not made only of dots (``.`` and ``..`` name no
+    entry: in a URL path they mean this folder and its parent); ``context.`` is reserved."""
     if not isinstance(name, str) or not name:
         raise InvalidError(f"{field} must be 1–{NAME_MAX} characters", field=field)
     if len(name) > NAME_MAX:
@@ -40,6 +41,9 @@ def check_name(name: str, *, field: str = "name", allow_checkpoint: bool = False
         raise InvalidError(
             f"{field} {name!r} may only hold lowercase letters, digits and . _ -", field=field
         )
+    if not name.strip("."):
+        raise InvalidError(f"{field} {name!r} is made only of dots; a name needs a letter, a digit, _ or -",
+                           field=field)
     if not allow_checkpoint and name.startswith(CHECKPOINT_PREFIX):
         raise InvalidError(
             f"{field} {name!r}: names starting 'context.' are reserved for conversation checkpoints",
@@ -69,13 +73,23 @@ def check_user_id(user_id: str, *, field: str = "user") -> str:
 
 
 def _check_text(text: str, field: str) -> None:
-    """JSON may carry lone surrogates (``"\\ud800"``), which no store can hold."""
+    """JSON may carry lone surrogates (``"\\ud800"``), which no store can hold, and NUL or other control
+    characters, which are no part of text (tab, line feed, carriage return, vertical tab and form feed are)."""
     if not isinstance(text, str):
         raise InvalidError(f"{field} must be text", field=field)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
         raise InvalidError(f"{field} holds an unpaired surrogate; it is not valid Unicode text", field=field) from None
+    m = _CONTROL.search(text)
+    if m is not None:
+        raise InvalidError(
+            f"{field} holds the control character U+{ord(m.group()):04X} at position {m.start()}; "
+            "text may not hold NUL or other control characters", field=field,
+        )
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x9f]")  # Cc but \t \n \v \f \r
 
 
 def check_description(description: str) -> str:

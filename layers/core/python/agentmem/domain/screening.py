@@ -32,11 +32,17 @@ never ``\\d``, so other scripts' digits cannot reach the checksum arithmetic.
 
 from __future__ import annotations
 
+import html
+import math
 import re
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from functools import cache
+from typing import Any
 
 from agentmem.domain.errors import RejectedInjectionError, SensitiveWithoutUserError
+from agentmem.domain.screening_unicode import fold, invisible_label, is_plain_ascii
 
 __all__ = [
     "ScreeningResult",
@@ -80,10 +86,8 @@ def _word_before(s: str, i: int, word: str) -> int:
 # Injection rules
 # ====================================================================================================
 
-# Invisible characters: zero-width (U+200B–U+200D, U+2060, U+FEFF) and bidi overrides/isolates
-# (U+202A–U+202E, U+2066–U+2069). Only looked for in non-ASCII text.
-_ZERO_WIDTH_CHARS = "\u200b\u200c\u200d\u2060\ufeff"
-_BIDI_CHARS = "".join(chr(c) for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A)))
+# Invisible characters (zero-width, bidi overrides, tags, controls and every other default-ignorable or format
+# character) are found by screening_unicode.invisible_label, before any rule below.
 
 # A line that starts with "system:" (any case, after optional horizontal whitespace). Line breaks are the ones
 # str.splitlines() knows, so "\r" or U+2028 cannot hide a line start; "the system: it works" mid-line passes.
@@ -143,11 +147,18 @@ _NOW_IDENTITY = re.compile(
 
 # "new system prompt" / "new system instructions", split at "system" like the rule above.
 _SYSTEM_PROMPT_AFTER = re.compile(r"\s+(?:prompt|instructions?)\b", re.IGNORECASE)
+_NEW_WORDS = ("new", "updated", "revised", "real", "actual", "true", "secret", "hidden", "overriding")
 
 # Plain-word descriptions used in messages (never the matched text).
 _INJECTION_WORDS = {
     "zero_width_character": "an invisible zero-width character",
     "bidi_override": "an invisible bidirectional-override character",
+    "tag_characters": "invisible Unicode tag characters (hidden text)",
+    "control_character": "a control character (such as NUL)",
+    "invisible_character": "an invisible formatting character",
+    "chat_template_marker": "a chat-template marker (like '<|im_start|>' or '[INST]')",
+    "jailbreak_persona": "an attempt to make the model drop its rules ('act as an unrestricted AI')",
+    "prompt_extraction": "an attempt to make the model reveal its system prompt",
     "system_prefix": "a line starting with 'system:'",
     "ignore_previous_instructions": "an instruction to ignore previous instructions",
     "disregard_instructions": "an instruction to disregard earlier instructions",
@@ -174,22 +185,28 @@ def _preceded_by_you_are(text: str, i: int) -> bool:
 
 
 def _system_line(text: str, i: int) -> bool:
-    """``text[i:i+6]`` is "system" (any case): is it the first thing on its line, followed by ':'?"""
+    """``text[i:i+6]`` is "system" (any case): is it the first thing on its line (after blanks, or a Markdown
+    heading, quote or emphasis: "### System:", "> system:", "**System:**"), followed by ':'?"""
     j = i
-    while j > 0 and text[j - 1] in _HSPACE:
+    while j > 0 and (text[j - 1] in _HSPACE or text[j - 1] in _SYSTEM_MARKUP):
         j -= 1
     if j > 0 and text[j - 1] not in _LINE_BREAKS:
         return False
-    return _COLON_AFTER_SYSTEM.match(text, i + 6) is not None
+    k = i + 6
+    named = _SYSTEM_NOUN.match(text, k)  # "System prompt:", "SYSTEM MESSAGE:"
+    if named is not None:
+        k = named.end()
+    while k < len(text) and text[k] in _SYSTEM_MARKUP:
+        k += 1
+    return _COLON_AFTER_SYSTEM.match(text, k) is not None
+
+
+_SYSTEM_MARKUP = frozenset("#>*_`")
+_SYSTEM_NOUN = re.compile(r"[ \t]+(?:prompt|message|instructions?)\b", re.IGNORECASE)
 
 
 def _find_injection(text: str, low: bytes) -> str | None:
     """Label of the first injection rule that matches; rules are checked in a fixed order."""
-    if not text.isascii():
-        if any(c in text for c in _ZERO_WIDTH_CHARS):
-            return "zero_width_character"
-        if any(c in text for c in _BIDI_CHARS):
-            return "bidi_override"
     # each rule starts at its keyword: a keyword not in the text (a C-speed test) skips the rule's loop
     systems = list(_find_all(low, b"system")) if b"system" in low else []
     if any(_system_line(text, i) for i in systems):
@@ -207,9 +224,205 @@ def _find_injection(text: str, low: bytes) -> str | None:
         if _NOW_IDENTITY.match(text, i) is not None and _preceded_by_you_are(text, i):
             return "you_are_now"
     for i in systems:
-        if _SYSTEM_PROMPT_AFTER.match(text, i + 6) is not None and _word_before(text, i, "new") >= 0:
+        if _SYSTEM_PROMPT_AFTER.match(text, i + 6) is not None and any(
+            _word_before(text, i, word) >= 0 for word in _NEW_WORDS
+        ):
             return "new_system_prompt"
     return None
+
+
+# ----------------------------------------------------------------------------------------------------
+# Chat-template markers, and the phrases read with spacing, markup and look-alike digits taken away
+# ----------------------------------------------------------------------------------------------------
+
+# Special tokens of chat templates that open or close a turn or name a role ("<|im_start|>", "<|system|>",
+# "<|eot_id|>" …; not "<|endoftext|>", which prose about tokenizers names), Llama's "[INST]" and "<<SYS>>", and
+# role tags ("[SYSTEM]", "<system>", "</system>"): a model reads them as the start of a turn.
+_MARKERS = re.compile(
+    rb"<\|[ ]?(?:im_start|im_end|im_sep|system|user|assistant|developer|tool|ipython|start_header_id|end_header_id"
+    rb"|eot_id|eom_id|begin_of_text|start_of_turn|end_of_turn|start|end|message|channel|constrain|return|call"
+    rb"|sys|inst|human|bot|model)[ ]?\|>"
+    rb"|<[ ]?/?[ ]?im_(?:start|end|sep)[ ]?>"
+    rb"|\[[ ]?/?[ ]?(?:inst|sys|system|system[ _\-]?(?:prompt|message|instructions?))[ ]?\]"
+    rb"|<<?[ ]?/?[ ]?(?:sys|system|system[ _\-]?(?:prompt|message|instructions?))[ ]?>>?"
+)
+
+
+
+def _find_marker(low: bytes) -> bool:
+    if b"<|" in low and b"|>" in low:
+        for i in _find_all(low, b"<|"):
+            if _MARKERS.match(low, i) is not None:
+                return True
+    if b"sys" not in low and b"inst" not in low and b"im_" not in low:
+        return False
+    for opener in (b"[", b"<"):
+        if opener not in low:
+            continue
+        for i in _find_all(low, opener):
+            if _MARKERS.match(low, i) is not None:
+                return True
+    return False
+
+
+# The squeezed text: lower case, letters only, look-alike digits and signs read as letters (1gn0r3 → ignore),
+# everything else (spaces, line breaks, punctuation, Markdown) left out. Phrases are looked for in it, so
+# "I g n o r e", "**Ignore** *all*" and "ignore\nprevious" read as what they say. Only long phrases are looked
+# for this way (a short one would match across words).
+_LEET = {ord("0"): "o", ord("1"): "i", ord("3"): "e", ord("4"): "a", ord("5"): "s", ord("7"): "t",
+         ord("@"): "a", ord("$"): "s", ord("!"): "i", ord("|"): "l"}
+_SQUEEZE_TABLE = bytes(
+    ord(_LEET[i]) if i in _LEET else i + 32 if 65 <= i <= 90 else i for i in range(256)
+)
+_SQUEEZE_DROP = bytes(i for i in range(256) if not (65 <= i <= 90 or 97 <= i <= 122 or i in _LEET))
+_TAG = re.compile(rb"<[^<>\n]{0,80}>")
+
+_IGN = rb"(?:ignor(?:e|ing)|disregard(?:ing)?|forget(?:ting)?|overrid(?:e|ing)|bypass(?:ing)?|dismiss(?:ing)?)"
+_DET = rb"(?:all|any|the|your|my|of|these|those|every|each)"
+_ADJ = rb"(?:prior|previous|previously|above|earlier|preceding|foregoing|former|original|initial|old|past|existing)"
+_NOUN = (rb"(?:instruction|prompt|rule|direction|directive|guideline|command|programming|restriction|constraint"
+         rb"|polic(?:y|ies)|guardrail|filter|limitation|training|principle|safeguard|ethic|context)")
+_KIND = rb"(?:system|safety|ethical|content|core|moral|developer)?"
+_SQUEEZED = (
+    # ignore / disregard / forget / override / bypass …
+    (rb"ignor", rb"disregard", rb"forget", rb"overrid", rb"bypass", rb"dismiss", rb"olvid", rb"oubli", rb"vergiss",
+     rb"stopfollow", rb"stopobey", rb"stoplisten", rb"donotfollow", rb"dontfollow", rb"nolongerfollow", rb"donotobey",
+     rb"dontobey", rb"nolongerobey", rb"donotlisten", rb"dontlisten", rb"cancel", rb"discard", rb"abandon",
+     rb"scrap", rb"void", rb"erase", rb"unlearn",
+     rb"vergessen", rb"dimentica", rb"esquec", rb"allevor", rb"allebis", rb"alleob", rb"vorherig", rb"bisherig",
+     rb"vorig", rb"obigen"),
+    re.compile(
+        _IGN + rb"(?:" + _DET + rb"{0,3}" + _ADJ + _KIND + _NOUN  # … all previous instructions
+        + rb"|(?:all|any)?(?:of)?your" + _ADJ + rb"?" + _KIND + _NOUN  # … your guidelines
+        + rb"|all(?:the|of)?" + _KIND + _NOUN  # … all rules
+        + rb"|(?:the|all|any)?" + _NOUN + rb"s?(?:above|before|given(?:above|before|earlier)|youweregiven"
+        rb"|youhavebeengiven)"  # … the instructions above
+        + rb"|(?:about)?everything(?:above|before|priortothis|sofar|youweretold|youhavebeentold|youweregiven"
+        rb"|youhavebeengiven|youknow|ivesaidbefore|isaidbefore)"  # … everything above
+        + rb"|(?:what|anything|all)(?:that)?(?:you(?:were|havebeen|ve?been)(?:told|given|instructed)|itoldyou"
+        rb"|wassaid)"  # … what you were told
+        + rb")"
+        + rb"|(?:ignor(?:e|ing)|disregard(?:ing)?|forget(?:ting)?)(?:all|any)?(?:of)?(?:the|your)(?:system|developer)"
+        rb"(?:prompt|message|instruction)"  # … the system prompt
+        # stop following / do not follow / cancel … your (previous) instructions
+        + rb"|(?:stop(?:following|obeying|listeningto)|(?:donot|dont|nolonger)(?:follow|obey|listento)"
+        rb"|cancel(?:ling)?|discard(?:ing)?|abandon(?:ing)?|scrap|void|erase|unlearn)"
+        + rb"(?:all|any|the|your|of|these|those){0,3}" + _ADJ + rb"?" + _KIND
+        + rb"(?:instruction|prompt|directive|guideline|programming|training)"
+        # the same in Spanish, French, German, Italian and Portuguese (accents are folded away)
+        + rb"|(?:ignora|ignore|ignorez|ignorer|ignoriere|ignorieren|olvida|olvide|oublie|oubliez|oublier|vergiss"
+        rb"|vergessen|dimentica|esqueca|esquece)(?:todas|toutes|alle|tutte|todos|tous|sie)?(?:las|les|le|as|os|die)?"
+        rb"(?:instrucciones|indicaciones|instructions|consignes|anweisungen|instruktionen|befehle|regeln|istruzioni"
+        rb"|indicazioni|instrucoes|regras|regles|reglas|regole)"
+        rb"(?:anteriores|previas|precedentes|anterieures|precedenti|vorherigen|bisherigen|vorigen|obigen)"
+        + rb"|(?:ignoriere|ignorieren|vergiss|vergessen)(?:sie)?(?:alle|die)?(?:vorherigen|bisherigen|vorigen|obigen)"
+        rb"(?:anweisungen|instruktionen|befehle|regeln)"
+        + rb"|(?:alle)?(?:vorherigen|bisherigen|vorigen|obigen)(?:anweisungen|instruktionen|befehle|regeln)"
+        rb"(?:ignorieren|vergessen)"
+    ),
+    "ignore_previous_instructions",
+)
+_PERSONA = (rb"(?:unrestricted|unfiltered|uncensored|unmoderated|jailbroken|unbound|unlimited|limitless"
+            rb"|unconstrained|unaligned|amoral|unethical|evil|rogue|lawless)")
+_PERSONAS = (
+    (rb"actas", rb"actlike", rb"actingas", rb"actinglike", rb"behav", rb"pretend", rb"roleplay", rb"respondas",
+     rb"respondingas", rb"operateas", rb"operatingas", rb"functionas", rb"becomea", rb"becomean", rb"youare",
+     rb"enabl", rb"activat", rb"enter", rb"switchto", rb"turnon", rb"unlock", rb"doanything", rb"imagin", rb"assume",
+     rb"danmode", rb"jailbr", rb"unrestrictedmode", rb"unfilteredmode", rb"roleplay", rb"actinga", rb"actasa"),
+    re.compile(
+        rb"(?:act|acting|behave|behaving|pretend|pretending|roleplay|roleplaying|respond|responding|operate"
+        rb"|operating|function|become|youarenow|youarenolonger|youare)"
+        rb"(?:as|like|tobe|asif|asthough)?(?:youwere|youare|youre)?(?:a|an|the|my)?"
+        rb"(?:completely|totally|fully|truly)?" + _PERSONA
+        + rb"|(?:pretend|pretending|imagine|assume|actasif)(?:that)?you(?:have|had|are|were)(?:no|without)(?:longer)?"
+        rb"(?:any)?(?:bound)?(?:by)?(?:restriction|rule|limit|filter|guideline|constraint|boundar|ethic|moral"
+        rb"|polic|safeguard|guardrail)"
+        + rb"|(?:enable|enabling|activate|activating|enter|entering|switchto|turnon|unlock)(?:the)?"
+        rb"(?:dan|god|jailbreak|jailbroken|unrestricted|unfiltered|evil)mode"
+        + rb"|youarenow(?:in)?(?:developer|dev|god|admin|debug|jailbreak|unrestricted|sudo|evil)mode"
+        + rb"|doanythingnow"
+        + rb"|youare(?:no|not)(?:longer)?(?:a|an)?(?:chatgpt|claude|gemini|gpt|llama|copilot|bard|aiassistant"
+        rb"|assistant|ai|languagemodel|largelanguagemodel|chatbot)(?:anymore)?(?:you|now|from|$)"
+        + rb"|(?:act|acting|roleplay|roleplaying|behave|behaving|respond|responding|pretend|pretending|operate)"
+        rb"(?:as|like|tobe)(?:a|an)?(?:ai|assistant|model|bot|chatbot|llm|languagemodel|agent|persona)"
+        rb"(?:with|thathas|whichhas|who has|thathasno|withno)?(?:out|no)(?:any)?(?:ethic|moral|rule|restriction|limit"
+        rb"|filter|guideline|boundar|safety|censorship|guardrail|polic)"
+        + rb"|(?:dan|jailbreak|jailbroken|unrestricted|unfiltered)mode(?:is)?(?:now)?(?:enabled|activated|on|engaged)"
+    ),
+    "jailbreak_persona",
+)
+_EXTRACTION = (
+    (rb"reveal", rb"printyour", rb"printmeyour", rb"showyour", rb"showmeyour", rb"showusyour", rb"output", rb"repeat",
+     rb"leak", rb"display", rb"tellme", rb"tellusyour", rb"dump", rb"expose", rb"disclose", rb"recite",
+     rb"whatisyour", rb"whatareyour"),
+    re.compile(
+        rb"(?:reveal|print|show|output|repeat|leak|display|tell|dump|expose|disclose|recite|whatis|whatare)"
+        rb"(?:me|us)?your(?:full|entire|hidden|secret|original|initial|whole|complete|exact|internal|real)?"
+        rb"(?:systemprompt|systemmessage|systeminstruction|hiddeninstruction|hiddenprompt|initialprompt"
+        rb"|initialinstruction|originalprompt|originalinstruction|secretinstruction|prompt)"
+    ),
+    "prompt_extraction",
+)
+_NEGATIONS = (b"dont", b"donot", b"never", b"not", b"doesnt", b"didnt", b"wont", b"shouldnt", b"cant", b"cannot")
+
+
+def _squeeze(low: bytes) -> bytes:
+    if b"<" in low:
+        low = _TAG.sub(b"", low)
+    return low.translate(_SQUEEZE_TABLE, _SQUEEZE_DROP)
+
+
+def _trie(words: Iterable[bytes]) -> bytes:
+    """One pattern for many literal words, factored by common prefixes: the regex engine tries a few first
+    letters at each position instead of every word (three times faster than a flat alternation here)."""
+    tree: dict[int, Any] = {}
+    for word in words:
+        node = tree
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[-1] = {}
+
+    def emit(node: dict[int, Any]) -> bytes:
+        alts = [b"" if ch == -1 else re.escape(bytes([ch])) + emit(sub) for ch, sub in sorted(node.items())]
+        if len(alts) == 1:
+            return alts[0]
+        optional = b"" in alts
+        body = b"(?:" + b"|".join(a for a in alts if a) + b")"
+        return body + b"?" if optional else body
+
+    return emit(tree)
+
+
+_SQUEEZED_RULES = (_SQUEEZED, _PERSONAS, _EXTRACTION)
+# every rule's first words, found in one pass
+_SQUEEZED_TRIGGER = re.compile(_trie({t for r in _SQUEEZED_RULES for t in r[0]}))
+
+
+def _find_squeezed(squeezed: bytes) -> str | None:
+    for m in _SQUEEZED_TRIGGER.finditer(squeezed):
+        i = m.start()
+        for _, pattern, label in _SQUEEZED_RULES:
+            if pattern.match(squeezed, i) is None:
+                continue
+            if label == "ignore_previous_instructions" and squeezed[max(0, i - 8) : i].endswith(_NEGATIONS):
+                continue  # "don't forget your rules …"
+            return label
+    return None
+
+
+def _demark(text: str) -> str:
+    """``text`` without Markdown emphasis, HTML tags and character references: what a reader of the rendered
+    text sees ("<b>Ign</b>ore", "**system:**", "&#73;gnore")."""
+    if "&" in text and ";" in text:
+        text = html.unescape(text)
+    if "<" in text:
+        text = _TAG_TEXT.sub("", text)
+    return text.translate(_DEMARK)
+
+
+_TAG_TEXT = re.compile(r"<(?![|<]|/?\s*sys)[^<>\n]{0,80}>")  # chat-template markers are kept for _find_marker
+_DEMARK = {ord(c): None for c in "*`~"}
+_MARKUP_HINT = re.compile(r"[*`~<&]")
 
 
 # ====================================================================================================
@@ -278,7 +491,7 @@ _SECRET_PAIR = re.compile(
     r"(?P<api>api[_\-]?key|apikey|api[_\-]?secret|secret[_\-]?key|client[_\-]?secret|access[_\-]?token"
     r"|auth[_\-]?token|refresh[_\-]?token|private[_\-]?key|aws[_\-]secret[_\-]access[_\-]key)"
     r"|(?P<pwd>password|passwd|passphrase|pwd|secret)"
-    r")[\"'*]{0,2}[^\S\r\n]*[:=][^\S\r\n]*[\"']?[^\s\"',;<{$*][^\s\"',;]{2}",
+    r")[\"'*]{0,2}[^\S\r\n]*[:=][^\S\r\n]*[\"']?(?P<v>[^\s\"',;<{$*][^\s\"',;]{2}[^\s\"',;]{0,200}+)",
     re.IGNORECASE,
 )
 # Every key above contains one of these; pairs are tried only around their occurrences.
@@ -315,8 +528,8 @@ _NUMERIC_PII = re.compile(
     # Card: 13–19 digits starting 2–6 (the major networks), contiguous or in the printed groupings
     # 4-4-4-1..4(-3) and 4-6-4/5 (Amex, Diners) with one separator kind (Luhn verified).
     r"|(?<=[2-6])(?:[0-9]{12,18}"
-    r"|[0-9]{3}(?P<csep>[ \-])[0-9]{4}(?P=csep)[0-9]{4}(?P=csep)[0-9]{1,4}(?:(?P=csep)[0-9]{3})?"
-    r"|[0-9]{3}(?P<xsep>[ \-])[0-9]{6}(?P=xsep)[0-9]{4,5})(?![0-9])(?P<card>)"
+    r"|[0-9]{3}(?P<csep>[ .\-])[0-9]{4}(?P=csep)[0-9]{4}(?P=csep)[0-9]{1,4}(?:(?P=csep)[0-9]{3})?"
+    r"|[0-9]{3}(?P<xsep>[ .\-])[0-9]{6}(?P=xsep)[0-9]{4,5})(?![0-9])(?P<card>)"
     # Spanish DNI: 8 digits + check letter; NIE: X/Y/Z + 7 digits + check letter (letter verified).
     r"|(?<=[0-9])[0-9]{7}-?[A-Z](?![A-Za-z0-9])(?P<dni>)"
     r"|(?<=[XYZ])-?[0-9]{7}-?[A-Z](?![A-Za-z0-9])(?P<nie>)"
@@ -498,6 +711,11 @@ def _scan_tokens(text: str, raw: bytes, found: set[str]) -> None:
             found.add("jwt")
         if not token.islower() and _IT_CF.search(token) is not None:
             found.add("national_id")
+        if "api_token" not in found and not _plain_token(token):
+            line_start = text.rfind("\n", 0, start) + 1
+            line_end = text.find("\n", end)
+            if _vendor_plugins_find(text[line_start : line_end if line_end != -1 else len(text)]):
+                found.add("api_token")
         start = classes.find(_LONG_TOKEN, end)
 
 
@@ -517,9 +735,36 @@ def _scan_pairs(text: str, low: bytes, found: set[str]) -> None:
             for p in range(start, i + 1):
                 if p == start or low[p - 1] in b"_-":
                     m = _SECRET_PAIR.match(text, p)
-                    if m is not None:
-                        found.add("api_token" if m.group("api") else "password")
-                        break
+                    if m is None or _placeholder(m.group("v")) \
+                            or _TYPE_OR_ATTRIBUTE.fullmatch(m.group("v").rstrip(",;)")) is not None:
+                        continue
+                    if p == start and m.group("pwd") and _word_secret(text, p, m.group("pwd"), m.end("v")):
+                        continue
+                    found.add("api_token" if m.group("api") else "password")
+                    break
+
+
+_PLAIN_WORDS = re.compile(r"[A-Za-z]+(?:[\-_.][A-Za-z]+)*+")
+
+
+def _word_secret(text: str, start: int, key: str, end: int) -> bool:
+    """A bare "secret" (no other word in its key) before a plain word, in prose, is English, not a credential:
+    after another word on its line ("Kubernetes secret: db-credentials") or before more words ("secret: santa
+    gift exchange on Friday"). "secret: tiger-lily" on a line of its own stays a password."""
+    if key.lower() != "secret":
+        return False
+    value_start = text.find(":", start)
+    eq = text.find("=", start)
+    value_start = min(i for i in (value_start, eq, end) if i != -1) + 1
+    value = text[value_start:end].strip().strip("\"'")
+    if _PLAIN_WORDS.fullmatch(value) is None:
+        return False
+    line_start = max(text.rfind("\n", 0, start), -1) + 1
+    after = text[end : text.find("\n", end) if "\n" in text[end:] else len(text)]
+    return bool(text[line_start:start].strip()) or _WORD_AFTER.match(after) is not None
+
+
+_WORD_AFTER = re.compile(r"\s+[A-Za-z]+\s+[A-Za-z]")
 
 
 def _has_bearer(text: str, low: bytes) -> bool:
@@ -549,9 +794,407 @@ def _has_email(text: str, raw: bytes) -> bool:
     return False
 
 
+# ----------------------------------------------------------------------------------------------------
+# Detectors of well-kept libraries, loaded on the first text that needs them (each import costs tens of
+# milliseconds, detect-secrets' some 300): detect-secrets' vendor-token plugins, python-stdnum (IBAN, SSN),
+# phonenumbers.
+# ----------------------------------------------------------------------------------------------------
+
+# detect-secrets' plugins that recognise one vendor's credential by its shape; the generic ones (keywords,
+# entropy, public IPs) and those screening has rules of its own for (AWS, private keys, JWT, basic auth) left out
+_VENDOR_PLUGINS = (
+    "ArtifactoryDetector", "AzureStorageKeyDetector", "CloudantDetector", "DiscordBotTokenDetector",
+    "GitHubTokenDetector", "GitLabTokenDetector", "IbmCloudIamDetector", "IbmCosHmacDetector", "MailchimpDetector",
+    "NpmDetector", "OpenAIDetector", "PypiTokenDetector", "SendGridDetector", "SlackDetector", "SoftlayerDetector",
+    "SquareOAuthDetector", "StripeDetector", "TelegramBotTokenDetector", "TwilioKeyDetector",
+)
+
+
+@cache
+def _vendor_plugins() -> tuple[Any, ...]:
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+
+    classes: Iterable[Any] = get_mapping_from_secret_type_to_class().values()
+    return tuple(cls() for cls in classes if cls.__name__ in _VENDOR_PLUGINS)
+
+
+def _vendor_plugins_find(line: str) -> bool:
+    return any(next(iter(plugin.analyze_string(line)), None) is not None for plugin in _vendor_plugins())
+
+
+_HEX_OR_DIGITS = re.compile(r"[0-9a-fA-F]++")
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+def _plain_token(token: str) -> bool:
+    """A long token no vendor issues: hex (a hash, a commit), a UUID, or lower-case words joined by - or _."""
+    return (
+        _HEX_OR_DIGITS.fullmatch(token) is not None
+        or _UUID.fullmatch(token) is not None
+        or (token.replace("-", "").replace("_", "").isalpha() and (token.islower() or token.isupper()))
+    )
+
+
+def _entropy(value: str) -> float:
+    """Shannon entropy in bits a character (as detect-secrets' high-entropy plugins compute it)."""
+    n = len(value)
+    return -sum(c / n * math.log2(c / n) for c in Counter(value).values())
+
+
+@cache
+def _stdnum() -> tuple[Callable[[str], bool], Callable[[str], bool]]:
+    from stdnum import iban
+    from stdnum.us import ssn
+
+    return iban.is_valid, ssn.is_valid
+
+
+@cache
+def _phone_possible() -> Callable[[str], bool]:
+    import phonenumbers
+
+    def possible(number: str) -> bool:
+        try:
+            parsed = phonenumbers.parse(number, None if number.startswith("+") else "US")
+        except phonenumbers.NumberParseException:
+            return False
+        return bool(phonenumbers.is_possible_number(parsed))
+
+    return possible
+
+
+# ----------------------------------------------------------------------------------------------------
+# Credentials in a URL, generic key = value pairs, spaced AWS keys
+# ----------------------------------------------------------------------------------------------------
+
+# scheme://user:password@host
+_URL_CREDENTIALS = re.compile(r"://([^\s:/?#@\[\]]{0,64}):([^\s/?#@\[\]]{1,128})@(?=[A-Za-z0-9\[])")
+_PLACEHOLDERS = frozenset(("password", "pass", "passwd", "pwd", "secret", "xxx", "xxxx", "changeme", "token"))
+
+
+_CODE_VALUE = re.compile(r"[A-Za-z_][\w.]*\(")  # a call: getpass.getpass(), input(), os.getenv(
+
+
+def _placeholder(value: str) -> bool:
+    """A value that stands for a secret without being one: <…>, {…}, ${…}, ***, %s, an environment
+    variable's name or a reference to one (DB_PASSWORD, process.env.X, os.environ[…])."""
+    v = value.strip("\"'`").rstrip(")]},;:")
+    low = v.lower()
+    return (
+        not v
+        or set(v) <= {".", "\u2026"}  # "password: …"
+        or v[0] in "<{$*%[!&|"
+        or _CODE_VALUE.match(v) is not None
+        or low in _PLACEHOLDERS
+        or set(v) <= {"x", "X", "*", "."}
+        or low.startswith(("process.env", "os.environ", "os.getenv", "getenv(", "env.", "env[", "secrets.",
+                           "config.", "settings.", "vault:", "ssm:", "arn:"))
+        or ("_" in v and v.replace("_", "").isalnum() and v.isupper())
+    )
+
+
+def _has_url_credentials(text: str) -> bool:
+    return any(not _placeholder(m.group(2)) for m in _URL_CREDENTIALS.finditer(text))
+
+
+# any key that names a secret (a component of it: "secret_access_key", "DB_PASS", "x-auth-token"), then a
+# value; a key that may name something else ("token", "key", "session") only with a value that looks random
+_KEY_VALUE = re.compile(
+    r"([A-Za-z0-9_.\-]{0,48}?(?:pass|pwd|secret|credential|token|key|auth|session|cookie|signature|salt|contrasena"
+    r"|senha|kennwort|wachtwoord|losenord|haslo|parola)"
+    r"[A-Za-z0-9_.\-]{0,24}?)[\"'*]{0,2}[^\S\r\n]*[:=][^\S\r\n]*[\"']?([^\s\"',;]{3,200})",
+    re.IGNORECASE,
+)
+_STRONG_KEY = re.compile(r"pass(?!age|enger|port|ive|ing|ed|es\b)|pwd|secret(?!ar)|credential|contrasena|senha|kennwort"
+                         r"|wachtwoord|losenord|haslo|parola", re.IGNORECASE)
+_API_KEY = re.compile(r"key|token|auth|client", re.IGNORECASE)
+
+
+def _random_looking(value: str) -> bool:
+    """A value that looks generated: hex of 12+ characters with the entropy of one, or 16+ characters mixing
+    letters and digits with high entropy."""
+    v = value.strip("\"'.")
+    if len(v) >= 12 and _HEX_OR_DIGITS.fullmatch(v) is not None and not v.isdigit():
+        return _entropy(v) > 3.0
+    return (len(v) >= 16 and any(c.isdigit() for c in v) and any(c.isalpha() for c in v)
+            and _entropy(v) > 3.5)
+
+
+def _scan_key_values(text: str, low: bytes, found: set[str]) -> None:
+    if b":" not in low and b"=" not in low:
+        return
+    done = 0  # where the last pair examined ended: a keyword inside it is not looked at again
+    for k in _KEY_WORD.finditer(low):
+        i = k.start()
+        if i < done or _PAIR_TAIL.match(low, i) is None:
+            continue
+        start = i
+        while start > 0 and i - start < 48 and low[start - 1] in _KEY_CHARS:
+            start -= 1
+        m = _KEY_VALUE.match(text, start)
+        if m is None:
+            continue
+        done = m.end()
+        key, value = m.group(1), m.group(2)
+        # the keyword ends its word: "secret_access_key", "secretKey", "passwords", not "secretsmanager" or
+        # "passes_in_process"
+        word = k.group().decode()
+        suffix_ok = k.end() == m.end(1) if word in _AMBIGUOUS_KEYS else _KEY_SUFFIX.fullmatch(text, k.end(), m.end(1))
+        if not suffix_ok or _placeholder(value):
+            continue
+        if _word_secret(text, m.start(1), key, m.end(2)) or _names_an_attribute(text, k.end(), m.end(1)) \
+                or _CODE_REFERENCE.fullmatch(value.rstrip(",;)")) is not None or value.lower() == key.lower():
+            continue
+        if word in _STRONG_WORDS and (key.lower() not in _AMBIGUOUS_KEYS or _password_like(value)):
+            found.add("api_token" if _API_KEY.search(key) is not None else "password")
+            return
+        if _random_looking(value):
+            found.add("api_token")
+            return
+
+
+_KEY_WORD = re.compile(_trie(w.encode() for w in (
+    "password", "passwort", "passwd", "passphrase", "passcode", "passe", "pass", "pwd", "secret", "credential", "token",
+    "key", "auth", "session", "cookie", "signature", "salt", "contrasena", "senha", "kennwort", "wachtwoord",
+    "losenord", "haslo", "parola",
+)))
+_STRONG_WORDS = frozenset((
+    "password", "passwort", "passwd", "passphrase", "passcode", "passe", "pass", "pwd", "secret", "credential",
+    "contrasena", "senha",
+    "kennwort", "wachtwoord", "losenord", "haslo", "parola",
+))
+_KEY_SUFFIX = re.compile(r"s?(?:[_.\-][A-Za-z0-9_.\-]*|[A-Z][A-Za-z0-9_.\-]*)?")
+# words that are keys of a password but ordinary words too ("a summary pass: …", "boarding pass: gate 5"): whole
+# words only, and a password-like value when the key is the word alone
+_AMBIGUOUS_KEYS = frozenset(("pass", "passe", "parola"))
+
+
+# what follows a secret's word in a key that names something about the secret, not the secret:
+# "secret_hash", "SECRET_FILE", "SecretId", "password_field", "token_count"
+_ATTRIBUTE_WORDS = frozenset((
+    "hash", "hashed", "file", "path", "name", "arn", "id", "ref", "field", "prefix", "suffix", "length", "len", "min",
+    "max", "policy", "manager", "store", "dir", "env", "var", "type", "kind", "version", "rotation", "header",
+    "param", "label", "url", "uri", "location", "provider", "backend", "count", "budget", "limit", "size", "ttl",
+    "expiry", "expires", "lifetime", "format", "reset", "hint", "strength", "rules", "scope", "scopes",
+))
+_FIRST_WORD = re.compile(r"s?[_.\-]?([A-Z]+(?![a-z])|[A-Za-z][a-z]*)")
+# code, not a value: a type ("str", "Any", "Optional[str]"), a name or an attribute ("secret_arn", "row.secret")
+_TYPE_OR_ATTRIBUTE = re.compile(
+    r"(?:str|int|bytes|bool|float|None|Any|dict|list|tuple|Optional\[.*|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+"
+    r"|[A-Za-z_]\w*\[[^\]]*\]?)\|?"
+)
+_CODE_REFERENCE = re.compile(_TYPE_OR_ATTRIBUTE.pattern + r"|[a-z_][a-z0-9]*(?:_[a-z0-9]+)+")
+
+
+def _names_an_attribute(text: str, end: int, key_end: int) -> bool:
+    m = _FIRST_WORD.match(text, end, key_end)
+    return m is not None and m.group(1).lower() in _ATTRIBUTE_WORDS
+
+
+def _password_like(value: str) -> bool:
+    """Letters and digits together, or letters and a sign: what a password looks like, unlike a word."""
+    v = value.strip("\"'`").rstrip(".,;:!?)]}")
+    letters = any(c.isalpha() for c in v)
+    return len(v) >= 6 and letters and (any(c.isdigit() for c in v) or any(c in _PASSWORD_SIGNS for c in v))
+
+
+_PASSWORD_SIGNS = frozenset("!@#$%^&*+=?~")
+
+
+_AWS_SPACED = re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)(?P<sep>[ .\-]?)(?:[A-Z0-9]{4}(?P=sep)){3}[A-Z0-9]{4}"
+                         r"(?![A-Za-z0-9])")
+
+
+# ----------------------------------------------------------------------------------------------------
+# Phone numbers and SSNs said to be one; IBANs
+# ----------------------------------------------------------------------------------------------------
+
+_PHONE_LABELLED = re.compile(
+    r"(?:tele?phone|phone|tel|mobile|cell(?:phone)?|whatsapp|fax|sms|call(?:\s+me)?|text\s+me|ring\s+me|reach\s+me"
+    r"|contact\s+me|my\s+(?:phone\s+|cell\s+|mobile\s+)?number|dial)"
+    r"(?:\s*(?:number|no\.?|nr\.?|#))?(?:\s+(?:is|at|on))?\s*[:=\-]?\s*"
+    r"(\+?\(?[0-9][0-9 .\-()]{5,22}[0-9])(?![0-9])",
+    re.IGNORECASE,
+)
+_PHONE_WORD = re.compile(_trie((b"phone", b"tel", b"mobile", b"cell", b"whatsapp", b"fax", b"sms", b"call", b"text me",
+                                b"ring me", b"reach me", b"contact me", b"my ", b"dial")))
+_DATE_LIKE = re.compile(r"[0-9]{4}[\-./][0-9]{1,2}[\-./][0-9]{1,2}|[0-9]{1,2}[\-./][0-9]{1,2}[\-./][0-9]{2,4}")
+
+_SSN_LABELLED = re.compile(
+    r"(?:ssn|social\s+security(?:\s+(?:number|no\.?|#))?)(?:\s+is)?\s*[:#=\-]?\s*"
+    r"([0-9]{3}[ \-.]?[0-9]{2}[ \-.]?[0-9]{4})(?![0-9])",
+    re.IGNORECASE,
+)
+_IBAN_CLASS = bytes(
+    ord("A") if 65 <= i <= 90 or 97 <= i <= 122 else ord("d") if 48 <= i <= 57 else ord(" ") for i in range(256)
+)
+_IBAN = re.compile(r"[A-Za-z]{2}[0-9]{2}(?:[ \-]?[A-Za-z0-9]){10,32}")
+
+
+def _word_start(low: bytes, i: int) -> bool:
+    return i == 0 or not (chr(low[i - 1]).isalnum())
+
+
+def _has_labelled_phone(text: str, low: bytes) -> bool:
+    done = 0
+    for w in _PHONE_WORD.finditer(low):
+        i = w.start()
+        if i < done or not _word_start(low, i):
+            continue
+        m = _PHONE_LABELLED.match(text, i)
+        if m is not None:
+            done = m.end()
+            number = m.group(1)
+            digits = _digits(number)
+            if 7 <= len(digits) <= 15 and _DATE_LIKE.search(number) is None and _phone_possible()(number):
+                return True
+    return False
+
+
+def _has_labelled_ssn(text: str, low: bytes) -> bool:
+    for word in (b"ssn", b"social security"):
+        for i in _find_all(low, word) if word in low else ():
+            m = _SSN_LABELLED.match(text, i) if _word_start(low, i) else None
+            if m is not None and _stdnum()[1](_digits(m.group(1))):
+                return True
+    return False
+
+
+def _has_iban(text: str, raw: bytes) -> bool:
+    classes = raw.translate(_IBAN_CLASS)
+    done = 0
+    for i in _find_all(classes, b"AAdd"):
+        if i < done or (i > 0 and chr(raw[i - 1]).isalnum()):
+            continue
+        m = _IBAN.match(text, i)
+        if m is None:
+            continue
+        done = m.end()
+        compact = _IBAN_SEPARATORS.sub("", m.group()).upper()
+        size = _iban_length(compact[:2])
+        # the country fixes the length: what follows a spaced IBAN ("… 0130 00 EUR1") is not part of it
+        if size is not None and len(compact) >= size and _stdnum()[0](compact[:size]):
+            return True
+    return False
+
+
+_DIGIT_BYTES = re.compile(rb"[0-9]")
+_IBAN_SEPARATORS = re.compile(r"[ \-]")
+
+
+@cache
+def _iban_length(country: str) -> int | None:
+    """The length of an IBAN of ``country`` (from python-stdnum's registry of BBAN formats), None where
+    there are none."""
+    from stdnum import numdb
+
+    info = numdb.get("iban").info(country)
+    bban = info[0][1].get("bban") if info and info[0][0] == country else None
+    if not bban:
+        return None
+    return 4 + sum(int(n) for n in re.findall(r"([0-9]+)!?[a-z]", bban))
+
+
+# "Authorization: Basic dXNlcjpw…" — the scheme and its credentials
+_AUTH_HEADER = re.compile(
+    r"authorization[\"']?\s*[:=]\s*[\"']?(?:basic|digest|token|apikey|api-key|sso-key|negotiate|ntlm)\s+"
+    r"[A-Za-z0-9+/=._~\-]{8,}",
+    re.IGNORECASE,
+)
+# an address spelled out against scrapers: "ana [at] example [dot] com", "ana(at)example.com",
+# "ana at example dot com" (a bare " at " only with a spelled-out dot, or "met at example.com" would be one)
+_AT = r"(?:\s*[\[({<]\s*at\s*[\])}>]\s*|\s+at\s+)"
+_DOT = r"(?:\s*[\[({<]\s*dot\s*[\])}>]\s*|\s+dot\s+|\.)"
+_EMAIL_SPELLED = re.compile(
+    r"(?<![\w.+\-])[\w.+\-]{1,64}(?P<at>" + _AT + r")[A-Za-z0-9\-]{1,63}(?:" + _DOT + r"[A-Za-z0-9\-]{1,63})*?"
+    r"(?P<dot>" + _DOT + r")[A-Za-z]{2,24}(?![\w@])",
+    re.IGNORECASE,
+)
+# an id document's number said to be one: "passport number: X1234567", "driver's licence no. D123-4567-8901"
+_ID_LABELLED = re.compile(
+    r"(?:passport|driver'?s?\s+licen[cs]e|driving\s+licen[cs]e|national\s+(?:id|identity|insurance)"
+    r"|tax\s+(?:id|number)|nhs\s+number|personal\s+id|id\s+card|identity\s+card)"
+    r"(?:\s+(?:number|no\.?|nr\.?|#))?(?:\s+is)?\s*[:#=\-]?\s*([A-Za-z0-9][A-Za-z0-9 \-]{4,18}[A-Za-z0-9])",
+    re.IGNORECASE,
+)
+_ID_WORD = re.compile(_trie((b"passport", b"licen", b"national", b"tax ", b"nhs", b"personal id", b"id card",
+                             b"identity card")))
+
+
+def _has_spelled_email(text: str, low: bytes) -> bool:
+    if b"at" not in low:
+        return False
+    if b"dot" not in low and not any(b in low for b in (b"at)", b"at]", b"at}", b"at>")):
+        return False
+    for m in _EMAIL_SPELLED.finditer(text):
+        spelled_at = m.group("at").strip().lower() != "at"
+        spelled_dot = m.group("dot").strip() != "."
+        if spelled_at or spelled_dot:
+            return True
+    return False
+
+
+def _has_labelled_id(text: str, low: bytes) -> bool:
+    for w in _ID_WORD.finditer(low):
+        m = _ID_LABELLED.match(text, w.start()) if _word_start(low, w.start()) else None
+        if m is not None and sum(c.isdigit() for c in m.group(1)) >= 5:
+            return True
+    return False
+
+
+# A secret said in words: "the wifi password is Tr0ub4dor&3", "my pin is 4821". The value must look like one
+# (a digit or a symbol in it, or a capital past its first letter): "the password is stored safely" is none.
+_STATED = re.compile(
+    r"(?:pass(?:word|phrase|code|wd)|pwd|pin(?:\s+(?:code|number))?|secret\s+key|api[\s_-]?key|access[\s_-]?key"
+    r"|(?:auth|access|api|bearer|session)[\s_-]?token)"
+    r"(?:\s+(?:for|of|to|on)\s+(?:[\w.@/-]+\s+){0,3}?[\w.@/-]+)?"
+    r"\s+(?:is|was|are)\s+(?:now\s+|still\s+)?[\"'`]?(?![{<*])(?P<v>[^\s\"'`,;]{4,})",
+    re.IGNORECASE,
+)
+_STATED_WORD = re.compile(_trie((b"pass", b"pwd", b"pin", b"secret key", b"api", b"access", b"auth", b"bearer",
+                                 b"session")))
+
+
+def _has_stated_secret(text: str, low: bytes) -> bool:
+    if b" is " not in low and b" was " not in low and b" are " not in low:
+        return False
+    for w in _STATED_WORD.finditer(low):
+        if not _word_start(low, w.start()):
+            continue
+        m = _STATED.match(text, w.start())
+        if m is None:
+            continue
+        value = m.group("v").rstrip(".!?)")
+        if len(value) >= 4 and (any(c.isdigit() for c in value) or not value.isalnum()
+                                or any(c.isupper() for c in value[1:])) and not _placeholder(value):
+            return True
+    return False
+
+
 def _find_sensitive(text: str, raw: bytes, low: bytes) -> set[str]:
     found: set[str] = set()
+    digits = _DIGIT_BYTES.search(raw) is not None
     _scan_tokens(text, raw, found)
+    if b"://" in low and _has_url_credentials(text):
+        found.add("password")
+    _scan_key_values(text, low, found)
+    if (b"akia" in low or b"asia" in low) and _AWS_SPACED.search(text) is not None:
+        found.add("aws_access_key")
+    if b"authorization" in low and _AUTH_HEADER.search(text) is not None:
+        found.add("api_token")
+    if _has_spelled_email(text, low):
+        found.add("email")
+    if _has_stated_secret(text, low):
+        found.add("password")
+    if digits:
+        if _has_labelled_id(text, low):
+            found.add("national_id")
+        if _has_labelled_phone(text, low):
+            found.add("phone_number")
+        if _has_labelled_ssn(text, low):
+            found.add("national_id")
+        if _has_iban(text, raw):
+            found.add("bank_account")
     if _has_bearer(text, low):
         found.add("api_token")
     if raw.find(b"PRIVATE KEY") != -1 and _PRIVATE_KEY.search(text) is not None:
@@ -559,7 +1202,8 @@ def _find_sensitive(text: str, raw: bytes, low: bytes) -> set[str]:
     _scan_pairs(text, low, found)
     if _has_email(text, raw):
         found.add("email")
-    _scan_numbers(text, raw, found)
+    if digits:
+        _scan_numbers(text, raw, found)
     return found
 
 
@@ -573,6 +1217,7 @@ _SENSITIVE_WORDS = {
     "phone_number": "a phone number",
     "card_number": "a payment card number",
     "national_id": "a national id number",
+    "bank_account": "a bank account number (IBAN)",
 }
 
 # ====================================================================================================
@@ -605,12 +1250,96 @@ def screen(*texts: str | None) -> ScreeningResult:
     for text in texts:
         if not text:
             continue
-        raw = text.encode("ascii", "replace")  # one byte per character: positions match the text's
-        low = raw.lower()
-        if injection is None:
-            injection = _find_injection(text, low)
-        sensitive |= _find_sensitive(text, raw, low)
+        plain = is_plain_ascii(text)
+        if injection is None and not plain:
+            injection = invisible_label(text)
+            if injection is None and _OTHER_SCRIPTS.search(text) is not None:
+                injection = "ignore_previous_instructions"
+        for view in [text] if plain and _MARKUP_HINT.search(text) is None else _views(text):
+            raw = view.encode("ascii", "replace")  # one byte per character: positions match the view's
+            low = raw.lower()
+            if injection is None:
+                injection = _find_injection(view, low)
+            if injection is None and _find_marker(low):
+                injection = "chat_template_marker"
+            if injection is None:
+                injection = _find_squeezed(_squeeze(low))
+            if injection is None:
+                injection = _find_respelled(view, low)
+            sensitive |= _find_sensitive(view, raw, low)
+            if _letter_spaced(low):  # "p a s s w o r d :  h u n t e r 2"
+                joined = _despace(view)
+                joined_raw = joined.encode("ascii", "replace")
+                sensitive |= _find_sensitive(joined, joined_raw, joined_raw.lower())
     return ScreeningResult(injection=injection, sensitive=tuple(sorted(sensitive)))
+
+
+# Letter-spaced words ("Y o u  a r e  n o w"): four or more single characters, each after one space.
+# one byte a character: white space → " ", anything else → "x" (then C-speed finds, no regex sweep)
+_SPACE_CLASS = bytes(ord(" ") if chr(i).isspace() else ord("x") for i in range(256))
+_LEET_CLASS = bytes(ord("a") if 97 <= i <= 122 else ord("1") if chr(i) in "013457" else ord(" ") for i in range(256))
+
+
+def _letter_spaced(low: bytes) -> bool:
+    """Four single characters in a row, each after one space ("y o u  a r e")."""
+    return b" x x x x " in b" " + low.translate(_SPACE_CLASS) + b" "
+
+
+def _leet_spelled(low: bytes) -> bool:
+    """A digit that can stand for a letter, between two letters ("n0w", "5y5t3m")."""
+    return b"a1a" in low.translate(_LEET_CLASS)
+
+_SPACED_RUN = re.compile(r"(?<!\S)\S(?: \S){2,}(?!\S)")
+# A digit standing for a letter inside a word ("n0w", "5y5t3m"); such a digit is read as that letter.
+_LEET_WORD = re.compile(r"[A-Za-z013457]*[A-Za-z][A-Za-z013457]*")
+_LEET_TABLE = {ord(k): v for k, v in {"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t"}.items()}
+
+
+def _find_respelled(view: str, low: bytes) -> str | None:
+    """The word-level injection rules and the markers, read again with letter-spaced words joined and digits
+    inside words read as letters — only when the text holds such words."""
+    for hint, respell in ((_letter_spaced, _despace), (_leet_spelled, _deleet)):
+        if not hint(low):
+            continue
+        text = respell(view)
+        text_low = text.encode("ascii", "replace").lower()
+        found = _find_injection(text, text_low) or ("chat_template_marker" if _find_marker(text_low) else None)
+        if found is not None:
+            return found
+    return None
+
+
+def _despace(text: str) -> str:
+    return _SPACED_RUN.sub(lambda m: m.group().replace(" ", ""), text)
+
+
+def _deleet(text: str) -> str:
+    return _LEET_WORD.sub(lambda m: m.group().translate(_LEET_TABLE), text)
+
+
+# "Ignore (all) previous instructions" in Russian, Ukrainian, Chinese, Japanese and Korean, read on the text
+# itself (folding would turn Cyrillic letters into Latin look-alikes)
+_OTHER_SCRIPTS = re.compile(
+    r"(?:проигнорируй|игнорируй|забудь|не\s+обращай\s+внимания\s+на|ігноруй|забудь)(?:те)?\s+"
+    r"(?:(?:все|всі|свои|свої)\s+)?(?:(?:предыдущие|прежние|прошлые|вышеуказанные|попередні|усі)\s+)?"
+    r"(?:инструкции|указания|правила|команды|інструкції|вказівки|правила)"
+    r"|(?:忽略|无视|忘记|忽視|無視|忘記)(?:掉)?(?:你)?(?:之前|以前|先前|上述|上面|以上|前面|所有|全部|一切)(?:的)?(?:所有|全部)?(?:的)?"
+    r"(?:指令|指示|说明|說明|规则|規則|提示)"
+    r"|(?:以前|前|上記|これまで)の(?:すべての|全ての)?(?:指示|命令|ルール|指令)(?:を)?(?:すべて|全て|全部)?(?:を)?無視"
+    r"|(?:이전|위의|앞의|모든)\s*(?:의\s*)?(?:모든\s*)?(?:지시|지침|명령|규칙)(?:을|를|사항을|들을)?\s*(?:모두\s*)?무시",
+    re.IGNORECASE,
+)
+
+
+def _views(text: str) -> list[str]:
+    """What the rules read: the text as it looks (``screening_unicode.fold``), and, when it holds markup, that
+    text as rendered (``_demark``)."""
+    folded = fold(text)
+    if _MARKUP_HINT.search(folded) is not None:
+        plain = _demark(folded)
+        if plain != folded:
+            return [folded, plain]
+    return [folded]
 
 
 @dataclass(frozen=True)

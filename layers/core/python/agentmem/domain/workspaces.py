@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 
 from .errors import InvalidError, TooLargeError
+from .screening_unicode import invisible_label, is_plain_ascii
 
 MIB = 1024 * 1024
 MAX_FILE_BYTES = 100 * MIB  # SPEC §8: a file is at most 100 MB
@@ -44,6 +45,11 @@ def check_path(path: object, *, field: str = "path") -> str:
         raise InvalidError(f"{field} is {size:,} bytes; at most {MAX_PATH_BYTES:,} are allowed", field=field)
     if _CONTROL.search(path):
         raise InvalidError(f"{field} may not hold NUL or other control characters", field=field)
+    if not is_plain_ascii(path) and invisible_label(path, typography=False) is not None:
+        raise InvalidError(
+            f"{field} holds an invisible character (a bidirectional override or mark such as U+202E, a zero-width "
+            "or other formatting character): a file name must read as what it is", field=field,
+        )
     if "\\" in path:
         raise InvalidError(f"{field} uses '/' to separate folders; backslashes are not allowed", field=field)
     if path.startswith("/"):

@@ -29,6 +29,7 @@ from ..domain.errors import AgentmemError, VersionConflictError
 from ..domain.models import EntryDraft, Layer, Principal
 from ..domain.rules import HISTORY_DAYS, LAYER_LIMIT
 from ..domain.screening import screen
+from ..domain.screening_unicode import strip_invisible
 from ..domain.summary_author import checkpoint_description
 from ..domain.surfaces import check_surface, surface_rules
 from ..observability import logger
@@ -301,10 +302,11 @@ def _written(summariser: Summariser, previous: str | None, rows: list[Message]) 
 
 
 def safe_summary(text: str, user_id: str | None) -> str:
-    """A summary the service writes keeps no line that tries to steer the model; in the account's layer
-    (a conversation with the account itself) it keeps no sensitive line either (SPEC §2.5)."""
+    """A summary the service writes keeps no invisible character (a zero-width one, Unicode tags that hide
+    text …) and no line that tries to steer the model; in the account's layer (a conversation with the account
+    itself) it keeps no sensitive line either (SPEC §2.5)."""
     kept = []
-    for line in text.splitlines():
+    for line in strip_invisible(text).splitlines():
         found = screen(line)
         if found.injection or (user_id is None and found.sensitive):
             continue
