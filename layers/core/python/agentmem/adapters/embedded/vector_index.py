@@ -42,11 +42,20 @@ from typing import Any
 
 import numpy as np
 
+from ...domain.conversations import TimeRange
 from ...domain.models import ACCOUNT_LAYER
 from ...domain.search import warm
 from ...observability import logger
 from ...ports.embedder import Embedder
-from ...ports.search_index import Filters, SearchHit, SearchIndex, check_filters, filter_values
+from ...ports.search_index import (
+    MESSAGE_KIND,
+    Filters,
+    SearchHit,
+    SearchIndex,
+    check_filters,
+    filter_values,
+    time_ranges,
+)
 from .database import Database
 from .private_files import open_private_file
 
@@ -54,6 +63,7 @@ BATCH = 512
 QUERY_CATCH_UP = 2000  # queued changes a query applies first; the worker takes a longer backlog
 ANN_THRESHOLD = 50_000  # vectors in one partition above which a graph answers instead of a full scan
 LOAD_CHUNK = 20_000
+TIME_EXACT_MAX = 20_000  # a time-bounded query searches at most this many vectors of a graph exactly
 KEEP_REMOVALS = 100_000  # removals logged at most; a process further behind reloads its partitions
 # The graph's build: two threads add, each looking wider than one would (expansion_add 96, not 64). Measured on
 # 146,870 distinct journal vectors added 500 at a time (usearch 2.26): one thread at 64 added 3,400-3,600/s,
@@ -476,12 +486,17 @@ class SqliteVectorIndex(SearchIndex):
         self._refresh()
         query = np.asarray(vector, dtype=np.float32)
         conversations = set(filter_values(filters["conversation"])) if "conversation" in filters else None
+        when = time_ranges(filters)
+        if set(when) - {"updated_at"} or (when and filter_values(filters.get("kind", [])) != [MESSAGE_KIND]):
+            raise ValueError("the embedded index bounds only a journal message's time (updated_at)")
         found: list[tuple[float, int, _Partition, int]] = []
         for name in _partition_names(filters):
             part = self._partition(name)
             if part is None or not part.size:
                 continue
-            if conversations is not None:
+            if when:
+                nearest = self._nearest_between(part, query, k, when["updated_at"], conversations)
+            elif conversations is not None:
                 rows = np.array([i for c in conversations for i in part.by_label.get(c, ()) if part.alive[i]],
                                 dtype=np.int64)
                 nearest = part.nearest(query, k, rows, self._vectors_of(part, rows)) if rows.size else []
@@ -499,6 +514,35 @@ class SqliteVectorIndex(SearchIndex):
                 fields.update(agent=scope, conversation=part.labels[row], seq=int(part.seqs[row]))
             hits.append(SearchHit(f"{kind}:{source}", score, fields))
         return hits
+
+    def _nearest_between(self, part: _Partition, query: Vectors, k: int, when: TimeRange,
+                         conversations: set[str] | None) -> list[tuple[float, int]]:
+        """The nearest ``k`` rows of a journal partition whose messages' times are within ``when`` (of these
+        ``conversations``, when given): the journal says which messages those are (its time is the message's),
+        and they are searched exactly; when they are many in a graph, the graph's nearest are searched wider and
+        kept when they are among them."""
+        _, account, agent, user = part.name.split(_SEP)
+        where, params = ["c.account_id=?", "c.agent=?", "c.user_key=?"], [account, agent, user]
+        if conversations is not None:
+            where.append(f"c.key IN ({','.join('?' * len(conversations))})")
+            params += sorted(conversations)
+        for op, bound in ((">", when.after), ("<", when.before)):
+            if bound is not None:
+                where.append(f"m.created_at {op} ?")
+                params.append(bound)
+        ids = np.fromiter((r[0] for r in self.db.connection().execute(
+            "SELECT m.id FROM messages m JOIN conversations c ON c.id = m.conversation_id WHERE "
+            + " AND ".join(where), params)), dtype=np.int64)
+        if not ids.size:
+            return []
+        inside = np.isin(part.sources, ids) & part.alive
+        rows = np.flatnonzero(inside)
+        if not rows.size:
+            return []
+        if part.graph is not None and rows.size > TIME_EXACT_MAX:
+            wide = part.nearest(query, min(max(k * 20, 200), part.size))
+            return [(score, row) for score, row in wide if inside[row]][:k]
+        return part.nearest(query, k, rows, self._vectors_of(part, rows))
 
     def _vectors_of(self, part: _Partition, rows: np.ndarray[Any, np.dtype[np.int64]]) -> Vectors:
         if part.matrix is not None:
