@@ -138,6 +138,11 @@ class SearchIndex(ABC):
         for doc_id in doc_ids:
             self.delete(doc_id)
 
+    def lag(self, filters: Filters) -> int | None:
+        """How far behind the store the index is for the documents ``filters`` name: how many changes are not
+        indexed yet (0: caught up); None when this index cannot tell (the default)."""
+        return None
+
     @abstractmethod
     def query(
         self, text: str | None, vector: Sequence[float] | None, filters: Filters, k: int

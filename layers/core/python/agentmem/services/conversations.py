@@ -139,6 +139,7 @@ class JournalPage:
     next_cursor: str | None
     mode: Mode = "keyword"
     fallback: Fallback | None = None
+    index_lag: int | None = None  # journal messages of the search's scope not yet in the semantic index
 
 
 @dataclass(frozen=True)
@@ -366,6 +367,7 @@ class ConversationService:
                 key = (hit.conversation, hit.message.seq)
                 found[key], keyword[key] = hit.message, hit.score
 
+        lag = self._index_lag(account, agent_name, user_id, conversation, wanted_mode)
         if wanted_mode != "semantic":
             by_words()  # while the semantic side embeds and searches
         semantic = pending.answer() if pending is not None else None
@@ -399,7 +401,7 @@ class ConversationService:
                                    score, message.created_at))
         more = len(ranked) > offset + size
         next_cursor = encode_cursor({"offset": offset + size, **asked})
-        return JournalPage(hits, next_cursor if more else None, how.mode, how.fallback)
+        return JournalPage(hits, next_cursor if more else None, how.mode, how.fallback, lag)
 
     def _semantic(
         self, account: str, agent: str, user: str | None, conversation: str | None, query: str, k: int,
@@ -417,6 +419,18 @@ class ConversationService:
         if when is not None:
             filters["updated_at"] = when  # a message document's time
         return side.start(query, filters, k)
+
+    def _index_lag(self, account: str, agent: str, user: str | None, conversation: str | None,
+                   mode: Mode) -> int | None:
+        """How many of the scope's messages the semantic index has not caught up with (None: keyword mode, no
+        index, or an index that cannot tell)."""
+        side = self.agent_memory.entries.semantic
+        if mode == "keyword" or side is None:
+            return None
+        filters: dict[str, str] = {"kind": "message", "account": account, "agent": agent, "user": user or ""}
+        if conversation is not None:
+            filters["conversation"] = conversation
+        return side.lag(filters)
 
     @staticmethod
     def _require_journal_tools(ctx: CallContext) -> None:

@@ -117,7 +117,7 @@ def search_messages(
     )
     items = [{"conversation": h.conversation, "seq": h.seq, "role": h.role, "snippet": h.snippet, "score": h.score,
               "created_at": h.created_at} for h in found.items]
-    return search_page(items, found.next_cursor, found.mode, found.fallback)
+    return {**search_page(items, found.next_cursor, found.mode, found.fallback), "index_lag": found.index_lag}
 
 
 @router.get(BASE, summary="The agent's conversations with this user (or the account)", tags=["conversations"])
