@@ -107,7 +107,8 @@ def _record(row: sqlite3.Row) -> ConversationRecord:
 
 def _time_where(when: TimeRange | None) -> tuple[str, list[str]]:
     """The condition (and its parameters) keeping the FTS rows whose message's time is within ``when``."""
-    clauses, params = [], []
+    clauses: list[str] = []
+    params: list[str] = []
     for op, bound in ((">", None if when is None else when.after), ("<", None if when is None else when.before)):
         if bound is not None:
             clauses.append(f"AND (SELECT created_at FROM messages WHERE id = messages_fts.rowid) {op} ?")

@@ -543,7 +543,8 @@ class SqliteVectorIndex(SearchIndex):
         kept = self._lags.get(scope)
         if kept is not None and now - kept[0] < LAG_KEPT_S:
             return kept[1]
-        where, params = ["q.kind = 'message'"], []
+        where: list[str] = ["q.kind = 'message'"]
+        params: list[str] = []
         for name, column in (("account", "c.account_id"), ("agent", "c.agent"), ("user", "c.user_key"),
                              ("conversation", "c.key")):
             if name in filters:
