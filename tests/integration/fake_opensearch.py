@@ -7,9 +7,10 @@ OpenSearch (Serverless) does, errors included, in OpenSearch's own error shape:
   ``index_not_found_exception``, a second create a 400 ``resource_already_exists_exception``;
 - ``POST <index>/_search``: the body is checked against the query DSL for the clauses the adapter uses
   (``bool`` with ``must``/``should``/``filter``/``must_not``/``minimum_should_match``, ``multi_match``,
-  ``knn`` with ``vector``/``k``/``filter``, ``term``, ``terms``, ``match_all``; ``size``, ``_source``) and
-  against the index's mapping (a ``term`` on a keyword field, a ``knn`` on the ``knn_vector`` with its
-  dimension); anything else is refused with a 400 ``parsing_exception``, so a malformed query fails the test.
+  ``knn`` with ``vector``/``k``/``filter``, ``term``, ``terms``, ``range`` with ``gt``/``gte``/``lt``/``lte``,
+  ``match_all``; ``size``, ``_source``) and against the index's mapping (a ``term`` on a keyword field, a
+  ``range`` on a date field, a ``knn`` on the ``knn_vector`` with its dimension); anything else is refused
+  with a 400 ``parsing_exception``, so a malformed query fails the test.
   Queries are evaluated: filters and ``term``\\ s match exactly, ``multi_match`` scores the query's words in
   the fields (lower-cased, English stop words dropped, a crude English stemmer, as the ``english`` analyzer
   would), ``knn`` ranks the documents that pass its filter by inner product;
@@ -28,6 +29,7 @@ import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -75,6 +77,17 @@ def _one_key(clause: Any, where: str) -> tuple[str, Any]:
     if not isinstance(clause, dict) or len(clause) != 1:
         raise DslError(f"[{where}] malformed query, expected a single object with one key, got {clause!r}")
     return next(iter(clause.items()))
+
+
+def _moment(value: Any, path: str) -> datetime:
+    """A date as OpenSearch's ``strict_date_optional_time`` reads it (a ``Z`` or an offset; none is UTC)."""
+    if not isinstance(value, str):
+        raise DslError(f"failed to parse date field [{value!r}] of [{path}]", "parse_exception")
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise DslError(f"failed to parse date field [{value}] of [{path}]", "parse_exception") from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def _check_keys(body: Mapping[str, Any], allowed: set[str], where: str) -> None:
@@ -161,6 +174,8 @@ class Index:
                 raise DslError("[terms] query does not support values that are not a list")
             self._keyword(path, "terms")
             return {i: 1.0 for i in among if set(values) & set(self._values(i, path))}
+        if kind == "range":
+            return self._range(body, among)
         if kind == "multi_match":
             return self._multi_match(body, among)
         if kind == "knn":
@@ -168,6 +183,29 @@ class Index:
         if kind == "bool":
             return self._bool(body, among)
         raise DslError(f"unknown query [{kind}]")
+
+    def _range(self, body: Any, among: set[str]) -> dict[str, float]:
+        """A date field between bounds: the times compared as moments (a document without the field never
+        matches), as OpenSearch reads them with the ``date`` type's default format."""
+        path, bounds = _one_key(body, "range")
+        if not isinstance(bounds, dict) or not bounds:
+            raise DslError(f"[range] query malformed on [{path}]")
+        _check_keys(bounds, {"gt", "gte", "lt", "lte"}, "range")
+        if self.field_type(path) != "date":
+            raise DslError(f"[range] on [{path}], which this fake only knows on date fields: "
+                           f"{self.field_type(path)}", "query_shard_exception")
+        limits = {op: _moment(value, path) for op, value in bounds.items()}
+        tests = {"gt": lambda a, b: a > b, "gte": lambda a, b: a >= b, "lt": lambda a, b: a < b,
+                 "lte": lambda a, b: a <= b}
+
+        def within(doc_id: str) -> bool:
+            value = self.docs[doc_id].get(path)
+            if not isinstance(value, str):
+                return False
+            held = _moment(value, path)
+            return all(tests[op](held, limit) for op, limit in limits.items())
+
+        return {i: 1.0 for i in among if within(i)}
 
     def _values(self, doc_id: str, path: str) -> list[Any]:
         value = self.docs[doc_id].get(path.partition(".")[0])

@@ -358,6 +358,39 @@ def test_message_documents_carry_their_own_fields_and_a_journal_query_finds_them
     assert index.query("refunds", None, journal_filters("acct_1", "support", "bob", None), 10) == []
 
 
+def test_a_journal_query_bounded_in_time_sends_a_range_and_finds_only_that_window(
+    fake: tuple[FakeOpenSearch, str], index: OpenSearchIndex
+) -> None:
+    from agentmem.domain.conversations import TimeRange
+
+    state, _ = fake
+    said = [(1, "Where is my refund?", "2026-01-10T09:00:00.000000Z"),
+            (2, "The refund arrived, thanks.", "2026-02-10T09:00:00.000000Z"),
+            (3, "Another refund question.", "2026-03-10T09:00:00.000000Z")]
+    index.upsert_many([
+        (message_doc_id("acct_1", "support", "ana", "order-42", seq),
+         message_fields(MessageLocation("acct_1", "support", "ana", "order-42", seq), text, at, role="user",
+                        embedder=EMBEDDER.name), EMBEDDER.embed_one(text))
+        for seq, text, at in said
+    ])
+    february = {**journal_filters("acct_1", "support", "ana", None),
+                "updated_at": TimeRange("2026-02-01T00:00:00.000000Z", "2026-03-01T00:00:00.000000Z")}
+    # By words: a range clause among the filters, and only February's message
+    hits = index.query("refund", None, february, 10)
+    assert {"range": {"updated_at": {"gt": "2026-02-01T00:00:00.000000Z", "lt": "2026-03-01T00:00:00.000000Z"}}} in (
+        state.requests[-1].json()["query"]["bool"]["filter"])
+    assert [h.fields["seq"] for h in hits] == [2]
+    # By meaning: the range inside the knn clause's filter (faiss filters while it searches)
+    hits = index.query(None, EMBEDDER.embed_one("refund"), {**february, "embedder": EMBEDDER.name}, 10)
+    knn_filter = state.requests[-1].json()["query"]["knn"]["vector"]["filter"]["bool"]["filter"]
+    assert {"range": {"updated_at": {"gt": "2026-02-01T00:00:00.000000Z", "lt": "2026-03-01T00:00:00.000000Z"}}} in (
+        knn_filter)
+    assert [h.fields["seq"] for h in hits] == [2]
+    # one bound alone
+    later = {**journal_filters("acct_1", "support", "ana", None), "updated_at": TimeRange(after=said[0][2])}
+    assert sorted(h.fields["seq"] for h in index.query("refund", None, later, 10)) == [2, 3]
+
+
 def test_the_fake_refuses_what_opensearch_would(fake: tuple[FakeOpenSearch, str], index: OpenSearchIndex) -> None:
     index.setup()
     for body in (

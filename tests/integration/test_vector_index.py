@@ -257,3 +257,50 @@ def test_a_change_queued_while_a_batch_is_applied_outlives_the_batch_even_after_
         # Then the change made meanwhile was not deleted with the batch: its vector is there
         names = {h.fields["name"] for h in near(index, container, "Rex the dog barks.", entries, k=10)}
         assert f"dog-{round_}" in names and index.pending() == 0
+
+
+def test_beside_the_indexer_a_search_answers_hybrid_over_what_is_indexed_and_says_how_far_behind(
+    tmp_path: Path,
+) -> None:
+    """SPEC §6.2: while the index catches up, searches answer over what is indexed and never wait out a deadline
+    because of the backlog; the answer says how far behind the index is."""
+    container, account, index = make(tmp_path)
+    container.agents.put(account, "support", AgentSettings())
+    service = container.conversations
+    # Given a conversation already indexed
+    service.append(account, "support", "old", [MessageDraft("user", "The wedding in Porto is on June 12th.")],
+                   user="ana")
+    index.catch_up()
+    # and an indexer thread running (agentmem serve's) that is in the middle of a catch-up (it holds the queue)
+    worker = vector_index.IndexWorker(index)
+    index.background = True
+    try:
+        assert index._draining.acquire(timeout=5)  # (the worker's batch, as long as the test needs)
+        # When a large import lands (more than a query applies itself) and the journal is searched meanwhile
+        imported = [MessageDraft("user" if i % 2 == 0 else "assistant", f"Line {i} of the imported export about "
+                                 f"invoices, shipments and the quarterly numbers.") for i in range(40)]
+        service.append(account, "support", "import", imported, user="ana")
+        service.append(account, "support", "import", imported[:20], user="ana")
+        everywhere = service.search_page(account, "support", "when is the wedding", user="ana")
+        in_import = service.search_page(account, "support", "quarterly invoices", user="ana", conversation="import")
+        index._draining.release()
+        # Then it answered hybrid (the semantic side did not wait for the catch-up, so no timeout), found what
+        # was indexed, and said how many of the searched messages are not indexed yet
+        assert (everywhere.mode, everywhere.fallback) == ("hybrid", None)
+        assert [(h.conversation, h.seq) for h in everywhere.items][:1] == [("old", 1)]
+        assert everywhere.index_lag == 60 and in_import.index_lag == 60
+        assert (in_import.mode, in_import.fallback) == ("hybrid", None)
+        # When the indexer runs and catches up, the lag is 0 and the imported messages are found by meaning too
+        worker.start()
+        deadline = 0
+        while index.pending() and deadline < 600:
+            worker._stop.wait(0.05)
+            deadline += 1
+        index._lags.clear()  # (the count kept for half a second)
+        after = service.search_page(account, "support", "quarterly invoices", user="ana", conversation="import",
+                                    mode="semantic")
+        assert after.index_lag == 0 and after.mode == "semantic" and after.items
+    finally:
+        worker.stop()
+    # and a search in keyword mode does not ask the index (no lag to tell)
+    assert service.search_page(account, "support", "wedding", user="ana", mode="keyword").index_lag is None

@@ -252,7 +252,7 @@ def test_search_finds_messages_and_is_refused_on_the_mcp_surface(run: Shell) -> 
     in_one = run.json("conversations", "search", "support", "invoice", "--user", "user_42", "--conversation",
                       "shipping")
     # Then the hits name their conversation and seq
-    assert everywhere[0].split() == ["CONVERSATION", "SEQ", "ROLE", "SCORE", "SNIPPET"]
+    assert everywhere[0].split() == ["CONVERSATION", "SEQ", "ROLE", "WRITTEN", "SCORE", "SNIPPET"]
     assert {tuple(line.split()[:2]) for line in everywhere[1:]} == {("billing", "1"), ("shipping", "1")}
     assert [(h["conversation"], h["seq"]) for h in in_one] == [("shipping", 1)]
     assert run("conversations", "search", "support", "refund", "--user", "user_42").stdout == "no messages found\n"
@@ -375,6 +375,32 @@ def test_import_a_transcript_with_a_progress_bar_then_again_adding_nothing(run: 
     # Then nothing is added
     assert (again["added"], again["already_there"], again["rows"]) == (0, 120, 120)
     assert len(run.chat().messages()) == 120
+
+
+def test_an_imported_transcript_keeps_its_dates_and_search_takes_after_and_before(run: Shell, tmp_path: Path) -> None:
+    # Given a transcript whose lines carry the time each message was written
+    rows = [{"role": "user", "content": "The invoice for March is wrong.", "created_at": "2026-01-03T08:00:00Z"},
+            {"role": "assistant", "content": "I fixed the March invoice.", "created_at": "2026-01-03T08:01:00Z"},
+            {"role": "user", "content": "The April invoice is wrong too.", "created_at": "2026-02-11T17:20:00Z"}]
+    transcript = tmp_path / "dated.jsonl"
+    transcript.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    assert run("conversations", "import", "support", "ticket-9", str(transcript), "--user", "user_42").exit_code == 0
+    # Then the journal keeps them, and a search bounded in time finds only that window's, with its date
+    assert [m.created_at for m in run.chat("ticket-9").messages()] == [
+        "2026-01-03T08:00:00.000000Z", "2026-01-03T08:01:00.000000Z", "2026-02-11T17:20:00.000000Z"]
+    found = run("conversations", "search", "support", "invoice", "--user", "user_42", "--after", "2026-02-01")
+    assert [line.split()[:5] for line in found.stdout.splitlines()[1:]] == [
+        ["ticket-9", "3", "user", "2026-02-11", "17:20"]]
+    assert [h["seq"] for h in run.json("conversations", "search", "support", "invoice", "--user", "user_42",
+                                       "--before", "2026-02-01")] in ([1, 2], [2, 1])
+    refused = run("conversations", "search", "support", "invoice", "--user", "user_42", "--after", "2026-03-01",
+                  "--before", "2026-02-01")
+    assert refused.exit_code == 1 and "later than before" in refused.stderr
+    # and a line with a time in the future names its line, and nothing is stored
+    future = tmp_path / "future.jsonl"
+    future.write_text(json.dumps({"role": "user", "content": "hi", "created_at": "2999-01-01T00:00:00Z"}) + "\n")
+    bad = run("conversations", "import", "support", "ticket-10", str(future), "--user", "user_42")
+    assert bad.exit_code == 1 and "line 1.created_at" in bad.stderr and "in the future" in bad.stderr
 
 
 def test_import_an_anthropic_request_body_from_stdin_says_what_it_skipped(run: Shell) -> None:

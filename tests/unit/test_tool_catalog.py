@@ -44,7 +44,7 @@ def test_the_arguments_are_the_contracts() -> None:
         "memory_store": (["key", "content"], ("key", "content", *save_optional)),
         "memory__delete": (["name"], ("name", "version", "memory")),
         "memory_forget": (["key"], ("key", "version", "memory")),
-        "journal_message_search": (["query"], ("query", "conversation", "limit")),
+        "journal_message_search": (["query"], ("query", "conversation", "limit", "after", "before")),
         "journal_tool_call_view": (["tool_call_id"], ("tool_call_id", "conversation")),
     }
 

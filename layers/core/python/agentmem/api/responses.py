@@ -172,8 +172,13 @@ SCHEMAS.update({
         "role": _MESSAGE["role"], "snippet": _STRING,
         "score": {"type": "number", "minimum": 0, "maximum": 1}, "created_at": _TIME,
     }),
-    "MessageSearchPage": _page("MessageHit", mode=SCHEMAS["SearchPage"]["properties"]["mode"],
-                               fallback=SCHEMAS["SearchPage"]["properties"]["fallback"]),
+    "MessageSearchPage": _page(
+        "MessageHit", mode=SCHEMAS["SearchPage"]["properties"]["mode"],
+        fallback=SCHEMAS["SearchPage"]["properties"]["fallback"],
+        index_lag={"type": ["integer", "null"], "minimum": 0,
+                   "description": "Messages of the searched conversations the semantic index has not caught up with "
+                                  "yet (0: none); null when the backend cannot tell or the search was keyword"},
+    ),
     "Checkpoint": _object([*_ENTRY_REQUIRED, "content", "covers_through_seq", "passes", "passes_total",
                            "lines_by_hand"], {
         **_ENTRY_FIELDS, **_CONTENT_FIELDS, "covers_through_seq": _NULLABLE_INTEGER,

@@ -129,6 +129,12 @@ class MessageBody(StrictBody):
     arguments: dict[str, Any] | None = Field(default=None, description="A tool_call's arguments")
     result: Any = Field(default=None, description="A tool_result's result (any JSON)")
     client_id: str | None = Field(default=None, description="Makes a retried append idempotent")
+    created_at: Annotated[str, Field(json_schema_extra={"format": "date-time"})] | None = Field(
+        default=None,
+        description="When it was written, ISO 8601 (`2026-03-01T09:30:00Z`; without an offset it is UTC), from "
+                    "1900 on and not in the future (5 minutes of clock skew are taken as now); absent, the time "
+                    "of the append. Messages of one append need not be in time order",
+    )
 
 
 class AppendBody(StrictBody):

@@ -319,20 +319,24 @@ def print_context(context: Context) -> None:
 @click.option("--limit", type=click.IntRange(1, 100), default=None, help="At most this many hits (default 10).")
 @click.option("--surface", type=SURFACES, default=None, help="The surface searching [default agent].")
 @click.option("--user", default=None, help="Search the agent's conversations with this user.")
+@click.option("--after", default=None, metavar="TIME",
+              help="Only messages written after this time (ISO 8601: 2026-03-01 or 2026-03-01T09:30:00Z).")
+@click.option("--before", default=None, metavar="TIME", help="Only messages written before this time (ISO 8601).")
 @json_option
 @click.pass_context
 def conversations_search(
     ctx: click.Context, agent_name: str, query: str, conversation: str | None, limit: int | None,
-    surface: str | None, user: str | None, as_json: bool,
+    surface: str | None, user: str | None, after: str | None, before: str | None, as_json: bool,
 ) -> None:
-    """Find messages of an agent's conversations by words (journal search), best first."""
+    """Find messages of an agent's conversations by meaning and words (journal search), best first."""
     hits = agent(ctx, agent_name).search_messages(query, user=user, conversation=conversation, limit=limit,
-                                                 surface=surface)
+                                                 surface=surface, after=after, before=before)
     if wants_json(ctx, as_json):
         print_json(hits)
         return
-    rows = [(h.conversation, h.seq, h.role, h.score, h.snippet) for h in hits]
-    print_table(rows, ["conversation", "seq", "role", "score", "snippet"], "no messages found")
+    rows = [(h.conversation, h.seq, h.role, (h.created_at or "")[:16].replace("T", " "), h.score, h.snippet)
+            for h in hits]
+    print_table(rows, ["conversation", "seq", "role", "written", "score", "snippet"], "no messages found")
 
 
 @conversations.command("tool-call")

@@ -17,13 +17,23 @@ handle on user U's own agent, and its calls act for U.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Unpack
 
 from .agent_settings import AgentSettings, settings_body
 from .client import default_client
 from .errors import Conflict, NotFound
 from .memory import Memory
-from .models import AgentInfo, ConversationInfo, Entry, MemoryAttachment, MessageHit, PurgeReceipt, ToolResult
+from .models import (
+    AgentInfo,
+    ConversationInfo,
+    Entry,
+    MemoryAttachment,
+    MessageHit,
+    PurgeReceipt,
+    ToolResult,
+    time_text,
+)
 from .transport import segment
 
 if TYPE_CHECKING:
@@ -291,12 +301,16 @@ class Agent:
     def search_messages(
         self, query: str, *, user: str | None = None, conversation: str | None = None, limit: int | None = None,
         surface: str | None = None, mode: str | None = None, min_score: float | None = None,
+        after: str | datetime | None = None, before: str | datetime | None = None,
     ) -> MessageHitList:
         """Journal search: messages of the agent's conversations with ``user`` (only ``conversation``
         when given) that say what ``query`` asks, by meaning and words (``mode``), best first (up to ``limit``,
-        at most 100; default 10). Open on the ``agent`` and ``test`` surfaces only: elsewhere ``Forbidden``."""
+        at most 100; default 10), each with its ``created_at``. ``after`` / ``before`` (ISO 8601 text or an
+        aware ``datetime``; a naive one is UTC) keep the messages written strictly between them. Open on the
+        ``agent`` and ``test`` surfaces only: elsewhere ``Forbidden``."""
         params: dict[str, ParamValue] = {"q": query, "conversation": conversation, "limit": limit,
                                          "surface": surface, "mode": mode, "min_score": min_score,
+                                         "after": time_text(after), "before": time_text(before),
                                          **self._acting(user)}
         data = self.client.request_json("GET", self._path("messages", "search"), params=params)
         return [MessageHit.from_dict(item) for item in data.get("items") or [] if isinstance(item, Mapping)]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .errors import NotFound, RateLimited, ServerError, Unreachable
@@ -247,10 +248,12 @@ class Conversation:
 
     def search(
         self, query: str, *, limit: int | None = None, surface: str | None = None, mode: str | None = None,
+        after: str | datetime | None = None, before: str | datetime | None = None,
     ) -> list[MessageHit]:
-        """This conversation's messages that say what ``query`` asks, best first (journal search)."""
+        """This conversation's messages that say what ``query`` asks, best first (journal search); ``after`` /
+        ``before`` bound when they were written."""
         return self.agent.search_messages(query, user=self.user, conversation=self.key, limit=limit,
-                                          surface=surface, mode=mode)
+                                          surface=surface, mode=mode, after=after, before=before)
 
     # --- the summary ----------------------------------------------------------------------
 

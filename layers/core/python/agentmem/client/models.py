@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
+from datetime import UTC, datetime
 from typing import Any, Generic, NamedTuple, TypeVar
 
 T = TypeVar("T")
@@ -262,7 +263,9 @@ class Message:
     ``Message.tool_call(name, id, arguments)`` or ``Message.tool_result(id, result)``; a message read
     back from the journal also carries what the service set: ``seq`` (its place, from 1, no gaps),
     ``turn`` (a user message opens the next turn), ``created_at`` and ``tokens``. ``client_id`` makes
-    an append idempotent: the SDK gives each message one when it has none.
+    an append idempotent: the SDK gives each message one when it has none. ``created_at`` on a message to
+    append is its original time (an ISO 8601 string or an aware ``datetime``, not in the future): imported
+    history keeps its dates; left out, the time of the append.
     """
 
     role: str
@@ -278,14 +281,16 @@ class Message:
     tokens: int | None = None
 
     @classmethod
-    def user(cls, content: str, *, client_id: str | None = None) -> Message:
-        """What the user said."""
-        return cls("user", content, client_id=client_id)
+    def user(cls, content: str, *, client_id: str | None = None, created_at: str | datetime | None = None) -> Message:
+        """What the user said (``created_at``: when, if not now)."""
+        return cls("user", content, client_id=client_id, created_at=time_text(created_at))
 
     @classmethod
-    def assistant(cls, content: str, *, client_id: str | None = None) -> Message:
-        """What the agent answered."""
-        return cls("assistant", content, client_id=client_id)
+    def assistant(
+        cls, content: str, *, client_id: str | None = None, created_at: str | datetime | None = None
+    ) -> Message:
+        """What the agent answered (``created_at``: when, if not now)."""
+        return cls("assistant", content, client_id=client_id, created_at=time_text(created_at))
 
     @classmethod
     def tool_call(
@@ -330,9 +335,16 @@ class Message:
         """The message as an append sends it: its role and content, and the fields it has."""
         body: dict[str, Any] = {"role": self.role, "content": self.content}
         optional = {"tool_name": self.tool_name, "tool_call_id": self.tool_call_id, "arguments": self.arguments,
-                    "result": self.result, "client_id": self.client_id}
+                    "result": self.result, "client_id": self.client_id, "created_at": self.created_at}
         body.update({key: value for key, value in optional.items() if value is not None})
         return body
+
+
+def time_text(value: str | datetime | None) -> str | None:
+    """A time as the service takes it: ISO 8601 text (a naive ``datetime`` is UTC)."""
+    if isinstance(value, datetime):
+        return (value if value.tzinfo is not None else value.replace(tzinfo=UTC)).isoformat()
+    return value
 
 
 def _from_model(message: Mapping[str, Any], fmt: Any) -> list[Message]:

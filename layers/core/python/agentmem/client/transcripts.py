@@ -12,7 +12,9 @@ A transcript is JSON Lines (one message a line, blank lines ignored), or one JSO
 messages or an object holding them under ``messages`` (a request body as it was sent; its ``system`` is
 skipped, as system messages are). Every row gets a ``client_id``: its own, or one derived from the
 message's place among the transcript's messages and its content, so importing the same transcript again
-stores nothing twice, and importing a longer one adds only what is new.
+stores nothing twice, and importing a longer one adds only what is new. A row of agentmem's own shape may
+carry ``created_at`` (ISO 8601, not in the future): the message keeps that time, so imported history keeps its
+dates (a model API's shape has no time: its rows get the time of the import).
 """
 
 from __future__ import annotations
@@ -52,7 +54,8 @@ def _invalid(error: Any) -> Invalid:
 
 def _message(draft: Any) -> Message:
     return Message(draft.role, draft.content, tool_name=draft.tool_name, tool_call_id=draft.tool_call_id,
-                   arguments=draft.arguments, result=draft.result, client_id=draft.client_id)
+                   arguments=draft.arguments, result=draft.result, client_id=draft.client_id,
+                   created_at=draft.created_at)
 
 
 def from_model(message: Mapping[str, Any], fmt: ModelFormat) -> list[Message]:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, get_args
 
+from .clock import iso, parse_iso
 from .errors import InvalidError
 from .models import Layer
 from .rules import check_user_id
@@ -20,6 +22,10 @@ APPEND_BATCH_MAX = 40  # messages in one append: one transaction of its rows and
 TOOL_NAME_MAX = 128
 TOOL_CALL_ID_MAX = 128
 CLIENT_ID_MAX = 128
+# A message's original time (``created_at``): not in the future beyond a client's clock skew, and not before
+# EARLIEST_TIME (a year mistyped as 0202 is refused, not stored as the year 202)
+CLOCK_SKEW = timedelta(minutes=5)
+EARLIEST_TIME = datetime(1900, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,7 @@ class MessageDraft:
     result: Any = None
     client_id: str | None = None
     tokens: int = 0
+    created_at: str | None = None  # its original time, as ``iso`` writes it (None: the time it is appended)
 
 
 @dataclass(frozen=True)
@@ -209,6 +216,63 @@ def check_message(draft: MessageDraft, index: int, *, where: str | None = None) 
     if draft.role in ("user", "assistant") and not draft.content:
         raise InvalidError(f"{where}.content must not be empty", field=f"{where}.content")
     return draft
+
+
+def parse_time(value: Any, field: str) -> datetime:
+    """An ISO 8601 date-time (``2026-03-01T09:30:00Z``; without an offset it is UTC; a date alone is its
+    midnight, UTC) from EARLIEST_TIME on; a 400 naming ``field`` otherwise."""
+    if not isinstance(value, str) or not value.strip() or len(value) > 64:
+        raise InvalidError(f"{field} must be an ISO 8601 date-time such as 2026-03-01T09:30:00Z", field=field)
+    try:
+        moment = parse_iso(value.strip())
+    except (ValueError, OverflowError):
+        raise InvalidError(f"{field} is not an ISO 8601 date-time ({value[:40]!r}); "
+                           "write it as 2026-03-01T09:30:00Z", field=field) from None
+    if moment < EARLIEST_TIME:
+        raise InvalidError(f"{field} is before {EARLIEST_TIME.year}: no message is that old", field=field)
+    return moment
+
+
+def check_created_at(value: Any, now: datetime, field: str) -> str:
+    """A message's original time as stored (``iso``: UTC, microseconds, sortable as text): ISO 8601, not
+    later than ``now`` beyond CLOCK_SKEW."""
+    moment = parse_time(value, field)
+    if moment > now + CLOCK_SKEW:
+        raise InvalidError(f"{field} ({value}) is in the future; a message keeps the time it was written",
+                           field=field)
+    return iso(min(moment, now))
+
+
+def with_times(drafts: list[MessageDraft], now: datetime) -> list[MessageDraft]:
+    """The drafts with their ``created_at`` checked and written as stored. Messages of one append need not be
+    in time order: each keeps its own time, and seq keeps the order they were appended in."""
+    return [d if d.created_at is None else replace(d, created_at=check_created_at(
+        d.created_at, now, f"messages[{i}].created_at")) for i, d in enumerate(drafts)]
+
+
+@dataclass(frozen=True)
+class TimeRange:
+    """A journal search's ``after`` / ``before``: messages whose time is strictly between them (either may
+    be absent), as stored times (``iso``), which sort as text."""
+
+    after: str | None = None
+    before: str | None = None
+
+    def holds(self, created_at: str) -> bool:
+        return (self.after is None or created_at > self.after) and (self.before is None or created_at < self.before)
+
+
+def check_time_range(after: Any, before: Any) -> TimeRange | None:
+    """``after=`` / ``before=`` of a journal search (None when neither is given); ``after`` later than
+    ``before`` is a 400 naming both."""
+    if after is None and before is None:
+        return None
+    start = parse_time(after, "after") if after is not None else None
+    end = parse_time(before, "before") if before is not None else None
+    if start is not None and end is not None and start > end:
+        raise InvalidError(f"after ({after}) is later than before ({before}): no message is between them",
+                           field="after")
+    return TimeRange(iso(start) if start else None, iso(end) if end else None)
 
 
 def check_batch(drafts: list[MessageDraft]) -> list[MessageDraft]:

@@ -26,13 +26,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .conversations import MessageDraft, check_message
+from .clock import utcnow
+from .conversations import MessageDraft, check_created_at, check_message
 from .errors import InvalidError
 from .model_formats import ModelFormat
 
 _SYSTEM_ROLES = ("system", "developer")
 _SYSTEM_REASON = "a {role} message is not kept in the journal: the context brings its own system messages"
-_DRAFT_FIELDS = ("role", "content", "tool_name", "tool_call_id", "arguments", "result", "client_id")
+_DRAFT_FIELDS = ("role", "content", "tool_name", "tool_call_id", "arguments", "result", "client_id", "created_at")
 
 
 @dataclass(frozen=True)
@@ -323,5 +324,7 @@ def draft_from_json(data: Any, where: str) -> MessageDraft:
         role=data["role"], content=content, tool_name=data.get("tool_name"), tool_call_id=data.get("tool_call_id"),
         arguments=dict(arguments) if arguments is not None else None, result=data.get("result"),
         client_id=data.get("client_id"),
+        created_at=None if data.get("created_at") is None else check_created_at(
+            data["created_at"], utcnow(), f"{where}.created_at"),
     )
     return check_message(draft, 0, where=where)

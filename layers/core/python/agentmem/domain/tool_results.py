@@ -117,7 +117,8 @@ def journal_search_result(
               "created_at": h.created_at} for h in hits]
     if not items:
         return {"items": [], **_answered(mode, fallback)}, f"No message of these conversations matches {query!r}."
-    lines = [f"{n}. [{i['conversation']} #{i['seq']}, {i['role']}] {i['snippet']}" for n, i in enumerate(items, 1)]
+    lines = [f"{n}. [{i['conversation']} #{i['seq']}, {i['role']}, {i['created_at'][:16].replace('T', ' ')} UTC] "
+             f"{i['snippet']}" for n, i in enumerate(items, 1)]
     return ({"items": items, **_answered(mode, fallback)},
             f"{len(items)} messages match {query!r}:\n" + "\n".join(lines))
 

@@ -53,8 +53,9 @@ _DELETE_BODY = (
 _JOURNAL_SEARCH = (
     "Search the messages of your past conversations with this user by words. Use it to find what was "
     "said, asked or decided in an earlier conversation that your memory does not hold. Without "
-    "`conversation` it searches all of them. Returns each hit's conversation, seq, role and a snippet. "
-    "Not available through MCP."
+    "`conversation` it searches all of them; `after` and `before` keep the messages written between two "
+    "times. Returns each hit's conversation, seq, role, when it was written (created_at) and a snippet: "
+    "use its date to answer when something was said. Not available through MCP."
 )
 _TOOL_CALL_VIEW = (
     "Return the full arguments and result of an earlier tool call by its tool_call_id. Use it when the "
@@ -120,6 +121,9 @@ _TEXTS: dict[tuple[str, str], str] = {
     ("journal_search", "query"): "Words to look for in past messages.",
     ("journal_search", "conversation"): "Search only this conversation, by its key. Leave it out to search them all.",
     ("journal_search", "limit"): "How many messages to return, 1–100 (default 10).",
+    ("journal_search", "after"): "Only messages written after this time, ISO 8601 (e.g. 2026-03-01 or "
+                                 "2026-03-01T09:30:00Z).",
+    ("journal_search", "before"): "Only messages written before this time, ISO 8601 (e.g. 2026-04-01).",
     ("tool_call_view", "tool_call_id"): "The id of the earlier tool call, as it appears in the conversation.",
     ("tool_call_view", "conversation"): "The conversation's key. Leave it out for the current conversation.",
 }

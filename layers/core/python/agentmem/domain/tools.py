@@ -44,6 +44,8 @@ _ARGUMENTS: dict[str, dict[str, Any]] = {
     "version": {"type": "integer", "minimum": 0},
     "conversation": {"type": "string", "minLength": 1, "maxLength": 128, "pattern": "^[A-Za-z0-9._:@-]+$"},
     "tool_call_id": {"type": "string", "minLength": 1, "maxLength": 256},
+    "after": {"type": "string", "minLength": 1, "maxLength": 64},
+    "before": {"type": "string", "minLength": 1, "maxLength": 64},
 }
 _PATTERN_HINTS = {
     "name": "1–64 characters of lowercase letters, digits and . _ -",
@@ -73,7 +75,8 @@ _SHAPES = (
     _Shape("memory_recall", "noorle", "search", ("query",), ("limit", "memory")),
     _Shape("memory_store", "noorle", "save", ("key", "content"), _SAVE_OPTIONAL),
     _Shape("memory_forget", "noorle", "delete", ("key",), ("version", "memory")),
-    _Shape("journal_message_search", "noorle", "journal_search", ("query",), ("conversation", "limit")),
+    _Shape("journal_message_search", "noorle", "journal_search", ("query",),
+           ("conversation", "limit", "after", "before")),
     _Shape("journal_tool_call_view", "noorle", "tool_call_view", ("tool_call_id",), ("conversation",)),
 )
 
@@ -121,6 +124,8 @@ class ToolCall:
     version: int | None = None
     conversation: str | None = None
     tool_call_id: str | None = None
+    after: str | None = None  # journal_message_search's time bounds
+    before: str | None = None
 
     @property
     def name_argument(self) -> str:

@@ -11,6 +11,7 @@ from ..domain.conversations import (
     ConversationRef,
     Message,
     MessageDraft,
+    TimeRange,
 )
 
 
@@ -98,11 +99,12 @@ class ConversationStore(ABC):
     @abstractmethod
     def search_candidates(
         self, account_id: str, agent: str, user_id: str | None, words: Sequence[str], *,
-        conversation: str | None = None, limit: int = 200,
+        conversation: str | None = None, limit: int = 200, when: TimeRange | None = None,
     ) -> list[MessageHit]:
         """Messages of the agent's conversations with ``user_id`` (one ``conversation`` when given) that
         hold a word starting with one of ``words`` (or one of its stems) — the ``limit`` most relevant, best
-        first, chosen by relevance (BM25), never by recency; the domain ranks them."""
+        first, chosen by relevance (BM25), never by recency; the domain ranks them. With ``when``, only the
+        messages whose ``created_at`` is within it, chosen among those (never filtered after the choice)."""
 
     @abstractmethod
     def mark_folded(

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..domain.conversations import TimeRange
 from ..domain.models import ACCOUNT_LAYER
 
 FieldType = Literal["text", "keyword", "text+keyword", "float", "long", "date"]
@@ -46,7 +47,10 @@ KEYWORD_FIELDS: tuple[str, ...] = tuple(k for k, v in DOCUMENT_FIELDS.items() if
 # SPEC §6.1: a word in the name or description counts more than one in the content
 TEXT_BOOST: Mapping[str, float] = {"name": 2.0, "description": 2.0, "content": 1.0}
 
-Filters = Mapping[str, str | Sequence[str]]
+# a keyword field equal to a value (or to any of a list); a date field strictly between two times (TimeRange:
+# what a journal search's ``after`` / ``before`` filter on, a message's ``updated_at``)
+Filters = Mapping[str, "str | Sequence[str] | TimeRange"]
+DATE_FIELDS: tuple[str, ...] = tuple(k for k, v in DOCUMENT_FIELDS.items() if v == "date")
 
 
 def entry_doc_id(account_id: str, memory: str, user_id: str | None, name: str) -> str:
@@ -61,13 +65,34 @@ def check_document(fields: Mapping[str, Any]) -> None:
 
 
 def check_filters(filters: Filters) -> None:
-    unknown = sorted(set(filters) - set(KEYWORD_FIELDS))
+    unknown = sorted(name for name, value in filters.items()
+                     if name not in (DATE_FIELDS if isinstance(value, TimeRange) else KEYWORD_FIELDS))
     if unknown:
-        raise ValueError(f"only keyword fields filter a query, not: {', '.join(unknown)}")
+        raise ValueError(f"only keyword fields (by value) and date fields (by a TimeRange) filter a query, "
+                         f"not: {', '.join(unknown)}")
 
 
-def filter_values(value: str | Sequence[str]) -> list[str]:
+def filter_values(value: str | Sequence[str] | TimeRange) -> list[str]:
+    if isinstance(value, TimeRange):
+        raise ValueError("a time range is not a list of values")
     return [value] if isinstance(value, str) else list(value)
+
+
+def time_ranges(filters: Filters) -> dict[str, TimeRange]:
+    """The date fields the filters bound, and their ranges."""
+    return {name: value for name, value in filters.items() if isinstance(value, TimeRange)}
+
+
+def holds(fields: Mapping[str, Any], filters: Filters) -> bool:
+    """Whether a document's fields pass every filter (what an in-process index checks)."""
+    for name, value in filters.items():
+        held = fields.get(name)
+        if isinstance(value, TimeRange):
+            if not isinstance(held, str) or not value.holds(held):
+                return False
+        elif held not in filter_values(value):
+            return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -112,6 +137,11 @@ class SearchIndex(ABC):
         """``delete`` of each; an adapter with a bulk API sends them together."""
         for doc_id in doc_ids:
             self.delete(doc_id)
+
+    def lag(self, filters: Filters) -> int | None:
+        """How far behind the store the index is for the documents ``filters`` name: how many changes are not
+        indexed yet (0: caught up); None when this index cannot tell (the default)."""
+        return None
 
     @abstractmethod
     def query(

@@ -29,8 +29,11 @@ from ..domain.conversations import (
     ConversationRef,
     Message,
     MessageDraft,
+    TimeRange,
     check_batch,
     check_conversation_key,
+    check_time_range,
+    with_times,
 )
 from ..domain.cursor import decode_cursor, encode_cursor
 from ..domain.errors import ForbiddenError, InvalidError, NotFoundError, NotImplementedYetError, UnavailableError
@@ -136,6 +139,7 @@ class JournalPage:
     next_cursor: str | None
     mode: Mode = "keyword"
     fallback: Fallback | None = None
+    index_lag: int | None = None  # journal messages of the search's scope not yet in the semantic index
 
 
 @dataclass(frozen=True)
@@ -214,11 +218,12 @@ class ConversationService:
         ctx = self.call_context(principal, agent, key, user=user, surface=surface)
         check_batch(list(drafts))
         check_window_messages(window_messages)
-        counted = [replace(d, tokens=self.count_tokens(message_text(d))) for d in drafts]
+        moment = self.clock()
+        counted = [replace(d, tokens=self.count_tokens(message_text(d))) for d in with_times(list(drafts), moment)]
         ref = self.ref(ctx, key)
         summary = ctx.agent.summary
         result = self.store.append(
-            ref, counted, now=iso(self.clock()), surface=ctx.surface, thresholds=(summary.tokens, summary.messages),
+            ref, counted, now=iso(moment), surface=ctx.surface, thresholds=(summary.tokens, summary.messages),
             window_messages=window_messages,
         )
         if result.record.due_since is not None and ctx.rules.checkpoint:
@@ -317,48 +322,53 @@ class ConversationService:
     def search(
         self, principal: Principal, agent: str, query: str, *, user: str | None = None,
         conversation: str | None = None, limit: int | None = None, surface: str | None = None,
-        mode: str | None = None,
+        mode: str | None = None, after: str | None = None, before: str | None = None,
     ) -> list[JournalHit]:
         """Messages of the agent's conversations with this user, by meaning and words (SPEC §4.1): the first page."""
         return self.search_page(principal, agent, query, user=user, conversation=conversation, limit=limit,
-                                surface=surface, mode=mode).items
+                                surface=surface, mode=mode, after=after, before=before).items
 
     def search_page(
         self, principal: Principal, agent: str, query: str, *, user: str | None = None,
         conversation: str | None = None, limit: int | None = None, surface: str | None = None,
         cursor: str | None = None, mode: str | None = None, min_score: float | None = None,
+        after: str | None = None, before: str | None = None,
     ) -> JournalPage:
         """One page of a journal search, and the cursor of the next (None on the last).
 
         The store answers its most relevant messages by words (BM25 over stems, never the newest), the
         semantic index its nearest by meaning; every semantic hit is read back from the journal before it
         may be returned, and the two lists are fused in ``domain/recall.py``. Pages cut one ranking, so they
-        never overlap."""
+        never overlap. ``after`` / ``before`` (times) keep the messages written strictly between them, on both
+        sides and again when each is read back."""
         ctx = self.call_context(principal, agent, conversation, user=user, surface=surface)
         self._require_journal_tools(ctx)
         size = check_limit(limit, default=SEARCH_LIMIT_DEFAULT, maximum=SEARCH_LIMIT_MAX)
         check_query(query)
         wanted_mode = check_mode(mode)
         floor = check_min_score(min_score)
+        when = check_time_range(after, before)
         compiled = Query(query)
         if not compiled.words:
             raise InvalidError("q must hold at least one word", field="q")
-        offset = _search_offset(cursor, query, conversation)
+        asked = {"q": query, "conversation": conversation, **_time_marks(when)}
+        offset = _search_offset(cursor, asked)
         keyword_pool = pool(KEYWORD_CANDIDATES, offset, size)
         account, agent_name, user_id = ctx.principal.account_id, ctx.agent.name, ctx.user
         total, held = self.store.word_counts(compiled.words)
         pending = self._semantic(account, agent_name, user_id, conversation,
                                  without_common_words(query, total, held), pool(SEMANTIC_CANDIDATES, offset, size),
-                                 wanted_mode)
+                                 wanted_mode, when)
         found: dict[tuple[str, int], Message] = {}
         keyword: dict[tuple[str, int], float] = {}
 
         def by_words() -> None:
             for hit in self.store.search_candidates(account, agent_name, user_id, compiled.words,
-                                                    conversation=conversation, limit=keyword_pool):
+                                                    conversation=conversation, limit=keyword_pool, when=when):
                 key = (hit.conversation, hit.message.seq)
                 found[key], keyword[key] = hit.message, hit.score
 
+        lag = self._index_lag(account, agent_name, user_id, conversation, wanted_mode)
         if wanted_mode != "semantic":
             by_words()  # while the semantic side embeds and searches
         semantic = pending.answer() if pending is not None else None
@@ -376,7 +386,8 @@ class ConversationService:
             for conversation_key, seqs in unread.items():  # one read a conversation: the journal decides
                 ref = ConversationRef(account, agent_name, user_id, conversation_key)
                 for seq, message in self.store.messages_at(ref, seqs).items():
-                    found[(conversation_key, seq)] = message
+                    if when is None or when.holds(message.created_at):  # the journal's time decides
+                        found[(conversation_key, seq)] = message
             cosine = {k: score for k, score in near.items() if k in found}
         calibration = self.agent_memory.entries.calibration
         signals = {k: Signals(keyword.get(k), cosine.get(k)) for k in found}
@@ -390,22 +401,37 @@ class ConversationService:
             hits.append(JournalHit(key[0], message.seq, message.role, snippet(text, sorted(compiled.held(text))),
                                    score, message.created_at))
         more = len(ranked) > offset + size
-        next_cursor = encode_cursor({"offset": offset + size, "q": query, "conversation": conversation})
-        return JournalPage(hits, next_cursor if more else None, how.mode, how.fallback)
+        next_cursor = encode_cursor({"offset": offset + size, **asked})
+        return JournalPage(hits, next_cursor if more else None, how.mode, how.fallback, lag)
 
     def _semantic(
         self, account: str, agent: str, user: str | None, conversation: str | None, query: str, k: int,
-        mode: Mode,
+        mode: Mode, when: TimeRange | None = None,
     ) -> PendingAnswer | None:
         if mode == "keyword":
             return None
         side = self.agent_memory.entries.semantic
         if side is None:
             return PendingAnswer(SemanticAnswer([], "not_configured"))
+        filters: dict[str, str | TimeRange] = {"kind": "message", "account": account, "agent": agent,
+                                               "user": user or ""}
+        if conversation is not None:
+            filters["conversation"] = conversation
+        if when is not None:
+            filters["updated_at"] = when  # a message document's time
+        return side.start(query, filters, k)
+
+    def _index_lag(self, account: str, agent: str, user: str | None, conversation: str | None,
+                   mode: Mode) -> int | None:
+        """How many of the scope's messages the semantic index has not caught up with (None: keyword mode, no
+        index, or an index that cannot tell)."""
+        side = self.agent_memory.entries.semantic
+        if mode == "keyword" or side is None:
+            return None
         filters: dict[str, str] = {"kind": "message", "account": account, "agent": agent, "user": user or ""}
         if conversation is not None:
             filters["conversation"] = conversation
-        return side.start(query, filters, k)
+        return side.lag(filters)
 
     @staticmethod
     def _require_journal_tools(ctx: CallContext) -> None:
@@ -734,12 +760,19 @@ class ConversationService:
         return counted
 
 
-def _search_offset(cursor: str | None, query: str, conversation: str | None) -> int:
-    """Where a search's page starts; a cursor of another search is a 400."""
+def _time_marks(when: TimeRange | None) -> dict[str, str]:
+    """A search's time bounds as its cursor keeps them."""
+    if when is None:
+        return {}
+    return {name: bound for name, bound in (("after", when.after), ("before", when.before)) if bound is not None}
+
+
+def _search_offset(cursor: str | None, asked: dict[str, Any]) -> int:
+    """Where a search's page starts; a cursor of another search (other words, conversation or times) is a 400."""
     if not cursor:
         return 0
     value = decode_cursor(cursor)
-    if (not isinstance(value, dict) or value.get("q") != query or value.get("conversation") != conversation
+    if (not isinstance(value, dict) or {k: v for k, v in value.items() if k != "offset"} != asked
             or not isinstance(value.get("offset"), int) or value["offset"] < 0):
         raise InvalidError("cursor is not one this search gave; ask again without it", field="cursor")
     offset: int = value["offset"]

@@ -9,6 +9,7 @@ that is not a vector). The callers (entries and journal search) fuse these hits 
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections.abc import Callable
@@ -65,6 +66,21 @@ class SemanticSide:
 
     @staticmethod
     def _ask(embedder: Embedder, index: SearchIndex, query: str, filters: Filters, k: int) -> list[SearchHit]:
+        running = getattr(index, "querying", None)  # an in-process index's indexer lets a running query go first
+        with running() if callable(running) else contextlib.nullcontext():
+            return SemanticSide._nearest(embedder, index, query, filters, k)
+
+    def lag(self, filters: Filters) -> int | None:
+        """How far behind the index is for ``filters`` (``SearchIndex.lag``); None when it cannot tell or fails."""
+        try:
+            index = self._index()
+            return index.lag(filters) if index is not None else None
+        except Exception:
+            logger.exception("the semantic index could not say how far behind it is")
+            return None
+
+    @staticmethod
+    def _nearest(embedder: Embedder, index: SearchIndex, query: str, filters: Filters, k: int) -> list[SearchHit]:
         vector = embedder.embed_one(query)
         if len(vector) != index.dimension or not all(math.isfinite(x) for x in vector):
             raise ValueError(f"the embedder answered {len(vector)} numbers for a {index.dimension}-dimension index")

@@ -32,7 +32,7 @@ _ARGUMENT_OF_FIELD = {
     "name": "name", "content": "content", "description": "description", "category": "category",
     "importance": "importance", "visibility": "visibility", "expires_at": "expires_at", "version": "version",
     "memory": "memory", "limit": "limit", "q": "query", "query": "query", "conversation": "conversation",
-    "tool_call_id": "tool_call_id",
+    "tool_call_id": "tool_call_id", "after": "after", "before": "before",
 }
 
 
@@ -79,7 +79,7 @@ class ToolService:
             if call.operation == "journal_search":
                 found = self.conversations.search_page(
                     principal, ctx.agent.name, call.query or "", user=user, conversation=call.conversation,
-                    limit=call.limit, surface=ctx.surface,
+                    limit=call.limit, surface=ctx.surface, after=call.after, before=call.before,
                 )
                 return journal_search_result(call.query or "", found.items, found.mode, found.fallback)
             if conversation is None:

@@ -33,6 +33,7 @@ from opensearchpy import OpenSearch, RequestsHttpConnection
 from opensearchpy.exceptions import NotFoundError, RequestError
 from opensearchpy.helpers.signer import AWSV4SignerAuth
 
+from ...domain.conversations import TimeRange
 from ...observability import logger
 from ...ports.search_index import (
     DOCUMENT_FIELDS,
@@ -111,9 +112,15 @@ def _keyword_path(name: str) -> str:
 
 
 def filter_clauses(filters: Filters) -> list[dict[str, Any]]:
-    """A ``term`` for one value, a ``terms`` for a list (any of them)."""
+    """A ``term`` for one value, a ``terms`` for a list (any of them), a ``range`` for a time range (strictly
+    between its bounds)."""
     clauses: list[dict[str, Any]] = []
     for name, value in filters.items():
+        if isinstance(value, TimeRange):
+            bounds = {op: bound for op, bound in (("gt", value.after), ("lt", value.before)) if bound is not None}
+            if bounds:
+                clauses.append({"range": {name: bounds}})
+            continue
         path = _keyword_path(name)
         clauses.append({"term": {path: value}} if isinstance(value, str) else {"terms": {path: filter_values(value)}})
     return clauses

@@ -21,6 +21,7 @@ from ...domain.conversations import (
     ConversationRef,
     Message,
     MessageDraft,
+    TimeRange,
 )
 from ...domain.errors import NotFoundError, VersionConflictError
 from ...domain.models import ACCOUNT_LAYER
@@ -104,6 +105,17 @@ def _record(row: sqlite3.Row) -> ConversationRecord:
     )
 
 
+def _time_where(when: TimeRange | None) -> tuple[str, list[str]]:
+    """The condition (and its parameters) keeping the FTS rows whose message's time is within ``when``."""
+    clauses: list[str] = []
+    params: list[str] = []
+    for op, bound in ((">", None if when is None else when.after), ("<", None if when is None else when.before)):
+        if bound is not None:
+            clauses.append(f"AND (SELECT created_at FROM messages WHERE id = messages_fts.rowid) {op} ?")
+            params.append(bound)
+    return " ".join(clauses), params
+
+
 def _over(tokens: int, messages: int, thresholds: tuple[int, int]) -> bool:
     return tokens > thresholds[0] or messages > thresholds[1]
 
@@ -174,8 +186,9 @@ class SqliteConversationStore(ConversationStore):
                 seq += 1
                 # a user message opens the next turn; a conversation that starts otherwise starts in turn 1
                 turn = turn + 1 if draft.role == "user" else max(turn, 1)
+                created_at = draft.created_at or now  # its original time, when the append carried one
                 message = Message(
-                    seq=seq, turn=turn, role=draft.role, content=draft.content, created_at=now,
+                    seq=seq, turn=turn, role=draft.role, content=draft.content, created_at=created_at,
                     tool_name=draft.tool_name, tool_call_id=draft.tool_call_id, arguments=draft.arguments,
                     result=draft.result, client_id=draft.client_id, tokens=draft.tokens,
                 )
@@ -183,7 +196,7 @@ class SqliteConversationStore(ConversationStore):
                     "INSERT INTO messages (conversation_id, seq, turn, role, content, tool_name, tool_call_id, "
                     "arguments, result, client_id, tokens, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                     (conversation_id, seq, turn, draft.role, draft.content, draft.tool_name, draft.tool_call_id,
-                     _json(draft.arguments), _json(draft.result), draft.client_id, draft.tokens, now),
+                     _json(draft.arguments), _json(draft.result), draft.client_id, draft.tokens, created_at),
                 )
                 conn.execute(
                     "INSERT INTO messages_fts (rowid, scope, content, tool_name) VALUES (?, ?, index_text(?), ?)",
@@ -325,9 +338,10 @@ class SqliteConversationStore(ConversationStore):
 
     def search_candidates(
         self, account_id: str, agent: str, user_id: str | None, words: Sequence[str], *,
-        conversation: str | None = None, limit: int = 200,
+        conversation: str | None = None, limit: int = 200, when: TimeRange | None = None,
     ) -> list[MessageHit]:
-        """The best ``limit`` messages by BM25 over stems (FTS5's, the scope column weighing nothing).
+        """The best ``limit`` messages by BM25 over stems (FTS5's, the scope column weighing nothing); with
+        ``when``, only messages whose time is within it (each match's time read by its id as it is scored).
 
         Scoring is what a large journal pays for (about a microsecond a message held), so the words' pass scores
         at most ``SEARCH_SCORED`` messages: when its words are held by more, it scores the newest of them, its
@@ -358,7 +372,8 @@ class SqliteConversationStore(ConversationStore):
         for terms, weight, bound, widen, stop in passes:
             words_match = f"{{content tool_name}} : ({terms})"
             spread = newest if pair is not None else 0
-            for r in self._scored(words_match, scope, pair, limit, bound, spread, widen=widen):
+            for r in self._scored(words_match, scope, pair, limit, bound, spread, widen=widen,
+                                  when=_time_where(when)):
                 score = weight * float(r["score"])
                 if r["id"] not in found or found[r["id"]][0] < score:
                     found[r["id"]] = (score, r)
@@ -369,7 +384,7 @@ class SqliteConversationStore(ConversationStore):
 
     def _scored(
         self, words_match: str, scope: str, pair: _PairShare | None, limit: int, bound: int, newest: int, *,
-        widen: bool = True,
+        widen: bool = True, when: tuple[str, list[str]] = ("", []),
     ) -> list[Any]:
         """The best ``limit`` messages of the scope matching ``words_match``, by BM25, scoring at most about
         ``SEARCH_SCORED`` of them: the newest window of ids that holds that many of the ``bound`` messages the
@@ -386,32 +401,33 @@ class SqliteConversationStore(ConversationStore):
             since = 0 if share >= 1.0 else int(newest * (1.0 - share))
             if pair is not None and pair.share >= SEARCH_UNSCOPED_SHARE:
                 asked = min(int(limit / pair.share) + limit // 4 + 1, 4 * limit)
-                rows = self._best(words_match, since, asked, keep=(pair.key, limit))
+                rows = self._best(words_match, since, asked, keep=(pair.key, limit), when=when)
                 if len(rows) < limit and conn.execute(  # others' rows took the places: ask with the token
                     "SELECT count(*) FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? AND rowid > ? "
-                    "LIMIT ?)", (words_match, since, asked),
+                    f"{when[0]} LIMIT ?)", (words_match, since, *when[1], asked),
                 ).fetchone()[0] >= asked:
-                    rows = self._best(f"scope : {scope} AND {words_match}", since, limit)
+                    rows = self._best(f"scope : {scope} AND {words_match}", since, limit, when=when)
             else:
-                rows = self._best(f"scope : {scope} AND {words_match}", since, limit)
+                rows = self._best(f"scope : {scope} AND {words_match}", since, limit, when=when)
             if len(rows) >= limit or since == 0 or not widen:
                 return rows
             share = min(1.0, share * 4)
 
     def _best(
-        self, match: str, since: int, asked: int, *, keep: tuple[tuple[str, str, str], int] | None = None
+        self, match: str, since: int, asked: int, *, keep: tuple[tuple[str, str, str], int] | None = None,
+        when: tuple[str, list[str]] = ("", []),
     ) -> list[Any]:
         """The ``asked`` best messages of ``match`` by BM25 with ids above ``since``, and their conversations'
         keys; ``keep`` (a pair's key, how many): only that pair's, at most that many of them. (CROSS JOIN: the
         best rows first, then their conversations, never the pair's every message.)"""
-        where, params = "", [match, since, asked]
+        where, params = "", [match, since, *when[1], asked]
         if keep is not None:
             where = " WHERE c.account_id=? AND c.agent=? AND c.user_key=? ORDER BY f.score, f.rowid DESC LIMIT ?"
             params += [*keep[0], keep[1]]
         return self.db.connection().execute(
             f"SELECT f.rowid AS id, c.key, -f.score AS score, {_MESSAGE_COLUMNS} FROM "
             "(SELECT rowid, bm25(messages_fts, 0.0, 1.0, 0.5) AS score FROM messages_fts "
-            " WHERE messages_fts MATCH ? AND rowid > ? ORDER BY score, rowid DESC LIMIT ?) f "
+            f" WHERE messages_fts MATCH ? AND rowid > ? {when[0]} ORDER BY score, rowid DESC LIMIT ?) f "
             "CROSS JOIN messages m ON m.id = f.rowid CROSS JOIN conversations c ON c.id = m.conversation_id" + where,
             params,
         ).fetchall()

@@ -20,7 +20,7 @@ from ...ports.search_index import (
     SearchIndex,
     check_document,
     check_filters,
-    filter_values,
+    holds,
 )
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -71,12 +71,9 @@ class InMemorySearchIndex(SearchIndex):
             self._check_vector(vector)
         if k <= 0:
             return []
-        wanted = {name: set(filter_values(value)) for name, value in filters.items()}
         with self._lock:
             candidates = [
-                (doc_id, fields, vec)
-                for doc_id, (fields, vec) in self._docs.items()
-                if all(fields.get(name) in values for name, values in wanted.items())
+                (doc_id, fields, vec) for doc_id, (fields, vec) in self._docs.items() if holds(fields, filters)
             ]
         scores: dict[str, float] = {}
         if vector is not None:

@@ -35,6 +35,7 @@ import os
 import sqlite3
 import sys
 import threading
+import time
 from array import array
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -42,18 +43,38 @@ from typing import Any
 
 import numpy as np
 
+from ...domain.conversations import TimeRange
 from ...domain.models import ACCOUNT_LAYER
 from ...domain.search import warm
 from ...observability import logger
 from ...ports.embedder import Embedder
-from ...ports.search_index import Filters, SearchHit, SearchIndex, check_filters, filter_values
+from ...ports.search_index import (
+    MESSAGE_KIND,
+    Filters,
+    SearchHit,
+    SearchIndex,
+    check_filters,
+    filter_values,
+    time_ranges,
+)
 from .database import Database
 from .private_files import open_private_file
 
 BATCH = 512
-QUERY_CATCH_UP = 2000  # queued changes a query applies first; the worker takes a longer backlog
+# A query first applies what is queued, so a save is found by meaning at once. In process, with no indexer thread
+# (tests, the CLI), it applies up to QUERY_CATCH_UP queued changes; beside the indexer (``agentmem serve``) it
+# never waits for it: it applies a backlog of at most QUERY_CATCH_UP_BEHIND (a save just made), and only when no
+# catch-up is running; a longer backlog is the indexer's, and the query answers over what is indexed.
+QUERY_CATCH_UP = 2000
+QUERY_CATCH_UP_BEHIND = 16
+# The indexer embeds WORKER_BATCH queued changes at a time (long messages: a batch is about a tenth of a second
+# of one core), and lets a query that is running go first between two batches, for at most WORKER_YIELD_S.
+WORKER_BATCH = 64
+WORKER_YIELD_S = 0.05
+LAG_KEPT_S = 0.5  # a scope's count of queued messages (index_lag) is counted again after this long
 ANN_THRESHOLD = 50_000  # vectors in one partition above which a graph answers instead of a full scan
 LOAD_CHUNK = 20_000
+TIME_EXACT_MAX = 20_000  # a time-bounded query searches at most this many vectors of a graph exactly
 KEEP_REMOVALS = 100_000  # removals logged at most; a process further behind reloads its partitions
 # The graph's build: two threads add, each looking wider than one would (expansion_add 96, not 64). Measured on
 # 146,870 distinct journal vectors added 500 at a time (usearch 2.26): one thread at 64 added 3,400-3,600/s,
@@ -277,6 +298,12 @@ class SqliteVectorIndex(SearchIndex):
         self._lock = threading.Lock()  # the in-memory partitions
         self._draining = threading.Lock()  # one catch-up at a time in this process
         self._drain_fd: int | None = None  # and across processes: a lock on this file (opened on first use)
+        self.background = False  # an indexer thread catches up (IndexWorker): queries never wait for it
+        self._queries = 0  # queries running now (the indexer lets them go first between batches)
+        self._queries_lock = threading.Lock()
+        self._no_queries = threading.Event()
+        self._no_queries.set()
+        self._lags: dict[tuple[str, ...], tuple[float, int]] = {}
 
     @property
     def dimension(self) -> int:
@@ -472,16 +499,83 @@ class SqliteVectorIndex(SearchIndex):
             return []
         if len(vector) != self.dimension:
             raise ValueError(f"a vector has {self.dimension} dimensions, not {len(vector)}")
-        self.catch_up(QUERY_CATCH_UP)  # what was just written is found by meaning too
+        with self.querying():
+            return self._query(vector, filters, k)
+
+    @contextlib.contextmanager
+    def querying(self) -> Iterator[None]:
+        """Marks a query running (re-entrant by count): the indexer lets it finish before its next batch. Recall
+        holds it from the query's embedding on (``SemanticSide``)."""
+        with self._queries_lock:
+            self._queries += 1
+            self._no_queries.clear()
+        try:
+            yield
+        finally:
+            with self._queries_lock:
+                self._queries -= 1
+                if not self._queries:
+                    self._no_queries.set()
+
+    def wait_for_queries(self, timeout: float) -> None:
+        """The indexer, between two batches: let the queries running now finish first (at most ``timeout``)."""
+        self._no_queries.wait(timeout)
+
+    def _catch_up_for_query(self) -> None:
+        """What a query applies of the queue before it searches (QUERY_CATCH_UP, QUERY_CATCH_UP_BEHIND)."""
+        if not self.background:
+            self.catch_up(QUERY_CATCH_UP)
+            return
+        queued = self.pending()
+        if 0 < queued <= QUERY_CATCH_UP_BEHIND:
+            self.catch_up(queued, wait=False)  # (none when the indexer is at it: it is about to apply them)
+
+    def lag(self, filters: Filters) -> int | None:
+        """How many journal messages of the scope ``filters`` name (an agent and user, one conversation) are
+        queued and not yet indexed; None for entries (not counted). Counted again after LAG_KEPT_S."""
+        if filter_values(filters.get("kind", [])) != [MESSAGE_KIND]:
+            return None
+        if not self.pending():
+            return 0
+        scope = tuple(sorted(f"{k}={v}" for k, v in filters.items() if k in ("account", "agent", "user",
+                                                                              "conversation")))
+        now = time.monotonic()
+        kept = self._lags.get(scope)
+        if kept is not None and now - kept[0] < LAG_KEPT_S:
+            return kept[1]
+        where: list[str] = ["q.kind = 'message'"]
+        params: list[str] = []
+        for name, column in (("account", "c.account_id"), ("agent", "c.agent"), ("user", "c.user_key"),
+                             ("conversation", "c.key")):
+            if name in filters:
+                values = filter_values(filters[name])
+                where.append(f"{column} IN ({','.join('?' * len(values))})")
+                params += values
+        counted = int(self.db.connection().execute(
+            "SELECT count(*) FROM index_queue q JOIN messages m ON m.id = q.source "
+            "JOIN conversations c ON c.id = m.conversation_id WHERE " + " AND ".join(where), params,
+        ).fetchone()[0])
+        if len(self._lags) > 1000:
+            self._lags.clear()
+        self._lags[scope] = (now, counted)
+        return counted
+
+    def _query(self, vector: Sequence[float], filters: Filters, k: int) -> list[SearchHit]:
+        self._catch_up_for_query()  # what was just written is found by meaning too
         self._refresh()
         query = np.asarray(vector, dtype=np.float32)
         conversations = set(filter_values(filters["conversation"])) if "conversation" in filters else None
+        when = time_ranges(filters)
+        if set(when) - {"updated_at"} or (when and filter_values(filters.get("kind", [])) != [MESSAGE_KIND]):
+            raise ValueError("the embedded index bounds only a journal message's time (updated_at)")
         found: list[tuple[float, int, _Partition, int]] = []
         for name in _partition_names(filters):
             part = self._partition(name)
             if part is None or not part.size:
                 continue
-            if conversations is not None:
+            if when:
+                nearest = self._nearest_between(part, query, k, when["updated_at"], conversations)
+            elif conversations is not None:
                 rows = np.array([i for c in conversations for i in part.by_label.get(c, ()) if part.alive[i]],
                                 dtype=np.int64)
                 nearest = part.nearest(query, k, rows, self._vectors_of(part, rows)) if rows.size else []
@@ -499,6 +593,35 @@ class SqliteVectorIndex(SearchIndex):
                 fields.update(agent=scope, conversation=part.labels[row], seq=int(part.seqs[row]))
             hits.append(SearchHit(f"{kind}:{source}", score, fields))
         return hits
+
+    def _nearest_between(self, part: _Partition, query: Vectors, k: int, when: TimeRange,
+                         conversations: set[str] | None) -> list[tuple[float, int]]:
+        """The nearest ``k`` rows of a journal partition whose messages' times are within ``when`` (of these
+        ``conversations``, when given): the journal says which messages those are (its time is the message's),
+        and they are searched exactly; when they are many in a graph, the graph's nearest are searched wider and
+        kept when they are among them."""
+        _, account, agent, user = part.name.split(_SEP)
+        where, params = ["c.account_id=?", "c.agent=?", "c.user_key=?"], [account, agent, user]
+        if conversations is not None:
+            where.append(f"c.key IN ({','.join('?' * len(conversations))})")
+            params += sorted(conversations)
+        for op, bound in ((">", when.after), ("<", when.before)):
+            if bound is not None:
+                where.append(f"m.created_at {op} ?")
+                params.append(bound)
+        ids = np.fromiter((r[0] for r in self.db.connection().execute(
+            "SELECT m.id FROM messages m JOIN conversations c ON c.id = m.conversation_id WHERE "
+            + " AND ".join(where), params)), dtype=np.int64)
+        if not ids.size:
+            return []
+        inside = np.isin(part.sources, ids) & part.alive
+        rows = np.flatnonzero(inside)
+        if not rows.size:
+            return []
+        if part.graph is not None and rows.size > TIME_EXACT_MAX:
+            wide = part.nearest(query, min(max(k * 20, 200), part.size))
+            return [(score, row) for score, row in wide if inside[row]][:k]
+        return part.nearest(query, k, rows, self._vectors_of(part, rows))
 
     def _vectors_of(self, part: _Partition, rows: np.ndarray[Any, np.dtype[np.int64]]) -> Vectors:
         if part.matrix is not None:
@@ -585,6 +708,7 @@ class IndexWorker:
 
     def start(self) -> None:
         if self._thread is None:
+            self.index.background = True
             self._thread = threading.Thread(target=self._run, name="agentmem-indexer", daemon=True)
             self._thread.start()
 
@@ -593,11 +717,15 @@ class IndexWorker:
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None
+        self.index.background = False
 
     def _run(self) -> None:
+        """Small batches (WORKER_BATCH), and between two of them the queries running now go first: a query never
+        waits for the indexer (it answers over what is indexed), and the indexer leaves it the CPU."""
         while not self._stop.is_set():
+            self.index.wait_for_queries(WORKER_YIELD_S)
             try:
-                applied = self.index.catch_up(BATCH * 4)
+                applied = self.index.catch_up(WORKER_BATCH)
             except Exception:  # a bad moment (a locked database, a failing embedder): try again shortly
                 logger.exception("the semantic indexer could not catch up")
                 applied = 0

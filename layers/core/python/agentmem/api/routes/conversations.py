@@ -48,7 +48,8 @@ def append_messages(agent: str, key: str, body: ModelBody, user: User = None, fo
         plain = _parse_body(AppendBody, body)
         drafts = [
             MessageDraft(role=m.role, content=m.content, tool_name=m.tool_name, tool_call_id=m.tool_call_id,
-                         arguments=m.arguments, result=m.result, client_id=m.client_id)
+                         arguments=m.arguments, result=m.result, client_id=m.client_id,
+                         created_at=m.created_at)
             for m in plain.messages
         ]
         result = container.conversations.append(
@@ -104,15 +105,19 @@ def search_messages(
     cursor: Annotated[str | None, Query(description="next_cursor of the previous page (the same q)")] = None,
     mode: Annotated[str | None, Query(description="hybrid (default), keyword or semantic")] = None,
     min_score: Annotated[float | None, Query(description="Leave out hits scoring under this (0 to 1)")] = None,
+    after: Annotated[str | None, Query(
+        description="Only messages written after this time (ISO 8601; a date alone is its midnight, UTC)")] = None,
+    before: Annotated[str | None, Query(
+        description="Only messages written before this time (ISO 8601); not earlier than `after`")] = None,
 ) -> dict[str, Any]:
     container, principal = call(router, "conversations.search")
     found = container.conversations.search_page(
         principal, agent, q, user=user, conversation=conversation, limit=limit, surface=surface, cursor=cursor,
-        mode=mode, min_score=min_score,
+        mode=mode, min_score=min_score, after=after, before=before,
     )
     items = [{"conversation": h.conversation, "seq": h.seq, "role": h.role, "snippet": h.snippet, "score": h.score,
               "created_at": h.created_at} for h in found.items]
-    return search_page(items, found.next_cursor, found.mode, found.fallback)
+    return {**search_page(items, found.next_cursor, found.mode, found.fallback), "index_lag": found.index_lag}
 
 
 @router.get(BASE, summary="The agent's conversations with this user (or the account)", tags=["conversations"])

@@ -136,8 +136,8 @@ def appended(
         # a user message opens the next turn; a conversation that starts otherwise starts in turn 1
         turn = turn + 1 if draft.role == "user" else max(turn, 1)
         messages.append(Message(
-            seq=seq, turn=turn, role=draft.role, content=draft.content, created_at=now, tool_name=draft.tool_name,
-            tool_call_id=draft.tool_call_id, arguments=draft.arguments, result=draft.result,
+            seq=seq, turn=turn, role=draft.role, content=draft.content, created_at=draft.created_at or now,
+            tool_name=draft.tool_name, tool_call_id=draft.tool_call_id, arguments=draft.arguments, result=draft.result,
             client_id=draft.client_id, tokens=draft.tokens,
         ))
     after = replace(

@@ -81,13 +81,14 @@ from ....domain.conversations import (
     ConversationRef,
     Message,
     MessageDraft,
+    TimeRange,
     check_batch,
 )
 from ....domain.errors import AgentmemError, ConflictError, NotFoundError, VersionConflictError
 from ....ports.blobs import BlobStore
 from ....ports.conversations import ConversationStore, MessageHit
 from ....ports.entries import context_memo
-from ....ports.search_index import SearchIndex
+from ....ports.search_index import Filters, SearchIndex
 from ..journal_index import WordMatcher, best_first, journal_filters, location_of, searchable_text
 from . import layout
 from .conversation_rows import (
@@ -517,7 +518,7 @@ class DynamoConversationStore(ConversationStore):
     # -- journal search -------------------------------------------------------------------------------------
     def search_candidates(
         self, account_id: str, agent: str, user_id: str | None, words: Sequence[str], *,
-        conversation: str | None = None, limit: int = 200,
+        conversation: str | None = None, limit: int = 200, when: TimeRange | None = None,
     ) -> list[MessageHit]:
         """With a search index: its best ``limit`` documents for the words, each read back from the journal
         and kept only if it still holds a word starting with one of ``words`` — a stale document (a purged
@@ -526,13 +527,16 @@ class DynamoConversationStore(ConversationStore):
         analyzer splits them (``refund`` does not find ``refunded``, nor ``lookup_refund``), and returns
         the best scored, not the newest — where the port's contract wants every message holding a word
         *starting* with a query word, newest first. Sealed messages are found (their documents stay).
-        Without an index, ``_search_hot_rows``."""
+        Without an index, ``_search_hot_rows``. ``when`` bounds the messages' times: a ``range`` filter on the
+        documents' time, and again on each message read back (the journal's time decides)."""
         matcher = WordMatcher(words)
         if not matcher.words or limit <= 0:
             return []
         if self.index is None:
-            return self._search_hot_rows(account_id, agent, user_id, matcher, conversation, limit)
-        filters = journal_filters(account_id, agent, user_id, conversation)
+            return self._search_hot_rows(account_id, agent, user_id, matcher, conversation, limit, when)
+        filters: Filters = journal_filters(account_id, agent, user_id, conversation)
+        if when is not None:
+            filters = {**filters, "updated_at": when}
         wanted: dict[str, set[int]] = {}
         scores: dict[tuple[str, int], float] = {}
         for hit in self.index.query(matcher.query_text(), None, filters, limit):
@@ -546,12 +550,12 @@ class DynamoConversationStore(ConversationStore):
         )
         found = [MessageHit(state.ref.key, m, scores[(state.ref.key, m.seq)])
                  for state, messages in zip(states, read, strict=True) for m in messages.values()
-                 if matcher.matches(_text(m))]
+                 if matcher.matches(_text(m)) and (when is None or when.holds(m.created_at))]
         return best_first(found)[:limit]  # the index's relevance, newest on a tie
 
     def _search_hot_rows(
         self, account_id: str, agent: str, user_id: str | None, matcher: WordMatcher, conversation: str | None,
-        limit: int,
+        limit: int, when: TimeRange | None = None,
     ) -> list[MessageHit]:
         """Without a search index (local AWS mode): the hot rows of the agent's conversations with that user
         — the ``FALLBACK_CONVERSATIONS`` most recently updated (or the one asked for), the newest
@@ -566,7 +570,7 @@ class DynamoConversationStore(ConversationStore):
 
         found = [MessageHit(state.ref.key, m, float(held))
                  for state, rows in zip(states, self.threads.map(hot, states), strict=True) for m in rows
-                 if (held := matcher.held(_text(m)))]
+                 if (when is None or when.holds(m.created_at)) and (held := matcher.held(_text(m)))]
         return best_first(found)[:limit]  # more query words held first, newest on a tie
 
     # -- sealing and purging --------------------------------------------------------------------------------
