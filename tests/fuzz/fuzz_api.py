@@ -26,6 +26,7 @@ from typing import Any
 import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
+import attacks  # tests/fuzz
 from serving import AGENTMEM, free_port, wait_healthy  # tests/support
 
 CHECKS = ("not_a_server_error", "status_code_conformance", "response_schema_conformance",
@@ -114,6 +115,8 @@ def fuzz(backend: str, workdir: Path) -> dict[str, Any]:
         )
         report: dict[str, Any] = json.loads(next(reports.glob("*.json")).read_text())
         report["_seconds"] = time.monotonic() - started
+        # and the attacks that once got past the API, on the server the fuzzer has just used
+        report["_attacks"] = attacks.run(url, key, MEMORY, AGENT, CONVERSATION, FILE)
         if done.returncode != 0:
             print(done.stdout[-20000:], file=sys.stderr)
         return report
@@ -143,8 +146,13 @@ def main() -> int:
                 print(f"  {failure['code']} {failure['title']}: {', '.join(failure['operations'])}")
             for error in report["errors"]:
                 print(f"  error: {str(error)[:300]}")
+            print(f"attacks {backend}: {len(attacks.attacks(MEMORY, AGENT, CONVERSATION)) + 2} sent, "
+                  f"{len(report['_attacks'])} not refused as they should be")
+            for failure in report["_attacks"]:
+                print(f"  attack: {failure}")
             missed = report["operations"]["tested"] < report["operations"]["total"]
             clean = clean and not report["failures"] and not answer_errors(report) and not missed
+            clean = clean and not report["_attacks"]
     return 0 if clean else 1
 
 
