@@ -241,6 +241,13 @@ class SqliteEntryStore(EntryStore):
             self._keep_last_version(conn, key, row["version"] + 1)
         return _stored_entry(dict(row))
 
+    def forget_history(self, layer: Layer, name: str) -> int:
+        with self.db.write() as conn:
+            return int(conn.execute(
+                "DELETE FROM entry_history WHERE account_id=? AND memory=? AND layer_user=? AND name=?",
+                (layer.account_id, layer.memory, layer.user_key, name),
+            ).rowcount)
+
     def purge_layer(self, layer: Layer) -> int:
         """The layer's entries (checkpoints and expired ones too), their FTS rows and the layer's history, in
         one write transaction, as ``purge_memory_rows`` does for a whole memory. The layer's counts are

@@ -1,0 +1,44 @@
+"""The embedded database leaves no copy of what an erasure removed (docs/security.md): not in the free space of a
+page that still holds other rows, not in a page freed, not in the WAL, not in the full-text index's segments.
+
+Two users' entries are saved in turn, so every page of the entries holds rows of both; erasing one leaves pages
+that still hold the other's rows, where SQLite would otherwise keep the erased cells' bytes as free space."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentmem.bootstrap import build_container
+from agentmem.services.entries import SaveRequest
+from agentmem.settings import Settings
+
+MARK = "zqerasedpagemark"
+KEPT = "zqkeptpagemark"
+
+
+def _hits(data_dir: Path, word: str) -> dict[str, int]:
+    found = {}
+    for path in data_dir.rglob("*"):
+        if path.is_file() and (hits := path.read_bytes().count(word.encode())):
+            found[path.name] = hits
+    return found
+
+
+def test_an_erasure_leaves_no_byte_in_pages_that_other_rows_still_use(tmp_path: Path) -> None:
+    container = build_container(Settings(data_dir=tmp_path, embedder="none"))
+    _, secret = container.keys.create_account("acme")
+    account = container.keys.authenticate("Bearer " + secret)
+    container.memories.create(account, "handbook")
+    # Given ana's and bob's entries saved in turn (each page holds both), with words of their own
+    for n in range(60):
+        for who, word in (("ana", MARK), ("bob", KEPT)):
+            container.entries.save(account, "handbook", f"note-{n}", SaveRequest(
+                content=f"{who} wrote {word}{n:03d}7 in note {n}. " * 8, description=f"{who}'s note {n}"), user=who)
+    assert _hits(tmp_path, MARK) and _hits(tmp_path, KEPT)  # (the scan finds them: it can fail)
+
+    # When ana is erased
+    assert container.erasure.erase_user(account, "ana")["entries"] == 60
+
+    # Then none of her bytes is left in any file of the data dir, and all of bob's are
+    assert _hits(tmp_path, MARK) == {}
+    assert sum(_hits(tmp_path, KEPT).values()) >= 60 * 8
