@@ -7,9 +7,10 @@ import pytest
 from agentmem.services.scrub import Scrub
 
 
-def counting() -> tuple[Scrub, list[int]]:
-    scrub, runs = Scrub(), []
-    scrub.steps.append(lambda: runs.append(1))
+def counting() -> tuple[Scrub, list[frozenset[str]]]:
+    scrub: Scrub = Scrub()
+    runs: list[frozenset[str]] = []
+    scrub.steps.append(runs.append)
     return scrub, runs
 
 
@@ -17,12 +18,17 @@ def test_an_erasure_of_many_purges_scrubs_once_when_it_ends() -> None:
     # Given an operation that runs three purges inside it, each removing something
     scrub, runs = counting()
     with scrub.after():
+        scrub.removed("entries")
         for _ in range(3):
             with scrub.after():
-                scrub.removed()
+                scrub.removed("messages")
                 assert runs == []  # (not while the outer one still runs)
-    # Then the steps ran once, at the end
-    assert runs == [1]
+    # Then the steps ran once, at the end, for all it removed
+    assert runs == [{"entries", "messages"}]
+    # and a purge of messages alone scrubs for messages alone
+    with scrub.after():
+        scrub.removed("messages")
+    assert runs[1:] == [{"messages"}]
 
 
 def test_a_sweep_that_removed_nothing_scrubs_nothing() -> None:
@@ -35,7 +41,7 @@ def test_a_sweep_that_removed_nothing_scrubs_nothing() -> None:
 def test_an_operation_that_failed_scrubs_nothing() -> None:
     scrub, runs = counting()
     with pytest.raises(LookupError), scrub.after():
-        scrub.removed()
+        scrub.removed("messages")
         raise LookupError("no such conversation")
     assert runs == []
     # and the next operation starts afresh

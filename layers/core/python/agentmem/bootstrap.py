@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # built on first use: the authorizer's cold start needs none 
     from .services.conversations import ConversationService
     from .services.entries import EntryService
     from .services.erasure import ErasureService
+    from .services.scrub import Removed
     from .services.summary_pass import SummaryPass
     from .services.tools import ToolService
     from .services.workspaces import WorkspaceService
@@ -197,11 +198,12 @@ class Container:
     def embedder(self) -> Embedder | None:
         return self.require_adapters().embedder
 
-    def scrub_files(self) -> None:
+    def scrub_files(self, removed: frozenset[Removed]) -> None:
         """After a purge or an erasure on the embedded backend, no copy of what went is left in the data dir
         (docs/security.md): the versions a delete kept until now leave the history, the semantic index drops the
-        vectors of what went (their labels are names), and the database merges its full-text indexes and empties
-        its WAL (``Database.scrub``). The blob files are gone already (unlinked, never copied)."""
+        vectors of what went (their labels are names), and the database merges the full-text indexes of what was
+        ``removed`` and empties its WAL (``Database.scrub``). The blob files are gone already (unlinked, never
+        copied)."""
         now = iso(self.memories.clock())
         for store in self.stores.maintenance:
             purge = getattr(store, "purge_expired", None)
@@ -212,7 +214,7 @@ class Container:
             catch_up()
         db = getattr(self.stores.entries, "db", None)
         if db is not None:
-            db.scrub()
+            db.scrub(entries="entries" in removed, messages="messages" in removed)
 
     def sweep(self) -> dict[str, int]:
         """Housekeeping the embedded backend does itself (AWS has TTL): trash and expiry."""

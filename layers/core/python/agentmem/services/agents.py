@@ -174,7 +174,7 @@ class AgentService:
             raise NotFoundError(f"no agent named {name!r}")
         self._account_acts(record, acting, "purges")
         with self.memories.scrub.after():
-            self.memories.scrub.removed()
+            self.memories.scrub.removed("entries", "messages")
             return self._purge(principal, record)
 
     def _purge(self, principal: Principal, record: AgentRecord) -> dict[str, int]:
@@ -208,5 +208,5 @@ class AgentService:
                     hook(gone)
             purged = len(self.store.purge_due(now))
             if purged:
-                self.memories.scrub.removed()
+                self.memories.scrub.removed("entries", "messages")
             return purged

@@ -485,7 +485,7 @@ class ConversationService:
             return self._delete(ref, key)
         scrub = self.agent_memory.agents.memories.scrub
         with scrub.after():
-            scrub.removed()
+            scrub.removed("messages")  # and the checkpoint, which no full-text index holds
             return self._purge(ctx.agent.own_memory, ref, key)
 
     def _delete(self, ref: ConversationRef, key: str) -> dict[str, Any]:

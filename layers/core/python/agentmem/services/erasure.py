@@ -33,7 +33,7 @@ class ErasureService:
         require_account_key(principal, "erasing a user")
         check_user_id(user)
         with self.memories.scrub.after():
-            self.memories.scrub.removed()
+            self.memories.scrub.removed("entries", "messages")
             return self._erase(principal, user)
 
     def _erase(self, principal: Principal, user: str) -> dict[str, int]:

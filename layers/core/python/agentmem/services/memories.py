@@ -95,7 +95,7 @@ class MemoryService:
         with self.scrub.after():
             purged = self.store.purge_due(iso(self.clock()))
             if purged:
-                self.scrub.removed()
+                self.scrub.removed("entries")
             return purged
 
 

@@ -31,8 +31,6 @@ from .migrations import MIGRATIONS
 from .private_files import DIR_MODE, FILE_MODE, make_private_dirs, open_private_file, tighten
 
 BUSY_TIMEOUT_MS = 30_000
-# the full-text indexes (contentless FTS5): a row leaves them as a delete marker until their segments are merged
-FULL_TEXT_INDEXES = ("entries_fts", "messages_fts")
 
 
 class Database:
@@ -151,15 +149,19 @@ class Database:
         finally:
             conn.execute("COMMIT")
 
-    def scrub(self) -> bool:
-        """Leave no copy of deleted rows in the files: merge each full-text index into one segment (which drops
-        the postings of deleted rows, and frees their pages, zeroed by ``secure_delete``), then copy the WAL
-        into the database and truncate it to nothing. Whether the WAL was emptied: the checkpoint waits for
-        readers of older snapshots as long as for a writer (``BUSY_TIMEOUT_MS``); one still reading after that
-        leaves the WAL to the next checkpoint."""
-        with self.write() as conn:
-            for table in FULL_TEXT_INDEXES:
-                conn.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
+    def scrub(self, *, entries: bool = True, messages: bool = True) -> bool:
+        """Leave no copy of deleted rows in the files: merge the full-text index of the entries and of the
+        journal's messages (contentless FTS5: a row leaves them as a delete marker beside its old postings) into
+        one segment each, which drops the postings of deleted rows and frees their pages, zeroed by
+        ``secure_delete``; then copy the WAL into the database and truncate it to nothing. An index whose rows
+        were not deleted is left as it is (a merge rewrites the whole index: ``bench/scrub.py``). Whether the WAL
+        was emptied: the checkpoint waits for readers of older snapshots as long as for a writer
+        (``BUSY_TIMEOUT_MS``); one still reading after that leaves the WAL to the next checkpoint."""
+        tables = [table for table, wanted in (("entries_fts", entries), ("messages_fts", messages)) if wanted]
+        if tables:
+            with self.write() as conn:
+                for table in tables:
+                    conn.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
         busy = self.connection().execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
         return not busy
 
