@@ -6,6 +6,7 @@ that still hold the other's rows, where SQLite would otherwise keep the erased c
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 from agentmem.bootstrap import build_container
@@ -14,6 +15,7 @@ from agentmem.settings import Settings
 
 MARK = "zqerasedpagemark"
 KEPT = "zqkeptpagemark"
+USER = "zqanauser7"
 
 
 def _hits(data_dir: Path, word: str) -> dict[str, int]:
@@ -31,14 +33,22 @@ def test_an_erasure_leaves_no_byte_in_pages_that_other_rows_still_use(tmp_path: 
     container.memories.create(account, "handbook")
     # Given ana's and bob's entries saved in turn (each page holds both), with words of their own
     for n in range(60):
-        for who, word in (("ana", MARK), ("bob", KEPT)):
+        for who, word in ((USER, MARK), ("bob", KEPT)):
             container.entries.save(account, "handbook", f"note-{n}", SaveRequest(
                 content=f"{who} wrote {word}{n:03d}7 in note {n}. " * 8, description=f"{who}'s note {n}"), user=who)
     assert _hits(tmp_path, MARK) and _hits(tmp_path, KEPT)  # (the scan finds them: it can fail)
 
     # When ana is erased
-    assert container.erasure.erase_user(account, "ana")["entries"] == 60
+    assert container.erasure.erase_user(account, USER)["entries"] == 60
 
     # Then none of her bytes is left in any file of the data dir, and all of bob's are
     assert _hits(tmp_path, MARK) == {}
     assert sum(_hits(tmp_path, KEPT).values()) >= 60 * 8
+    # and her id is in no row but the vector index's removal log (a layer's key, which the server's processes
+    # read to drop her vectors from what they hold in memory: docs/security.md)
+    conn = sqlite3.connect(tmp_path / "agentmem.db")
+    tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    holding = {table for table in tables if not table.startswith(("entries_fts", "messages_fts", "messages_vocab"))
+               and any(USER in repr(row) for row in conn.execute(f"SELECT * FROM {table}"))}
+    conn.close()
+    assert holding <= {"vector_removals"}

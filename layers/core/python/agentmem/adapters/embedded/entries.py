@@ -260,6 +260,8 @@ class SqliteEntryStore(EntryStore):
             ).rowcount
             conn.execute("DELETE FROM entry_history WHERE account_id=? AND memory=? AND layer_user=?", key)
             conn.execute("DELETE FROM entry_last_versions WHERE account_id=? AND memory=? AND layer_user=?", key)
+            # the layer's count (0 now) goes too: an erased user's id is left in no row of the layer's
+            conn.execute("DELETE FROM layer_entry_counts WHERE account_id=? AND memory=? AND layer_user=?", key)
         return removed
 
     def _live_row(self, conn: sqlite3.Connection, key: tuple[str, str, str, str], now: str) -> sqlite3.Row | None:
