@@ -7,6 +7,7 @@ that still hold the other's rows, where SQLite would otherwise keep the erased c
 from __future__ import annotations
 
 import sqlite3
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from agentmem.bootstrap import build_container
@@ -52,3 +53,26 @@ def test_an_erasure_leaves_no_byte_in_pages_that_other_rows_still_use(tmp_path: 
                and any(USER in repr(row) for row in conn.execute(f"SELECT * FROM {table}"))}
     conn.close()
     assert holding <= {"vector_removals"}
+
+
+def test_a_memory_purged_from_the_trash_leaves_no_byte_of_its_entries(tmp_path: Path) -> None:
+    moment = [datetime(2026, 12, 1, 9, 0, tzinfo=UTC)]
+    container = build_container(Settings(data_dir=tmp_path, embedder="none"), clock=lambda: moment[0])
+    _, secret = container.keys.create_account("acme")
+    account = container.keys.authenticate("Bearer " + secret)
+    # Given a memory whose entries (one saved twice) carry a word of their own, and another memory's entries
+    for memory, word in (("old-notes", MARK), ("handbook", KEPT)):
+        container.memories.create(account, memory)
+        for n in range(30):
+            for _ in range(2):
+                container.entries.save(account, memory, f"note-{n}", SaveRequest(
+                    content=f"{word}{n:03d}7 noted. " * 8, description=f"note {n}"))
+    assert _hits(tmp_path, MARK) and _hits(tmp_path, KEPT)
+    # When the first goes to the trash, and the sweep purges it 30 days later
+    container.memories.delete(account, "old-notes")
+    assert _hits(tmp_path, MARK)  # (in the trash, it is all still there)
+    moment[0] += timedelta(days=31)
+    assert container.sweep()["memories_purged"] == 1
+    # Then none of its bytes is left in any file of the data dir, and the other memory's are
+    assert _hits(tmp_path, MARK) == {}
+    assert sum(_hits(tmp_path, KEPT).values()) >= 30 * 8
