@@ -742,15 +742,21 @@ def test_delete_keeps_the_journal_and_checkpoint_and_purge_removes_them(world: W
     # When it is deleted again, nothing more goes
     assert service.delete(world.account, AGENT, KEY, user="ana")["removed"] == {"conversations": 0}
 
+    # (the checkpoint has versions in its history: a pass's, and a person's correction)
+    world.save(entry.name, entry.content + "\n- by hand", None, memory=OWN, user="ana")
+    entries = world.container.entries
+    assert len(entries.history(world.account, OWN, entry.name, user="ana")) == 2
+
     # When it is purged
     receipt = service.delete(world.account, AGENT, KEY, user="ana", purge=True)
-    # Then the receipt counts what went, and none of it is found any more
+    # Then the receipt counts what went, and none of it is found any more, not even in the checkpoint's history
     assert receipt["purged"] is True
     removed = receipt["removed"]
     assert (removed["conversations"], removed["messages"], removed["checkpoints"]) == (1, 26, 1)
     assert status(chat.journal) == 404
     assert chat.checkpoint() is None
     assert status(lambda: world.read(entry.name, memory=OWN, user="ana")) == 404
+    assert status(lambda: entries.history(world.account, OWN, entry.name, user="ana")) == 404
     assert service.search(world.account, AGENT, "harbour", user="ana") == []
     # what the flush saved is durable memory, not part of the conversation: it stays
     assert flushed(world)

@@ -8,6 +8,7 @@ from agentmem.domain.access import (
     acting_user,
     can_see_memory,
     check_layer_write,
+    check_read_only,
     check_requested_visibility,
     entry_layer,
     layer_visibility,
@@ -15,7 +16,7 @@ from agentmem.domain.access import (
     visible_layers,
 )
 from agentmem.domain.errors import ForbiddenError, InvalidError, NotFoundError
-from agentmem.domain.models import Layer, MemoryRecord, Principal
+from agentmem.domain.models import Entry, Layer, MemoryRecord, Principal, Visibility
 
 ACCOUNT = Principal(account_id="acct_1", key_id="key_a", kind="account")
 ANA = Principal(account_id="acct_1", key_id="key_ana", kind="user", user_id="ana")
@@ -213,3 +214,41 @@ def test_a_user_key_asking_for_the_account_layer_is_refused_and_an_account_key_i
     check_requested_visibility(_ACCOUNT_KEY, visibility)  # type: ignore[arg-type]
     check_requested_visibility(_ANA_KEY, "private")
     check_requested_visibility(_ANA_KEY, None)
+
+
+# -- check_read_only -----------------------------------------------------------------------------------------
+
+
+def _entry(visibility: Visibility, user: str | None = None) -> Entry:
+    return Entry(name="rules", description="House rules", content="Be kind.", category="note", importance=0.5,
+                 visibility=visibility, version=1, updated_by="api", created_at="2026-03-01T00:00:00Z",
+                 updated_at="2026-03-01T00:00:00Z", memory="company", user_id=user)
+
+
+ANAS_LAYER = Layer("acct_1", "company", "ana")
+ACCOUNT_LAYER = Layer("acct_1", "company", None)
+
+
+@pytest.mark.parametrize("agent", [False, True])
+def test_no_one_makes_a_users_copy_of_a_read_only_entry(agent: bool) -> None:
+    # Given a read_only account entry that ana's layer does not hold
+    # When a save of its name lands in ana's layer, by the API or an agent
+    with pytest.raises(ForbiddenError) as refused:
+        check_read_only(ANAS_LAYER, "rules", own=None, shared=_entry("read_only"), agent=agent)
+    # Then it is refused, with the reason the tools give
+    assert refused.value.details["reason"] == "read_only"
+
+
+def test_a_users_entry_from_before_stays_theirs_and_a_shared_entry_is_copied() -> None:
+    # Given / When / Then: ana's existing entry of the name is hers to change; a shared entry is copied
+    check_read_only(ANAS_LAYER, "rules", own=_entry("private", "ana"), shared=_entry("read_only"), agent=True)
+    check_read_only(ANAS_LAYER, "rules", own=None, shared=_entry("shared"), agent=False)
+    check_read_only(ANAS_LAYER, "rules", own=None, shared=None, agent=True)
+
+
+def test_only_the_api_changes_a_read_only_entry_in_the_account_layer() -> None:
+    # Given a read_only account entry
+    # When the API changes it, it may; when an agent does, it is refused
+    check_read_only(ACCOUNT_LAYER, "rules", own=_entry("read_only"), shared=_entry("read_only"), agent=False)
+    with pytest.raises(ForbiddenError):
+        check_read_only(ACCOUNT_LAYER, "rules", own=_entry("read_only"), shared=_entry("read_only"), agent=True)

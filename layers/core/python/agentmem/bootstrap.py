@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # built on first use: the authorizer's cold start needs none 
     from .services.conversations import ConversationService
     from .services.entries import EntryService
     from .services.erasure import ErasureService
+    from .services.scrub import Removed
     from .services.summary_pass import SummaryPass
     from .services.tools import ToolService
     from .services.workspaces import WorkspaceService
@@ -196,6 +197,24 @@ class Container:
     @property
     def embedder(self) -> Embedder | None:
         return self.require_adapters().embedder
+
+    def scrub_files(self, removed: frozenset[Removed]) -> None:
+        """After a purge or an erasure on the embedded backend, no copy of what went is left in the data dir
+        (docs/security.md): the versions a delete kept until now leave the history, the semantic index drops the
+        vectors of what went (their labels are names), and the database merges the full-text indexes of what was
+        ``removed`` and empties its WAL (``Database.scrub``). The blob files are gone already (unlinked, never
+        copied)."""
+        now = iso(self.memories.clock())
+        for store in self.stores.maintenance:
+            purge = getattr(store, "purge_expired", None)
+            if purge is not None:
+                purge(now)
+        catch_up = getattr(self.search_index, "catch_up", None)
+        if catch_up is not None:
+            catch_up()
+        db = getattr(self.stores.entries, "db", None)
+        if db is not None:
+            db.scrub(entries="entries" in removed, messages="messages" in removed)
 
     def sweep(self) -> dict[str, int]:
         """Housekeeping the embedded backend does itself (AWS has TTL): trash and expiry."""
@@ -393,6 +412,8 @@ def build_container(
     # purging an agent takes its conversations and its workspaces
     agents.purge_hooks.append(lambda record: container.conversations.purge_agent(record))
     agents.purge_hooks.append(lambda record: container.workspaces.purge_agent(record))
+    if settings.backend == "embedded":
+        memories.scrub.steps.append(container.scrub_files)
     return container
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from .errors import ForbiddenError, InvalidError, NotFoundError
-from .models import Layer, MemoryRecord, Principal, Visibility
+from .models import Entry, Layer, MemoryRecord, Principal, Visibility
 from .rules import check_user_id
 
 
@@ -71,6 +71,31 @@ def layer_visibility(layer: Layer, requested: Visibility | None) -> Visibility:
 
 
 WriteOperation = Literal["save", "delete"]
+
+
+def check_read_only(layer: Layer, name: str, *, own: Entry | None, shared: Entry | None, agent: bool) -> None:
+    """The one rule for ``read_only`` account entries (SPEC §2.1, §2.3), on every path (REST with any key, the
+    agent tools in both dialects, MCP, the flush): ``layer`` is the layer a write of ``name`` lands in, ``own``
+    that layer's entry of the name, ``shared`` the account layer's (None for a user's own memory).
+
+    - Nobody makes a user's copy of a ``read_only`` entry: a save into a user's layer of a name the account
+      holds ``read_only``, that the layer does not hold yet, is refused (403 ``read_only``), whatever the key.
+      So a ``read_only`` entry is never shadowed, and every reader (read, search, the pinned block, the memory
+      index) shows the account's. (A user's entry of that name from before the account's became
+      ``read_only`` stays the user's: it is saved and deleted as before.)
+    - An agent never changes or deletes one in the account layer; the API and the console do.
+    """
+    if shared is None or shared.visibility != "read_only":
+        return
+    if layer.user_id is not None:
+        if own is None:
+            raise ForbiddenError(
+                f"{name!r} is the account's read_only entry: it has one version for everyone, and a user's copy "
+                "of it is never made (the account changes it, in its own layer)", reason="read_only",
+            )
+        return
+    if agent:
+        raise ForbiddenError(f"{name!r} is read_only: agents read it but never change it", reason="read_only")
 
 
 @dataclass(frozen=True)

@@ -84,6 +84,11 @@ class EntryStore(ABC):
         (a caller's view of the memory may be seconds old); purges of a trashed memory leave it False."""
 
     @abstractmethod
+    def forget_history(self, layer: Layer, name: str) -> int:
+        """Remove every history row of one name in one layer, kept or not (a conversation's purge takes its
+        checkpoint's versions with it); returns how many. The entry itself, if there is one, is untouched."""
+
+    @abstractmethod
     def list_layer(self, layer: Layer, now: str, *, limit: int, cursor: str | None) -> Page:
         """One layer's live entries without content, newest ``updated_at`` first."""
 

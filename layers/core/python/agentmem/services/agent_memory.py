@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..domain.access import AgentWrite, acting_user
+from ..domain.access import AgentWrite, acting_user, check_read_only
 from ..domain.agents import AgentRecord
 from ..domain.clock import iso
 from ..domain.errors import ForbiddenError, NotFoundError, NoUserContextError
@@ -206,7 +206,8 @@ class AgentMemory:
             user = None
         else:
             user = ctx.user
-        self._refuse_read_only(ctx, record, name, user)
+        if user is None:  # a save into a user's layer is checked by the entries service, as every path's is
+            self._refuse_read_only(ctx, record, name, user)
         request = replace(request, visibility="private" if user is not None else "shared")
         result = self.entries.save(
             ctx.principal, record.name, name, request, user=user, updated_by=updated_by, agent=ctx.writer
@@ -235,13 +236,12 @@ class AgentMemory:
         return self.entries.store.get(layer, name, self._now())
 
     def _refuse_read_only(self, ctx: CallContext, record: MemoryRecord, name: str, user: str | None) -> None:
-        """``read_only`` entries are the API's and the console's: an agent never changes them, nor makes
-        a user's copy that would hide one."""
+        """``read_only`` entries are the API's and the console's (``domain/access.py`` ``check_read_only``): an
+        agent never changes them, nor makes a user's copy that would hide one."""
         if record.user_id is not None:
             return
-        if user is not None and self._entry(Layer(record.account_id, record.name, user), name) is not None:
-            return
-        shared = self._entry(Layer(record.account_id, record.name, None), name)
-        if shared is not None and shared.visibility == "read_only":
-            raise ForbiddenError(f"{name!r} is read_only: agents read it but never change it", reason="read_only")
+        layer = Layer(record.account_id, record.name, user)
+        own = self._entry(layer, name) if user is not None else None
+        shared = self._entry(Layer(record.account_id, record.name, None), name) if own is None else None
+        check_read_only(layer, name, own=own, shared=shared, agent=True)
 

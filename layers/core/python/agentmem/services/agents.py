@@ -173,6 +173,12 @@ class AgentService:
         if record is None or not can_see_agent(record, acting, principal.kind == "account"):
             raise NotFoundError(f"no agent named {name!r}")
         self._account_acts(record, acting, "purges")
+        with self.memories.scrub.after():
+            self.memories.scrub.removed("entries", "messages")
+            return self._purge(principal, record)
+
+    def _purge(self, principal: Principal, record: AgentRecord) -> dict[str, int]:
+        name = record.name
         receipt = {"agents": 1, "memories": 0, "entries": 0, "conversations": 0, "messages": 0, "checkpoints": 0,
                    "workspace_files": 0, "index_documents": 0}
         for hook in self.purge_hooks:
@@ -195,8 +201,12 @@ class AgentService:
         """Purge the agents whose 30 days in the trash are over, with what goes with them (the purge hooks:
         conversations, workspaces) first: a sweep cut short between the two leaves the agent to the next."""
         now = iso(self.clock())
-        for account_id, name in self.store.due_for_purge(now):
-            gone = AgentRecord(account_id=account_id, name=name, user_id=None, created_at=now, updated_at=now)
-            for hook in self.purge_hooks:
-                hook(gone)
-        return len(self.store.purge_due(now))
+        with self.memories.scrub.after():
+            for account_id, name in self.store.due_for_purge(now):
+                gone = AgentRecord(account_id=account_id, name=name, user_id=None, created_at=now, updated_at=now)
+                for hook in self.purge_hooks:
+                    hook(gone)
+            purged = len(self.store.purge_due(now))
+            if purged:
+                self.memories.scrub.removed("entries", "messages")
+            return purged

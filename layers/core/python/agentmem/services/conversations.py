@@ -508,19 +508,29 @@ class ConversationService:
         """Delete the record (the journal and checkpoint stay), or with ``purge`` everything, with a receipt."""
         ctx = self.call_context(principal, agent, key, user=user)
         ref = self.ref(ctx, key)
-        if purge and self.store.get(ref) is None:
+        if not purge:
+            return self._delete(ref, key)
+        scrub = self.agent_memory.agents.memories.scrub
+        with scrub.after():
+            scrub.removed("messages")  # and the checkpoint, which no full-text index holds
+            return self._purge(ctx.agent.own_memory, ref, key)
+
+    def _delete(self, ref: ConversationRef, key: str) -> dict[str, Any]:
+        record = self._record(ref)
+        deleting = record.deleted_at is None  # deleting it again removes nothing more
+        if deleting:
+            self.store.delete(ref, now=iso(self.clock()))
+        return {"conversation": key, "purged": False, "removed": {"conversations": int(deleting)}}
+
+    def _purge(self, own_memory: str, ref: ConversationRef, key: str) -> dict[str, Any]:
+        if self.store.get(ref) is None:
             # files may be written to a conversation's workspace before its first message
             extras = self._purge_extras(ref)
             if any(extras.values()):
                 removed = {"conversations": 0, "messages": 0, "checkpoints": 0, "index_documents": 0, **extras}
                 return {"conversation": key, "purged": True, "removed": removed}
-        record = self._record(ref)
-        if not purge:
-            deleting = record.deleted_at is None  # deleting it again removes nothing more
-            if deleting:
-                self.store.delete(ref, now=iso(self.clock()))
-            return {"conversation": key, "purged": False, "removed": {"conversations": int(deleting)}}
-        return {"conversation": key, "purged": True, "removed": self.purge_ref(ctx.agent.own_memory, ref)}
+        self._record(ref)  # 404 when there is none
+        return {"conversation": key, "purged": True, "removed": self.purge_ref(own_memory, ref)}
 
     def purge_ref(self, own_memory: str, ref: ConversationRef) -> dict[str, int]:
         """Remove one conversation for good: journal, index documents, checkpoint, workspace files."""
@@ -533,6 +543,8 @@ class ConversationService:
             entries.store.delete(layer, ref.checkpoint_name, expected_version=None, now=iso(now),
                                  keep_history_until=iso(now), updated_by="system")
             checkpoints = 1
+        # its versions go with it (a summary pass's, a person's corrections)
+        entries.store.forget_history(layer, ref.checkpoint_name)
         removed = {"conversations": 1, "messages": messages, "checkpoints": checkpoints, "index_documents": messages}
         for name, count in self._purge_extras(ref).items():
             removed[name] = removed.get(name, 0) + count

@@ -10,6 +10,7 @@ from ..domain.access import (
     AgentWrite,
     acting_user,
     check_layer_write,
+    check_read_only,
     check_requested_visibility,
     entry_layer,
     layer_visibility,
@@ -138,13 +139,14 @@ class EntryService:
             layer = entry_layer(record, decision.user_id, principal)
             visibility, keep_read_only = "private", False
         check_layer_write(principal, layer, "save", agent=agent)
+        shared = self._shared_of_copy(layer, record.user_id is None, name, now_text)
         draft = EntryDraft(
             name=name, content=content, description=description, category=category, importance=importance,
             expires_at=expires_at, clear_expiry=request.clear_expiry, updated_by=updated_by, visibility=visibility,
             keep_read_only=keep_read_only and layer.user_id is None,
         )
-        if draft.description is None and layer.user_id is not None and record.user_id is None:
-            draft = self._copy_of_shared(layer, draft, now_text)
+        if draft.description is None and shared is not None:
+            draft = self._copy_of_shared(draft, shared)
         entry, created = self.store.save(
             layer,
             draft,
@@ -162,14 +164,23 @@ class EntryService:
         if current is None or current.conversation is None:
             check_name(name)  # raises: names starting 'context.' are reserved for checkpoints
 
-    def _copy_of_shared(self, layer: Layer, draft: EntryDraft, now: str) -> EntryDraft:
+    def _shared_of_copy(self, layer: Layer, account_memory: bool, name: str, now: str) -> Entry | None:
+        """A save into a user's layer of an account memory, of a name that layer does not hold yet, makes the
+        user's own copy of the account's entry of that name, if there is one: that entry (read with the
+        user's in one ``get_many``), once ``check_read_only`` has let the copy be made (never of a
+        ``read_only`` one, by any path). None for any other save."""
+        if layer.user_id is None or not account_memory:
+            return None
+        account = Layer(layer.account_id, layer.memory, None)
+        found = self.store.get_many([(layer, name), (account, name)], now)
+        own, shared = found.get((layer, name)), found.get((account, name))
+        check_read_only(layer, name, own=own, shared=shared, agent=False)
+        return shared if own is None else None
+
+    @staticmethod
+    def _copy_of_shared(draft: EntryDraft, shared: Entry) -> EntryDraft:
         """A user's first save of a name only the account has makes the user's own copy (SPEC §2.3),
         taking the account entry's description, category and importance unless the save gives them."""
-        if self.store.get(layer, draft.name, now) is not None:
-            return draft
-        shared = self.store.get(Layer(layer.account_id, layer.memory, None), draft.name, now)
-        if shared is None:
-            return draft
         return replace(
             draft,
             description=shared.description,

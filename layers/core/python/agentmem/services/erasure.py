@@ -28,9 +28,15 @@ class ErasureService:
 
     def erase_user(self, principal: Principal, user: str) -> dict[str, int]:
         """Remove everything of ``user`` in the caller's account, with a receipt of counts. Nothing of
-        theirs is findable afterwards; the account's own entries and other users' are untouched."""
+        theirs is findable afterwards, nor left in the backend's files once the scrub has run (``scrub.py``); the
+        account's own entries and other users' are untouched."""
         require_account_key(principal, "erasing a user")
         check_user_id(user)
+        with self.memories.scrub.after():
+            self.memories.scrub.removed("entries", "messages")
+            return self._erase(principal, user)
+
+    def _erase(self, principal: Principal, user: str) -> dict[str, int]:
         account = principal.account_id
         removed: dict[str, int] = {"agents": 0, "memories": 0, "conversations": 0, "messages": 0, "checkpoints": 0,
                                    "entries": 0, "layers": 0, "index_documents": 0, "workspace_files": 0,

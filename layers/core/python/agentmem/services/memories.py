@@ -11,12 +11,15 @@ from ..domain.errors import ConflictError, InvalidError, NotFoundError
 from ..domain.models import MemoryRecord, Principal
 from ..domain.rules import TRASH_DAYS, check_memory_name
 from ..ports.memories import MemoryStore
+from .scrub import Scrub
 
 
 class MemoryService:
     def __init__(self, store: MemoryStore, clock: Clock = utcnow) -> None:
         self.store = store
         self.clock = clock
+        # what the backend does once data is removed for good (shared by the services that purge: bootstrap.py)
+        self.scrub = Scrub()
 
     def create(self, principal: Principal, name: str, user: str | None = None) -> tuple[MemoryRecord, bool]:
         """Create the memory, or return the existing one of the same name and scope."""
@@ -89,7 +92,11 @@ class MemoryService:
 
     def purge_due(self) -> int:
         """Delete for good what has been in the trash for 30 days."""
-        return self.store.purge_due(iso(self.clock()))
+        with self.scrub.after():
+            purged = self.store.purge_due(iso(self.clock()))
+            if purged:
+                self.scrub.removed("entries")
+            return purged
 
 
 def _not_an_agents_own(name: str, verb: str) -> None:

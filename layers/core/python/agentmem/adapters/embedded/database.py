@@ -6,6 +6,11 @@ Writes run in ``BEGIN IMMEDIATE`` transactions, which take the database's write
 lock up front: a version check and the write it guards happen under one lock,
 so two processes sharing a data directory cannot lose an update. Each one copies the generations of what
 processes keep in memory into the file they share before it commits (``generations.py``).
+
+What is deleted leaves no copy in the files (docs/security.md): every connection runs with ``secure_delete``, so
+SQLite overwrites deleted rows and freed pages with zeros instead of leaving them in free space, and ``scrub``
+(after a purge or an erasure) merges the full-text indexes, whose deletes are otherwise only markers beside the
+old postings, and empties the WAL, which still holds the pages as they were before.
 """
 
 from __future__ import annotations
@@ -60,6 +65,9 @@ class Database:
             # power cut at most the last commits (the norm for WAL; FULL would add an fsync to every save)
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")  # messages reference their conversation
+            # a deleted row is overwritten with zeros, and so is a page freed (no erased text left in free space);
+            # bench/entries.py measured what it costs a save (docs/security.md)
+            conn.execute("PRAGMA secure_delete = ON")
             # The page size stays SQLite's 4 KiB: measured on the 10,000-entry benchmark, 1 and 2 KiB pages wrote
             # fewer bytes but more pages a save, 8 KiB fewer pages but twice the bytes, and none saved faster.
             # wal_autocheckpoint stays at 1,000 pages: 10,000 left the save's p50 where it was (its mean and p99, which
@@ -140,6 +148,22 @@ class Database:
             yield conn
         finally:
             conn.execute("COMMIT")
+
+    def scrub(self, *, entries: bool = True, messages: bool = True) -> bool:
+        """Leave no copy of deleted rows in the files: merge the full-text index of the entries and of the
+        journal's messages (contentless FTS5: a row leaves them as a delete marker beside its old postings) into
+        one segment each, which drops the postings of deleted rows and frees their pages, zeroed by
+        ``secure_delete``; then copy the WAL into the database and truncate it to nothing. An index whose rows
+        were not deleted is left as it is (a merge rewrites the whole index: ``bench/scrub.py``). Whether the WAL
+        was emptied: the checkpoint waits for readers of older snapshots as long as for a writer
+        (``BUSY_TIMEOUT_MS``); one still reading after that leaves the WAL to the next checkpoint."""
+        tables = [table for table, wanted in (("entries_fts", entries), ("messages_fts", messages)) if wanted]
+        if tables:
+            with self.write() as conn:
+                for table in tables:
+                    conn.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
+        busy = self.connection().execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        return not busy
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)

@@ -241,6 +241,13 @@ class SqliteEntryStore(EntryStore):
             self._keep_last_version(conn, key, row["version"] + 1)
         return _stored_entry(dict(row))
 
+    def forget_history(self, layer: Layer, name: str) -> int:
+        with self.db.write() as conn:
+            return int(conn.execute(
+                "DELETE FROM entry_history WHERE account_id=? AND memory=? AND layer_user=? AND name=?",
+                (layer.account_id, layer.memory, layer.user_key, name),
+            ).rowcount)
+
     def purge_layer(self, layer: Layer) -> int:
         """The layer's entries (checkpoints and expired ones too), their FTS rows and the layer's history, in
         one write transaction, as ``purge_memory_rows`` does for a whole memory. The layer's counts are
@@ -253,6 +260,8 @@ class SqliteEntryStore(EntryStore):
             ).rowcount
             conn.execute("DELETE FROM entry_history WHERE account_id=? AND memory=? AND layer_user=?", key)
             conn.execute("DELETE FROM entry_last_versions WHERE account_id=? AND memory=? AND layer_user=?", key)
+            # the layer's count (0 now) goes too: an erased user's id is left in no row of the layer's
+            conn.execute("DELETE FROM layer_entry_counts WHERE account_id=? AND memory=? AND layer_user=?", key)
         return removed
 
     def _live_row(self, conn: sqlite3.Connection, key: tuple[str, str, str, str], now: str) -> sqlite3.Row | None:

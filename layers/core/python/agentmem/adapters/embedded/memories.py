@@ -48,7 +48,7 @@ def purge_memory_rows(conn: sqlite3.Connection, account_id: str, name: str) -> t
     entries) removed."""
     forget_words_where(conn, "account_id=? AND memory=?", (account_id, name))
     removed = {}
-    for table in ("entries", "entry_history", "entry_last_versions", "attachments", "memories"):
+    for table in ("entries", "entry_history", "entry_last_versions", "layer_entry_counts", "attachments", "memories"):
         column = "name" if table == "memories" else "memory"
         cursor = conn.execute(f"DELETE FROM {table} WHERE account_id=? AND {column}=?", (account_id, name))
         removed[table] = cursor.rowcount

@@ -317,6 +317,18 @@ class DynamoEntryStore(EntryStore):
             return to_entry(live, with_content=False)
         raise ConflictError(f"entry {name!r} is being changed by too many writers at once; try again")
 
+    def forget_history(self, layer: Layer, name: str) -> int:
+        pk = layout.layer_pk(layer)
+        keys = [(item.pk, item.sk) for item in self.models.history.query(
+            pk, HistoryRow.sk.startswith(layout.history_prefix(name)), consistent_read=True,
+            attributes_to_get=["PK", "SK"],
+        )]
+        if keys:
+            with self.models.history.batch_write() as batch:
+                for hash_key, range_key in keys:
+                    batch.delete(self.models.history(hash_key, range_key))
+        return len(keys)
+
     def purge_layer(self, layer: Layer) -> int:
         """Delete the layer's partition (entries, checkpoints, expired entries TTL has not removed yet, and
         history rows) in batches, then its counter with the memory's total (see ``LayerSpace.drop_counter``).
