@@ -278,3 +278,95 @@ def test_the_pages_fit_a_360_pixel_window(browser: Any, console: Console) -> Non
     shot(page, "memories-360")
     accessible(page, browser)
     context.close()
+
+
+def conversation(console: Console, agent: str, user: str, key: str, turns: int, start: int = 0) -> None:
+    messages: list[dict[str, Any]] = []
+    for turn in range(start, start + turns):
+        messages += [{"role": "user", "content": f"Is invoice {turn} paid?"},
+                     {"role": "tool_call", "tool_name": "lookup_invoice", "tool_call_id": f"call-{turn}",
+                      "arguments": {"invoice": turn, "customer": user}},
+                     {"role": "tool_result", "tool_name": "lookup_invoice", "tool_call_id": f"call-{turn}",
+                      "result": {"invoice": turn, "paid": True}},
+                     {"role": "assistant", "content": f"Yes, invoice {turn} is paid."}]
+    answer = console.api("POST", f"/v1/agents/{agent}/conversations/{key}/messages", params={"user": user},
+                         json={"messages": messages, "window_messages": 2})
+    assert answer.status_code == 201, answer.text
+
+
+def wait_for_checkpoint(console: Console, agent: str, user: str, key: str, through: int) -> None:
+    import time
+
+    for _ in range(100):
+        found = console.api("GET", f"/v1/agents/{agent}/conversations/{key}", params={"user": user}).json()
+        if found["covers_through_seq"] >= through:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"the summary pass never folded through seq {through}")
+
+
+def test_a_conversation_read_tool_call_expanded_checkpoint_edited_and_kept_by_the_next_pass(
+    page: Any, console: Console, browser: Any
+) -> None:
+    agent, user, key = f"support-{uuid.uuid4().hex[:6]}", "ana", "ticket-7"
+    assert console.api("PUT", f"/v1/agents/{agent}", json={"instructions": "Billing."}).status_code == 201
+    conversation(console, agent, user, key, turns=7)
+    conversation(console, agent, user, key, turns=6, start=7)  # 52 messages: the journal's second page holds two
+    compact = console.api("POST", f"/v1/agents/{agent}/conversations/{key}/compact", params={"user": user})
+    assert compact.status_code == 202
+    wait_for_checkpoint(console, agent, user, key, 10)
+    sign_in(page, console)
+    page.get_by_role("link", name="Conversations").click()
+    page.get_by_label("Agent", exact=True).select_option(agent)
+    page.get_by_label("User id (empty: the account's own conversations)").fill(user)
+    page.get_by_role("button", name="Show conversations").click()
+    page.get_by_role("link", name=key).click()
+    page.get_by_text("#2 · turn 1 · tool_call · lookup_invoice").click()  # a tool call opens to its whole call
+    page.get_by_text('"paid": true').first.wait_for()
+    journal = page.get_by_role("list", name="Journal")
+    assert '"customer": "ana"' in journal.inner_text() and "#51 ·" not in journal.inner_text()
+    page.get_by_role("button", name="Load more messages").click()
+    page.get_by_text("#52 · turn 13 · assistant").wait_for()
+    assert page.get_by_role("button", name="Load more messages").is_hidden()
+    page.get_by_text("Summary:").click()  # the next turn's context, part by part
+    assert "tokens" in page.get_by_role("heading", name="Next turn's context").inner_text()
+    editor = page.get_by_label("Summary text")
+    editor.fill(editor.input_value() + "\n- Ana wants paper invoices from now on.")
+    page.get_by_role("button", name="Save checkpoint").click()
+    page.get_by_text("Checkpoint saved").wait_for()
+    shot(page, "conversation")
+    accessible(page, browser)
+    conversation(console, agent, user, key, turns=2, start=13)
+    page.get_by_role("button", name="Compact now").click()
+    page.get_by_text("Pass done").wait_for(timeout=30_000)
+    assert "Ana wants paper invoices from now on." in page.get_by_label("Summary text").input_value()
+    checkpoint = console.api("GET", f"/v1/agents/{agent}/conversations/{key}/checkpoint", params={"user": user}).json()
+    assert "Ana wants paper invoices from now on." in checkpoint["content"]
+    assert checkpoint["covers_through_seq"] > 52
+
+
+def test_a_file_dropped_into_the_workspace_downloads_byte_identical_and_is_deleted(
+    page: Any, console: Console, browser: Any
+) -> None:
+    agent, user, key = f"files-{uuid.uuid4().hex[:6]}", "ana", "ticket-9"
+    assert console.api("PUT", f"/v1/agents/{agent}", json={"instructions": "Files."}).status_code == 201
+    conversation(console, agent, user, key, turns=1)
+    sign_in(page, console)
+    page.goto(console.base_url + f"/console#/conversations/{agent}/{key}?user={user}")
+    page.get_by_role("heading", name="Workspace files").wait_for()
+    data = bytes(range(256)) * 40 + b"\x00\xff end"
+    transfer = page.evaluate_handle(
+        "bytes => { const t = new DataTransfer();"
+        " t.items.add(new File([new Uint8Array(bytes)], 'export.bin')); return t; }",
+        list(data))
+    page.dispatch_event(".drop", "drop", {"dataTransfer": transfer})
+    page.get_by_text("Uploaded export.bin.").wait_for()
+    shot(page, "workspace")
+    accessible(page, browser)
+    with page.expect_download() as download:
+        page.get_by_role("link", name="export.bin").click()
+    assert Path(download.value.path()).read_bytes() == data
+    page.get_by_role("button", name="Delete export.bin").click()
+    page.get_by_text("No files.").wait_for()
+    listed = console.api("GET", f"/v1/agents/{agent}/conversations/{key}/workspace/files", params={"user": user})
+    assert listed.json()["items"] == []

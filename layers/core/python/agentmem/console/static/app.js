@@ -510,3 +510,184 @@ pages.erase = async () => {
 };
 
 route();
+
+// ---------- conversations: journal, tool calls, checkpoint, next context, compact; workspace files ----------
+pages.conversations = async (parts, query) => {
+  const user = query.get("user") || "";
+  if (parts.length >= 2) return conversationPage(parts[0], parts[1], user);
+  return conversationsList(parts[0] || query.get("agent") || "", user);
+};
+
+async function conversationsList(agentName, user) {
+  const agents = (await api("GET", "v1/agents", { query: { user } })).data.items;
+  const agentSelect = h("select", { name: "agent" }, h("option", { value: "" }, "Choose an agent"),
+    agents.map((a) => h("option", { value: a.name }, a.name)));
+  agentSelect.value = agentName;
+  const userInput = h("input", { type: "text", name: "user", value: user, autocomplete: "off" });
+  const form = h("form", { novalidate: true, class: "row", "aria-label": "Whose conversations", onsubmit: (ev) => {
+    ev.preventDefault();
+    if (!agentSelect.value) return showFieldError(agentSelect, "Choose an agent.");
+    location.hash = link(["conversations", agentSelect.value], { user: userInput.value.trim() });
+  } }, h("div", { class: "grow" }, field("Agent", agentSelect)),
+    h("div", { class: "grow" }, field("User id (empty: the account's own conversations)", userInput)),
+    h("button", { type: "submit" }, "Show conversations"));
+  const out = [];
+  if (agentName) {
+    try {
+      const items = (await api("GET", `v1/agents/${seg(agentName)}/conversations`, { query: { user } })).data.items;
+      out.push(h("h2", {}, `${agentName} with ${user ? `user ${user}` : "the account"}`),
+        h("div", { class: "scroll" }, h("table", {},
+          h("thead", {}, h("tr", {}, ["Conversation", "Messages", "Turns", "Summary covers", "Updated"].map((t) => h("th", { scope: "col" }, t)))),
+          h("tbody", {}, items.length ? items.map((c) => h("tr", {},
+            h("td", {}, h("a", { href: link(["conversations", agentName, c.key], { user }) }, c.key)),
+            h("td", {}, String(c.messages)), h("td", {}, String(c.turns)),
+            h("td", {}, c.covers_through_seq ? `through seq ${c.covers_through_seq}` : "nothing yet"), h("td", {}, fmtTime(c.updated_at))))
+            : h("tr", {}, h("td", { colspan: 5 }, "No conversations."))))));
+    } catch (e) { out.push(h("p", { class: "error", role: "alert" }, e.message)); }
+  }
+  render("Conversations", form, ...out);
+}
+
+async function conversationPage(agentName, key, user) {
+  const base = `v1/agents/${seg(agentName)}/conversations/${seg(key)}`;
+  const [conv, agent] = await Promise.all([api("GET", base, { query: { user } }), api("GET", `v1/agents/${seg(agentName)}`, { query: { user } })]);
+  const info = h("dl", { class: "meta" });
+  const showInfo = (c) => info.replaceChildren(
+    h("dt", {}, "Whose"), h("dd", {}, c.user_id ? `user ${c.user_id}` : "the account"),
+    h("dt", {}, "Messages · turns"), h("dd", {}, `${c.messages} · ${c.turns}`),
+    h("dt", {}, "Summary covers"), h("dd", { id: "covers" }, c.covers_through_seq ? `through seq ${c.covers_through_seq}` : "nothing yet"),
+    h("dt", {}, "Unfolded"), h("dd", {}, `${c.unfolded_messages} messages, ${c.unfolded_tokens} tokens`));
+  showInfo(conv.data);
+
+  // the journal, a page at a time; tool calls open to their whole arguments and result
+  const journal = h("ol", { class: "journal", "aria-label": "Journal" });
+  const more = h("button", { type: "button", hidden: true }, "Load more messages");
+  let after = 0;
+  async function loadJournal() {
+    const { data } = await api("GET", `${base}/messages`, { query: { user, after, limit: 50 } });
+    for (const m of data.items) journal.append(messageItem(m));
+    after = data.next_cursor ? Number(data.next_cursor) : after;
+    more.hidden = !data.next_cursor;
+  }
+  function messageItem(m) {
+    const head = `#${m.seq} · turn ${m.turn} · ${m.role}${m.tool_name ? ` · ${m.tool_name}` : ""} · ${m.tokens} tokens`;
+    if (!m.tool_call_id) return h("li", { class: "msg" }, h("div", { class: "muted" }, head), h("pre", { class: "content" }, m.content));
+    const body = h("div", {}, h("p", { class: "muted" }, "Loading…"));
+    const details = h("details", { class: "msg" }, h("summary", {}, head, ` · call ${m.tool_call_id}`), body);
+    details.addEventListener("toggle", async () => {
+      if (!details.open || details.dataset.loaded) return;
+      try {
+        const { data } = await api("GET", `${base}/tool-calls/${seg(m.tool_call_id)}`, { query: { user } });
+        details.dataset.loaded = "1";
+        body.replaceChildren(h("h3", {}, "Arguments"), h("pre", { class: "content" }, JSON.stringify(data.arguments, null, 2)),
+          h("h3", {}, "Result"), h("pre", { class: "content" }, data.result !== null ? JSON.stringify(data.result, null, 2) : data.result_content || "(none yet)"));
+      } catch (e) { body.replaceChildren(h("p", { class: "error", role: "alert" }, e.message)); }
+    });
+    return h("li", {}, details);
+  }
+  more.addEventListener("click", loadJournal);
+
+  // the checkpoint, editable: an edit is a save of its entry with its version (the next pass starts from it)
+  const checkpointBox = h("section", { "aria-labelledby": "cp-title" });
+  async function loadCheckpoint() {
+    let cp;
+    try { cp = (await api("GET", `${base}/checkpoint`, { query: { user } })).data; }
+    catch (e) { checkpointBox.replaceChildren(h("h2", { id: "cp-title" }, "Checkpoint"), h("p", { class: "muted" }, e.message)); return; }
+    const text = h("textarea", { name: "checkpoint" }); text.value = cp.content;
+    const box = errorBox();
+    const path = `v1/memories/${seg(cp.memory)}/entries/${seg(cp.name)}`;
+    checkpointBox.replaceChildren(h("h2", { id: "cp-title" }, "Checkpoint"),
+      h("p", { class: "muted" }, `Version ${cp.version} by ${cp.updated_by}; covers through seq ${cp.covers_through_seq}; ${cp.passes_total} pass(es); ${cp.lines_by_hand} line(s) by hand.`),
+      h("form", { novalidate: true, "aria-label": "Edit checkpoint", onsubmit: async (ev) => {
+        ev.preventDefault(); say(box, ""); showFieldError(text, "");
+        try {
+          await api("PUT", path, { query: { user }, headers: { "If-Match": `"${cp.version}"` }, body: { content: text.value } });
+          await loadCheckpoint();
+          say(checkpointBox.appendChild(h("p", { role: "status" })), "Checkpoint saved; the next pass starts from it.", true);
+          loadContext();
+        } catch (e) { showFieldError(text, e.status === 412 ? `${e.message} (reload to see the pass's text)` : e.message); }
+      } }, field("Summary text", text), h("button", { type: "submit", class: "primary" }, "Save checkpoint"), box));
+  }
+
+  // what the next turn's context holds, part by part with token counts
+  const contextBox = h("section", { "aria-labelledby": "ctx-title" });
+  async function loadContext() {
+    const { data } = await api("GET", `${base}/context`, { query: { user } });
+    const part = (title, p, text) => h("details", { class: "msg" }, h("summary", {}, `${title}: ${p ? p.tokens : 0} tokens`), h("pre", { class: "content" }, text || "(empty)"));
+    contextBox.replaceChildren(h("h2", { id: "ctx-title" }, `Next turn's context: ${data.tokens} tokens`),
+      part("Pinned block", data.pinned, data.pinned && data.pinned.text),
+      part("Memory index", data.memory_index, data.memory_index && data.memory_index.text),
+      part("Summary", data.summary, data.summary && data.summary.text),
+      part(`Window (${data.window.messages.length} of at most ${data.window.cap} messages)`, data.window,
+        data.window.messages.map((m) => `#${m.seq} ${m.role}: ${m.content || (m.tool_name ? `${m.tool_name} ${JSON.stringify(m.arguments ?? m.result)}` : "")}`).join("\n")));
+  }
+
+  // compact now: the pass runs in the background; its progress is the conversation's covers_through_seq
+  const compactStatus = h("p", { role: "status", "aria-live": "polite" });
+  const compactBtn = h("button", { type: "button", onclick: async () => {
+    compactBtn.disabled = true;
+    const before = (await api("GET", base, { query: { user } })).data.covers_through_seq;
+    try {
+      const { data } = await api("POST", `${base}/compact`, { query: { user } });
+      say(compactStatus, `Pass started (job ${data.job_id})…`, true);
+      for (let i = 0; i < 30; i++) {
+        await new Promise((r) => setTimeout(r, 1000));
+        const c = (await api("GET", base, { query: { user } })).data;
+        if (c.covers_through_seq !== before) {
+          showInfo(c);
+          say(compactStatus, `Pass done: the summary covers through seq ${c.covers_through_seq}.`, true);
+          await Promise.all([loadCheckpoint(), loadContext()]);
+          break;
+        }
+        if (i === 29) say(compactStatus, "The pass folded nothing yet (it folds only rows that left the recent window).", true);
+      }
+    } catch (e) { say(compactStatus, e.message); }
+    compactBtn.disabled = false;
+  } }, "Compact now");
+
+  // the conversation's workspace: files, drag-and-drop upload through an upload link, delete
+  const filesBox = h("section", { "aria-labelledby": "ws-title" });
+  async function loadFiles() {
+    const box = errorBox();
+    let items = [];
+    try { items = (await api("GET", `${base}/workspace/files`, { query: { user } })).data.items; }
+    catch (e) { say(box, e.message); }
+    const picker = h("input", { type: "file", name: "file", multiple: true });
+    const drop = h("div", { class: "drop", tabindex: "-1" }, "Drop files here, or choose them: ", field("Files to upload", picker));
+    const upload = async (files) => {
+      say(box, "");
+      for (const f of files) {
+        try {
+          const { data: linkData } = await api("POST", `${base}/workspace/links`, { query: { user }, body: { path: f.name, method: "PUT", size_bytes: f.size } });
+          const res = await fetch(linkData.url, { method: "PUT", body: f, credentials: "omit" });
+          if (!res.ok) { const t = await res.text(); throw new Error(`upload of ${f.name} refused: ${t}`); }
+        } catch (e) { say(box, e.message); return; }
+      }
+      await loadFiles();
+      say(filesBox.appendChild(h("p", { role: "status" })), `Uploaded ${[...files].map((f) => f.name).join(", ")}.`, true);
+    };
+    picker.addEventListener("change", () => upload(picker.files));
+    drop.addEventListener("dragover", (ev) => { ev.preventDefault(); drop.classList.add("over"); });
+    drop.addEventListener("dragleave", () => drop.classList.remove("over"));
+    drop.addEventListener("drop", (ev) => { ev.preventDefault(); drop.classList.remove("over"); upload(ev.dataTransfer.files); });
+    filesBox.replaceChildren(h("h2", { id: "ws-title" }, "Workspace files"), box,
+      h("div", { class: "scroll" }, h("table", {},
+        h("thead", {}, h("tr", {}, ["File", "Size (bytes)", "Modified", ""].map((t) => h("th", { scope: "col" }, t)))),
+        h("tbody", {}, items.length ? items.map((f) => h("tr", {},
+          h("td", {}, h("a", { href: f.url, download: f.path.split("/").pop() }, f.path)),
+          h("td", {}, f.size_bytes.toLocaleString("en")), h("td", {}, fmtTime(f.modified_at)),
+          h("td", {}, h("button", { type: "button", class: "danger", "aria-label": `Delete ${f.path}`, onclick: async () => {
+            try { await api("DELETE", `${base}/workspace/files/${f.path.split("/").map(seg).join("/")}`, { query: { user } }); await loadFiles(); }
+            catch (e) { say(box, e.message); }
+          } }, "Delete"))))
+          : h("tr", {}, h("td", { colspan: 4 }, "No files."))))),
+      drop);
+  }
+
+  render(`Conversation ${key}`,
+    h("p", {}, h("a", { href: link(["conversations", agentName], { user }) }, `← ${agentName}'s conversations`),
+      " · own memory ", h("a", { href: link(["memories", agent.data.own_memory], { user }) }, agent.data.own_memory)),
+    info, h("div", { class: "row" }, compactBtn), compactStatus,
+    checkpointBox, contextBox, h("h2", {}, "Journal"), journal, more, filesBox);
+  await Promise.all([loadJournal(), loadCheckpoint(), loadContext(), loadFiles()]);
+}
