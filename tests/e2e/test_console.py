@@ -320,7 +320,13 @@ def test_a_conversation_read_tool_call_expanded_checkpoint_edited_and_kept_by_th
     page.get_by_label("Agent", exact=True).select_option(agent)
     page.get_by_label("User id (empty: the account's own conversations)").fill(user)
     page.get_by_role("button", name="Show conversations").click()
-    page.get_by_role("link", name=key).click()
+    page.get_by_label("Search the journals").fill("invoice 12")  # across the user's conversations
+    page.get_by_role("search", name="Journal search").get_by_role("button", name="Search").click()
+    page.get_by_text("Answered by:").wait_for()
+    assert page.locator(".hit mark").first.inner_text().lower() in ("invoice", "12")
+    shot(page, "conversations")
+    accessible(page, browser)
+    page.get_by_role("link", name=key).first.click()
     page.get_by_text("#2 · turn 1 · tool_call · lookup_invoice").click()  # a tool call opens to its whole call
     page.get_by_text('"paid": true').first.wait_for()
     journal = page.get_by_role("list", name="Journal")

@@ -544,8 +544,44 @@ async function conversationsList(agentName, user) {
             h("td", {}, c.covers_through_seq ? `through seq ${c.covers_through_seq}` : "nothing yet"), h("td", {}, fmtTime(c.updated_at))))
             : h("tr", {}, h("td", { colspan: 5 }, "No conversations."))))));
     } catch (e) { out.push(h("p", { class: "error", role: "alert" }, e.message)); }
+    out.push(journalSearch(agentName, user));
   }
   render("Conversations", form, ...out);
+}
+
+// journal search across this user's conversations with the agent; the words found are marked in each passage
+function journalSearch(agentName, user) {
+  const q = h("input", { type: "search", name: "q", autocomplete: "off" });
+  const results = h("div", { "aria-live": "polite" });
+  const form = h("form", { novalidate: true, class: "row", role: "search", "aria-label": "Journal search", onsubmit: async (ev) => {
+    ev.preventDefault();
+    showFieldError(q, "");
+    try {
+      const { data } = await api("GET", `v1/agents/${seg(agentName)}/messages/search`, { query: { q: q.value, user, limit: 20 } });
+      results.replaceChildren(
+        h("p", { class: "search-mode" }, `Answered by: ${data.mode}`, data.fallback ? ` (fallback: ${data.fallback})` : "",
+          ` · ${data.items.length} hit${data.items.length === 1 ? "" : "s"}`),
+        ...data.items.map((hit) => h("div", { class: "hit" },
+          h("a", { href: link(["conversations", agentName, hit.conversation], { user }) }, hit.conversation),
+          ` · #${hit.seq} · ${hit.role} `, h("span", { class: "badge" }, `score ${hit.score.toFixed(3)}`),
+          h("div", {}, highlight(hit.snippet, q.value)))));
+    } catch (e) { results.replaceChildren(); showFieldError(q, e.message); }
+  } }, h("div", { class: "grow" }, field("Search the journals", q)), h("button", { type: "submit" }, "Search"));
+  return h("section", {}, h("h2", {}, "Journal search"), form, results);
+}
+function highlight(text, query) {
+  const words = query.toLowerCase().match(/[\p{L}\p{N}]+/gu) || [];
+  if (!words.length) return [text];
+  const escaped = words.map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+  const pattern = new RegExp(`(?<![\\p{L}\\p{N}])(?:${escaped.join("|")})[\\p{L}\\p{N}]*`, "giu");
+  const parts = [];
+  let last = 0;
+  for (const m of text.matchAll(pattern)) {
+    parts.push(text.slice(last, m.index), h("mark", {}, m[0]));
+    last = m.index + m[0].length;
+  }
+  parts.push(text.slice(last));
+  return parts;
 }
 
 async function conversationPage(agentName, key, user) {
