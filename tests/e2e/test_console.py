@@ -376,3 +376,19 @@ def test_a_file_dropped_into_the_workspace_downloads_byte_identical_and_is_delet
     page.get_by_text("No files.").wait_for()
     listed = console.api("GET", f"/v1/agents/{agent}/conversations/{key}/workspace/files", params={"user": user})
     assert listed.json()["items"] == []
+
+
+def test_a_user_key_sees_only_its_users_layer(page: Any, console: Console) -> None:
+    memory = memory_with_entry(console, "Refund within 30 days.")
+    assert console.api("PUT", f"/v1/memories/{memory}/entries/ana-terms", params={"user": "ana"},
+                       json={"content": "Ana gets 60 days.", "description": "Ana's terms"}).status_code == 201
+    assert console.api("PUT", f"/v1/memories/{memory}/entries/bob-terms", params={"user": "bob"},
+                       json={"content": "Bob gets 10 days.", "description": "Bob's terms"}).status_code == 201
+    user_key = console.api("POST", "/v1/keys", json={"user": "ana"}).json()["secret"]
+    sign_in(page, console, user_key)
+    assert page.get_by_role("link", name="Erase a user").is_hidden()
+    page.get_by_role("link", name=memory).click()
+    page.get_by_text("your user's layer (this is a user key)").wait_for()
+    entries = page.get_by_role("table").inner_text()
+    assert "ana-terms" in entries and "bob-terms" not in entries and "refunds" not in entries
+    assert page.get_by_label("User id (empty: the account layer)").count() == 0

@@ -2,6 +2,8 @@
 // person typed, kept in sessionStorage only. Text from the API is always set as text, never as HTML.
 
 const KEY = "agentmem.key";
+const KIND = "agentmem.kind"; // "account" or "user": what the key acts for
+const userKey = () => sessionStorage.getItem(KIND) === "user";
 const API_BASE = new URL(".", location.href); // the console is served beside /v1
 const main = document.getElementById("main");
 
@@ -89,6 +91,7 @@ async function route() {
   if (!sessionStorage.getItem(KEY)) return signInPage();
   document.getElementById("nav").hidden = false;
   document.getElementById("sign-out").hidden = false;
+  document.querySelector('#nav a[href="#/erase"]').hidden = userKey();
   const { parts, query } = parseHash();
   const page = pages[parts[0]] || pages.memories;
   for (const a of document.querySelectorAll("#nav a")) {
@@ -103,6 +106,7 @@ window.addEventListener("hashchange", () => { route().then(() => main.focus({ pr
 // ---------- sign in ----------
 function signOut(message) {
   sessionStorage.removeItem(KEY);
+  sessionStorage.removeItem(KIND);
   location.hash = "";
   signInPage(message);
 }
@@ -122,7 +126,11 @@ function signInPage(message) {
       input.focus();
       return;
     }
+    // a user key may not list keys: it acts for its one user, and the pages say so
+    let kind = "account";
+    try { await api("GET", "v1/keys", { key }); } catch (e) { if (e.status === 403) kind = "user"; }
     sessionStorage.setItem(KEY, key);
+    sessionStorage.setItem(KIND, kind);
     if (!location.hash || location.hash === "#") location.hash = "#/memories"; else route();
   } },
     field("API key", input, "An account key or a user key. It stays in this tab only (session storage) and is sent to the API as a Bearer token."),
@@ -204,8 +212,9 @@ async function memoryPage(memory, user) {
     h("dl", { class: "meta" }, h("dt", {}, "Scope"), h("dd", {}, m.scope === "user" ? `user ${m.user_id}` : "account"),
       h("dt", {}, "Entries"), h("dd", {}, String(m.entry_count)),
       h("dt", {}, "Attached to"), h("dd", {}, m.attached_to.join(", ") || "none"),
-      h("dt", {}, "Layer shown"), h("dd", { id: "layer-shown" }, user ? `user ${user}` : "account layer")),
-    m.scope === "account" ? layerForm : null,
+      h("dt", {}, "Layer shown"), h("dd", { id: "layer-shown" },
+        userKey() ? "your user's layer (this is a user key)" : user ? `user ${user}` : m.scope === "user" ? `user ${m.user_id}` : "account layer")),
+    m.scope === "account" && !userKey() ? layerForm : null,
     h("h2", {}, "Search"), searchForm, results,
     h("h2", {}, "Entries"),
     h("div", { class: "scroll" }, h("table", {},
