@@ -397,3 +397,17 @@ def test_a_user_key_sees_only_its_users_layer(page: Any, console: Console) -> No
     entries = page.get_by_role("table").inner_text()
     assert "ana-terms" in entries and "bob-terms" not in entries and "refunds" not in entries
     assert page.get_by_label("User id (empty: the account layer)").count() == 0
+
+
+def test_a_layer_of_more_than_a_page_lists_every_entry(page: Any, console: Console) -> None:
+    memory = memory_with_entry(console, "Refund within 30 days.")
+    for number in range(100):
+        saved = console.api("PUT", f"/v1/memories/{memory}/entries/note-{number:03d}",
+                            json={"content": f"Note {number}.", "description": f"Note {number}"})
+        assert saved.status_code == 201
+    sign_in(page, console)
+    page.goto(console.base_url + f"/console#/memories/{memory}")
+    page.get_by_role("button", name="Load more entries").click()
+    page.get_by_role("link", name="refunds").wait_for()  # the oldest, on the second page
+    assert page.locator("#entries-body tr").count() == 101
+    assert page.get_by_role("button", name="Load more entries").is_hidden()

@@ -196,10 +196,18 @@ async function memoryPage(memory, user) {
   } }, h("div", { class: "grow" }, field("Search (the API's recall)", q)), h("div", {}, field("Mode", mode)),
     h("button", { type: "submit" }, "Search"));
 
-  const rows = list.data.items.map((e) => h("tr", {},
+  const entryRow = (e) => h("tr", {},
     h("td", {}, h("a", { href: link(["memories", memory, "entry", e.name], { user }) }, e.name)),
     h("td", {}, e.description || ""), h("td", {}, String(e.version)), h("td", {}, e.updated_by),
-    h("td", {}, fmtTime(e.updated_at))));
+    h("td", {}, fmtTime(e.updated_at)));
+  const rows = list.data.items.map(entryRow);
+  let cursor = list.data.next_cursor;
+  const moreEntries = h("button", { type: "button", hidden: !cursor, onclick: async () => {
+    const { data } = await api("GET", `v1/memories/${seg(memory)}/entries`, { query: { user, limit: 100, cursor } });
+    main.querySelector("#entries-body").append(...data.items.map(entryRow));
+    cursor = data.next_cursor;
+    moreEntries.hidden = !cursor;
+  } }, "Load more entries");
   const newName = h("input", { type: "text", name: "name", autocomplete: "off", pattern: "[a-z0-9._\\-]{1,64}" });
   const newForm = h("form", { novalidate: true, class: "row", "aria-label": "New entry", onsubmit: (ev) => {
     ev.preventDefault();
@@ -219,9 +227,8 @@ async function memoryPage(memory, user) {
     h("h2", {}, "Entries"),
     h("div", { class: "scroll" }, h("table", {},
       h("thead", {}, h("tr", {}, ["Name", "Description", "Version", "Updated by", "Updated"].map((t) => h("th", { scope: "col" }, t)))),
-      h("tbody", {}, rows.length ? rows : h("tr", {}, h("td", { colspan: 5 }, "No entries in this layer."))))),
-    list.data.next_cursor ? h("p", { class: "muted" }, "Showing the newest 100.") : null,
-    newForm);
+      h("tbody", { id: "entries-body" }, rows.length ? rows : h("tr", {}, h("td", { colspan: 5 }, "No entries in this layer."))))),
+    moreEntries, newForm);
 }
 
 // ---------- an entry: read, edit (If-Match), conflict, delete, history ----------
