@@ -45,7 +45,7 @@ def asset(name: str) -> Asset | None:
     suffix = name[name.rfind("."):] if "." in name else ""
     if "/" in name or "\\" in name or name.startswith(".") or suffix not in ASSET_TYPES:
         return None
-    file = resources.files(__package__).joinpath("static", name)
+    file = resources.files(__name__).joinpath("static", name)
     if not file.is_file():
         return None
     body = file.read_text(encoding="utf-8")
