@@ -10,9 +10,11 @@ from agentmem.settings import Settings
 from aws_cdk.assertions import Match
 
 from infra.config import DeploymentConfig
-from infra.constructs.api import BINARY_MEDIA_TYPES, MCP_PATH, PUBLIC_PATHS
+from infra.constructs.api import BINARY_MEDIA_TYPES, CONSOLE_PATHS, MCP_PATH, PUBLIC_PATHS
 
 MCP = f"/v1/{MCP_PATH}"
+# the paths API Gateway routes without the authorizer: the docs, liveness and the console's files
+PUBLIC = {*(f"/v1/{p}" for p in PUBLIC_PATHS), *CONSOLE_PATHS}
 
 
 def _paths(synthesis: Any) -> dict[str, str]:
@@ -54,7 +56,7 @@ def test_rest_api_is_regional_and_takes_binary_uploads(stateless: Any) -> None:
 
 def test_every_path_but_mcp_goes_to_the_one_api_function_as_a_proxy(synthesis: Any) -> None:
     methods = _methods(synthesis)
-    assert set(methods) >= {"/", "/{proxy+}", "/v1", "/v1/{proxy+}", MCP, *(f"/v1/{p}" for p in PUBLIC_PATHS)}
+    assert set(methods) >= {"/", "/{proxy+}", "/v1", "/v1/{proxy+}", MCP, *PUBLIC}
     targets = set()
     for path, method in methods.items():
         assert method["HttpMethod"] == "ANY", path
@@ -81,7 +83,7 @@ def test_the_mcp_path_goes_to_the_mcp_function_as_a_proxy(synthesis: Any) -> Non
 def test_public_paths_skip_the_authorizer_and_the_rest_require_it(synthesis: Any) -> None:
     (authorizer_id,) = synthesis.resources("Stateless", "AWS::ApiGateway::Authorizer")
     for path, method in _methods(synthesis).items():
-        if path in {f"/v1/{p}" for p in PUBLIC_PATHS}:
+        if path in PUBLIC:
             assert method["AuthorizationType"] == "NONE", path
             assert "AuthorizerId" not in method, path
         else:
@@ -138,7 +140,7 @@ def test_each_account_is_throttled_by_the_usage_plan_keyed_by_the_authorizer(syn
     assert api["Properties"]["ApiKeySourceType"] == "AUTHORIZER"
     # And every method behind the authorizer requires one (so the usage plan applies), the public ones none
     for path, method in _methods(synthesis).items():
-        assert method.get("ApiKeyRequired", False) is (path not in {f"/v1/{p}" for p in PUBLIC_PATHS}), path
+        assert method.get("ApiKeyRequired", False) is (path not in PUBLIC), path
     # And one usage plan throttles each key (each account's) on the API's stage, below the stage's own limit
     config = DeploymentConfig()
     (plan,) = synthesis.resources("Stateless", "AWS::ApiGateway::UsagePlan").values()

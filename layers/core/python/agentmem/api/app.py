@@ -22,6 +22,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from ..adapters.aws.failures import is_transient
 from ..bootstrap import Container, get_container
+from ..console import PREFIX as CONSOLE
+from ..console import SECURITY_HEADERS, asset, is_console_path
 from ..domain.errors import (
     AgentmemError,
     InvalidError,
@@ -83,6 +85,34 @@ def swagger_ui() -> Response[str]:
     from . import openapi
 
     return Response(status_code=200, content_type="text/html", body=openapi.swagger_html(app, _base_path()))
+
+
+# the console's files (agentmem/console): public like the docs, outside the OpenAPI document
+@app.get("/", include_in_schema=False)
+def root() -> Response[str]:
+    return Response(status_code=302, body="", headers={"Location": CONSOLE.lstrip("/"), "Cache-Control": "no-cache"})
+
+
+@app.get(CONSOLE, include_in_schema=False)
+def console_page() -> Response[str]:
+    if app.current_event.path.endswith("/"):  # /console/: the page's relative links need /console
+        return Response(status_code=301, body="", headers={"Location": "../" + CONSOLE.strip("/")})
+    return _console_file("index.html")
+
+
+@app.get(CONSOLE + "/<name>", include_in_schema=False)
+def console_file(name: str) -> Response[str]:
+    return _console_file(name)
+
+
+def _console_file(name: str) -> Response[str]:
+    found = asset(name) if name != "index.html" or app.current_event.path.rstrip("/") == CONSOLE else None
+    if found is None:
+        raise NotFoundError(f"no such console file: {name}")
+    headers = {**SECURITY_HEADERS, "ETag": found.etag}
+    if app.current_event.headers.get("if-none-match") == found.etag:
+        return Response(status_code=304, body="", headers=headers)
+    return Response(status_code=200, content_type=found.content_type, body=found.body, headers=headers)
 
 
 def _base_path() -> str:
@@ -322,7 +352,7 @@ def _handle(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         return _proxy_error(NOT_JSON)  # the resolver would parse a form itself (and fail on one without a boundary)
     elif has_body:
         _default_to_json(event)
-    if path not in PUBLIC_PATHS:
+    if path not in PUBLIC_PATHS and not is_console_path(path):
         try:
             principal = _principal_from_authorizer(event)
             if principal is None:

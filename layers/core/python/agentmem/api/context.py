@@ -11,7 +11,7 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 
 from ..bootstrap import Container, get_container
 from ..domain.errors import InvalidError
-from ..domain.models import Principal
+from ..domain.models import Principal, UpdatedBy
 from ..invocation import log_keys
 
 # (account, operation, billable) of the request being served; the handler records it when it succeeds
@@ -30,6 +30,17 @@ def call(router: Router, operation: str, *, billable: bool = True) -> tuple[Cont
 def header(router: Router, name: str) -> str | None:
     value = router.current_event.headers.get(name)
     return None if value is None else str(value)
+
+
+CLIENT_HEADER = "X-Agentmem-Client"
+
+
+def writer(router: Router) -> UpdatedBy:
+    """Who a write through the API is recorded as (``updated_by``): ``console`` when the console sent it
+    (``X-Agentmem-Client: console``), else ``api``. A label of the caller's own key, not a permission: any
+    client may send it, and it changes nothing of what the key may do (docs/console.md)."""
+    sent = header(router, CLIENT_HEADER)
+    return "console" if sent is not None and sent.strip().lower() == "console" else "api"
 
 
 _ETAG = re.compile(r'^(?:W/)?"?(\d{1,18})"?$')

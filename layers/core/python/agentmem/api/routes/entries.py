@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
 from ...domain.access import check_requested_visibility
 from ...domain.errors import InvalidError, PreconditionFailedError, VersionConflictError
-from ..context import call, etag, json_response, precondition
+from ..context import call, etag, json_response, precondition, writer
 from ..presenters import entry_json, history_json, page, search_page
 from ..schemas import SaveEntryBody
 
@@ -55,7 +55,7 @@ def save_entry(memory: str, name: str, body: Annotated[SaveEntryBody, Body()], u
         clear_expiry="expires_at" in body.model_fields_set and body.expires_at is None,
     )
     try:
-        result = container.entries.save(principal, memory, name, request, user=user)
+        result = container.entries.save(principal, memory, name, request, user=user, updated_by=writer(router))
     except VersionConflictError as conflict:
         if from_header is None:
             raise
@@ -76,7 +76,8 @@ def delete_entry(
     from_header = precondition(router)
     try:
         container.entries.delete(
-            principal, memory, name, user=user, version=from_header if from_header is not None else version
+            principal, memory, name, user=user, version=from_header if from_header is not None else version,
+            updated_by=writer(router),
         )
     except VersionConflictError as conflict:
         if from_header is None:
