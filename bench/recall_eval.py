@@ -359,6 +359,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "machine": machine(),
         "data": [str(d) for d in args.data],
         "left_out": problems,
+        "environment": {k: v for k, v in sorted(os.environ.items())
+                        if k.startswith("AGENTMEM_") or k == "OPENBLAS_NUM_THREADS"},
         "appends_take_created_at": server.takes_created_at,
         "refused": server.refused,
         "conversations": loaded,
