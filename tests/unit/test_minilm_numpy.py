@@ -32,7 +32,8 @@ def tiny_model(width: int = 24, layers: int = 2) -> minilm.MiniLM:
         tensors |= {
             p + "attention.output.dense.weight": rng.normal(size=(width, width)) * 0.2,
             p + "attention.output.dense.bias": np.zeros(width),
-            p + "attention.output.LayerNorm.weight": np.ones(width), p + "attention.output.LayerNorm.bias": np.zeros(width),
+            p + "attention.output.LayerNorm.weight": np.ones(width),
+            p + "attention.output.LayerNorm.bias": np.zeros(width),
             p + "intermediate.dense.weight": rng.normal(size=(4 * width, width)) * 0.2,
             p + "intermediate.dense.bias": np.zeros(4 * width),
             p + "output.dense.weight": rng.normal(size=(width, 4 * width)) * 0.2,
