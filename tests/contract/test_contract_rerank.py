@@ -72,10 +72,10 @@ class Reversing(Reranker):
 
 def test_deep_mode_reorders_the_fused_top_by_the_reranker_and_says_so(world: World) -> None:
     journal(world)
-    fused = search(world, "pharmacy neighbours book")
+    fused = search(world, "pharmacy neighbours book", min_score=0.0, limit=50)  # deep reads the fused top whole
     reranker = Reversing()
     world.container.conversations.reranking = Reranking(lambda: reranker, deadline_s=30.0)
-    deep = search(world, "pharmacy neighbours book", mode="deep")
+    deep = search(world, "pharmacy neighbours book", mode="deep", limit=50)
     # Then the reranker read the fused top with the query, and its order is the page's
     assert reranker.calls == [("pharmacy neighbours book", len(fused.items))]
     assert [h.seq for h in deep.items] == [h.seq for h in fused.items][::-1]

@@ -403,12 +403,15 @@ class ConversationService:
             stages.append("fusion")
         calibration = self.agent_memory.entries.calibration
         signals = {k: Signals(keyword.get(k), cosine.get(k)) for k in found}
-        ranked = first_of_each(fuse(signals, how.mode, calibration, min_score=floor,
+        # deep: the default cut-off is the re-ranking stage's to make, so it reads the fused top 50 whole
+        cut = 0.0 if wanted_mode == "deep" and floor is None and self.reranking is not None else floor
+        ranked = first_of_each(fuse(signals, how.mode, calibration, min_score=cut,
                                     keyword_scale=bm25_scale(total, held)),
                                lambda key: (found[key].role, " ".join(message_text(found[key]).casefold().split())))
         answered_mode, fallback = how.mode, how.fallback
         if wanted_mode == "deep":
-            answered_mode, fallback, ranked = self._rerank(query, ranked, found, how.mode, how.fallback, stages)
+            answered_mode, fallback, ranked = self._rerank(query, ranked, found, how.mode, how.fallback, stages,
+                                                           floor)
         hits = []
         for key, score in ranked[offset : offset + size]:  # snippets for the page only
             message = found[key]
@@ -421,7 +424,7 @@ class ConversationService:
 
     def _rerank(
         self, query: str, ranked: list[tuple[tuple[str, int], float]], found: dict[tuple[str, int], Message],
-        mode: Mode, fallback: Fallback | None, stages: list[Stage],
+        mode: Mode, fallback: Fallback | None, stages: list[Stage], floor: float | None,
     ) -> tuple[Mode, Fallback | None, list[tuple[tuple[str, int], float]]]:
         """mode=deep: the fused top read again with the query by the re-ranking stage. The mode that answered is
         ``deep`` when both the semantic side and the stage ran; a semantic fallback is said first."""
@@ -429,8 +432,11 @@ class ConversationService:
             return ("hybrid" if mode == "deep" else mode), fallback or "rerank_not_configured", ranked
         head = ranked[:RERANK_CANDIDATES]
         outcome = self.reranking.run(query, head, [message_text(found[seat]) for seat, _ in head])
-        if outcome.fallback is not None:
-            return ("hybrid" if mode == "deep" else mode), fallback or outcome.fallback, ranked
+        if outcome.fallback is not None:  # the fused order stands, with hybrid's cut-off
+            cut = floor if floor is not None else (
+                self.agent_memory.entries.calibration.min_score if mode != "keyword" else 0.0)
+            return ("hybrid" if mode == "deep" else mode), fallback or outcome.fallback, [
+                (seat, score) for seat, score in ranked if score >= cut]
         stages.append("rerank")
         return mode, fallback, outcome.ranked + ranked[RERANK_CANDIDATES:]
 
