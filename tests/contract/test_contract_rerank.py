@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 from agentmem.domain.conversations import MessageDraft
@@ -30,17 +31,17 @@ def journal(world: World) -> None:
     world.container.agents.put(world.account, "support", AgentSettings())
     lines = [
         *SMALL_TALK,
-        MessageDraft("user", "what time does the pharmacy on Rua Augusta shut on weekdays?"),
-        MessageDraft("assistant", "Seven in the evening, except Sundays when it stays dark all day."),
+        "what time does the pharmacy on Rua Augusta shut on weekdays?",
+        "Seven in the evening, except Sundays when it stays dark all day.",
         *SMALL_TALK[::-1],
     ]
-    drafts = [line if isinstance(line, MessageDraft) else
-              MessageDraft("user" if n % 2 == 0 else "assistant", line) for n, line in enumerate(lines)]
+    drafts = [MessageDraft("user" if n % 2 == 0 else "assistant", line) for n, line in enumerate(lines)]
     world.container.conversations.append(world.account, "support", "errands", drafts)
 
 
-def search(world: World, query: str, **options: object) -> JournalPage:
-    return world.container.conversations.search_page(world.account, "support", query, **options)  # type: ignore[arg-type]
+def search(world: World, query: str, **options: Any) -> JournalPage:
+    page: JournalPage = world.container.conversations.search_page(world.account, "support", query, **options)
+    return page
 
 
 def test_the_answer_after_a_question_is_found_with_it(world: World) -> None:
