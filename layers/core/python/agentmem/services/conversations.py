@@ -42,15 +42,21 @@ from ..domain.model_messages import Skipped, parse_messages
 from ..domain.models import Entry, Layer, MemoryRecord, Principal
 from ..domain.recall import (
     KEYWORD_CANDIDATES,
+    MODES,
+    NEIGHBOUR_SHARE,
+    RERANK_CANDIDATES,
     SEMANTIC_CANDIDATES,
     Fallback,
     Mode,
     Signals,
+    Stage,
     bm25_scale,
     check_min_score,
     check_mode,
     first_of_each,
     fuse,
+    lend_neighbours,
+    neighbours_to_read,
     pool,
     without_common_words,
 )
@@ -62,7 +68,7 @@ from ..observability import logger
 from ..ports.conversations import ConversationStore
 from ..ports.jobs import Jobs
 from .agent_memory import AgentMemory, CallContext
-from .recall import PendingAnswer, SemanticAnswer, answered
+from .recall import PendingAnswer, Reranking, SemanticAnswer, answered
 
 READ_LIMIT_DEFAULT = 100
 READ_LIMIT_MAX = 1000
@@ -140,6 +146,7 @@ class JournalPage:
     mode: Mode = "keyword"
     fallback: Fallback | None = None
     index_lag: int | None = None  # journal messages of the search's scope not yet in the semantic index
+    stages: tuple[Stage, ...] = ("keyword",)  # what ran, in order
 
 
 @dataclass(frozen=True)
@@ -180,6 +187,7 @@ class ConversationService:
         self._last_reads = LastReads()  # what the last context build for each caller read, in this process
         # what else a purge removes with a conversation (its workspace), by name: ref -> counts
         self.purge_hooks: list[Callable[[ConversationRef], dict[str, int]]] = []
+        self.reranking: Reranking | None = None  # recall's re-ranking stage, mode=deep (the composition root sets it)
 
     def count_tokens(self, text: str) -> int:
         if self._count_tokens is None:
@@ -345,7 +353,7 @@ class ConversationService:
         self._require_journal_tools(ctx)
         size = check_limit(limit, default=SEARCH_LIMIT_DEFAULT, maximum=SEARCH_LIMIT_MAX)
         check_query(query)
-        wanted_mode = check_mode(mode)
+        wanted_mode = check_mode(mode, MODES)
         floor = check_min_score(min_score)
         when = check_time_range(after, before)
         compiled = Query(query)
@@ -368,13 +376,23 @@ class ConversationService:
                 key = (hit.conversation, hit.message.seq)
                 found[key], keyword[key] = hit.message, hit.score
 
+        def read(wanted: dict[str, list[int]]) -> None:
+            for conversation_key, seqs in wanted.items():  # one read a conversation: the journal decides
+                ref = ConversationRef(account, agent_name, user_id, conversation_key)
+                for seq, message in self.store.messages_at(ref, seqs).items():
+                    if when is None or when.holds(message.created_at):  # the journal's time decides
+                        found[(conversation_key, seq)] = message
+
         lag = self._index_lag(account, agent_name, user_id, conversation, wanted_mode)
+        stages: list[Stage] = []
         if wanted_mode != "semantic":
             by_words()  # while the semantic side embeds and searches
+            stages.append("keyword")
         semantic = pending.answer() if pending is not None else None
         how = answered(wanted_mode, semantic)
         if wanted_mode == "semantic" and how.mode == "keyword":
             by_words()  # the semantic side fell back: the words answer
+            stages.append("keyword")
         cosine: dict[tuple[str, int], float] = {}
         if semantic is not None:
             near = {(str(h.fields.get("conversation")), int(h.fields.get("seq") or 0)): h.score
@@ -383,17 +401,29 @@ class ConversationService:
             for conversation_key, seq in near:
                 if (conversation_key, seq) not in found:
                     unread.setdefault(conversation_key, []).append(seq)
-            for conversation_key, seqs in unread.items():  # one read a conversation: the journal decides
-                ref = ConversationRef(account, agent_name, user_id, conversation_key)
-                for seq, message in self.store.messages_at(ref, seqs).items():
-                    if when is None or when.holds(message.created_at):  # the journal's time decides
-                        found[(conversation_key, seq)] = message
+            read(unread)
             cosine = {k: score for k, score in near.items() if k in found}
+            if semantic.fallback is None:
+                stages.append("semantic")
+        if how.mode in ("hybrid", "deep") and keyword:
+            # a message borrows from the one before and after it (a question and its answer): the neighbours of
+            # the best keyword hits are read as candidates too, from the journal, like every semantic hit
+            read(neighbours_to_read(keyword, found))
+            keyword = lend_neighbours(keyword, found, NEIGHBOUR_SHARE)
+            stages.append("neighbours")
+        if "keyword" in stages and "semantic" in stages:
+            stages.append("fusion")
         calibration = self.agent_memory.entries.calibration
         signals = {k: Signals(keyword.get(k), cosine.get(k)) for k in found}
-        ranked = first_of_each(fuse(signals, how.mode, calibration, min_score=floor,
+        # deep: the default cut-off is the re-ranking stage's to make, so it reads the fused top 50 whole
+        cut = 0.0 if wanted_mode == "deep" and floor is None and self.reranking is not None else floor
+        ranked = first_of_each(fuse(signals, how.mode, calibration, min_score=cut,
                                     keyword_scale=bm25_scale(total, held)),
                                lambda key: (found[key].role, " ".join(message_text(found[key]).casefold().split())))
+        answered_mode, fallback = how.mode, how.fallback
+        if wanted_mode == "deep":
+            answered_mode, fallback, ranked = self._rerank(query, ranked, found, how.mode, how.fallback, stages,
+                                                           floor)
         hits = []
         for key, score in ranked[offset : offset + size]:  # snippets for the page only
             message = found[key]
@@ -402,7 +432,25 @@ class ConversationService:
                                    score, message.created_at))
         more = len(ranked) > offset + size
         next_cursor = encode_cursor({"offset": offset + size, **asked})
-        return JournalPage(hits, next_cursor if more else None, how.mode, how.fallback, lag)
+        return JournalPage(hits, next_cursor if more else None, answered_mode, fallback, lag, tuple(stages))
+
+    def _rerank(
+        self, query: str, ranked: list[tuple[tuple[str, int], float]], found: dict[tuple[str, int], Message],
+        mode: Mode, fallback: Fallback | None, stages: list[Stage], floor: float | None,
+    ) -> tuple[Mode, Fallback | None, list[tuple[tuple[str, int], float]]]:
+        """mode=deep: the fused top read again with the query by the re-ranking stage. The mode that answered is
+        ``deep`` when both the semantic side and the stage ran; a semantic fallback is said first."""
+        if self.reranking is None:
+            return ("hybrid" if mode == "deep" else mode), fallback or "rerank_not_configured", ranked
+        head = ranked[:RERANK_CANDIDATES]
+        outcome = self.reranking.run(query, head, [message_text(found[seat]) for seat, _ in head])
+        if outcome.fallback is not None:  # the fused order stands, with hybrid's cut-off
+            cut = floor if floor is not None else (
+                self.agent_memory.entries.calibration.min_score if mode != "keyword" else 0.0)
+            return ("hybrid" if mode == "deep" else mode), fallback or outcome.fallback, [
+                (seat, score) for seat, score in ranked if score >= cut]
+        stages.append("rerank")
+        return mode, fallback, outcome.ranked + ranked[RERANK_CANDIDATES:]
 
     def _semantic(
         self, account: str, agent: str, user: str | None, conversation: str | None, query: str, k: int,

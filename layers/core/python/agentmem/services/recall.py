@@ -1,10 +1,16 @@
-"""Recall's semantic side (SPEC §6.2): embed the query and ask the index, within a deadline, never failing.
+"""Recall's semantic side and its re-ranking stage (SPEC §6.2): embed the query and ask the index, and have a
+model read the query with each top candidate, each within a deadline, never failing.
 
 ``SemanticSide.start`` asks in the background (the keyword side runs meanwhile); ``answer()`` gives the index's
 hits, or why there are none to use: ``not_configured`` (no embedder or no index), ``timeout`` (the embedder and
 the index together took longer than the deadline) or ``index_unavailable`` (either raised, or answered something
 that is not a vector). The callers (entries and journal search) fuse these hits with their keyword candidates
 (``domain/recall.py``) and re-read every hit from the authoritative store before returning it.
+
+``Reranking.run`` re-orders the fused top candidates (``mode=deep``) by a ``Reranker``'s scores, each candidate
+borrowing a little of its neighbours' (``domain/recall.py``): or, when the model is missing, fails, hangs past its
+deadline or answers something that is not one score per candidate in [0, 1], keeps the fused order and says why
+(``rerank_not_configured``, ``rerank_unavailable``, ``rerank_timeout``).
 """
 
 from __future__ import annotations
@@ -17,12 +23,15 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 
-from ..domain.recall import Calibration, Fallback, Mode
+from ..domain.recall import RERANK_NEIGHBOUR_SHARE, Calibration, Fallback, Mode, Seat, lend_neighbours
 from ..observability import count, logger
 from ..ports.embedder import Embedder
+from ..ports.reranker import Reranker
 from ..ports.search_index import Filters, SearchHit, SearchIndex
 
 _POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="agentmem-recall")
+# the re-ranking stage's own threads: a model that hangs holds these, never the semantic side's
+_RERANK_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="agentmem-rerank")
 
 
 @dataclass(frozen=True)
@@ -126,3 +135,58 @@ def answered(mode: Mode, semantic: SemanticAnswer | None) -> Answered:
     if semantic is not None and semantic.fallback is not None:
         return Answered("keyword", semantic.fallback)
     return Answered(mode)
+
+
+@dataclass(frozen=True)
+class Reranked:
+    """The candidates in the re-ranking stage's order with its scores, or, when it did not run, as they came and
+    why (``fallback``)."""
+
+    ranked: list[tuple[Seat, float]]
+    fallback: Fallback | None = None
+
+
+class Reranking:
+    def __init__(self, reranker: Callable[[], Reranker | None], *, deadline_s: float = 1.5,
+                 neighbour_share: float = RERANK_NEIGHBOUR_SHARE) -> None:
+        self._reranker = reranker
+        self.deadline_s = deadline_s
+        self.neighbour_share = neighbour_share
+
+    def run(self, query: str, head: list[tuple[Seat, float]], texts: list[str]) -> Reranked:
+        """``head``: the fused top candidates, best first, and ``texts`` what each says."""
+        if not head:
+            return Reranked(head)
+        try:
+            reranker = self._reranker()
+            if reranker is not None:
+                reranker.warm()  # a model's first load is not the query's time
+        except Exception:
+            logger.exception("the reranker could not be loaded")
+            return self._fell_back(head, "rerank_unavailable")
+        if reranker is None:
+            return Reranked(head, "rerank_not_configured")
+        future = _RERANK_POOL.submit(reranker.rerank, query, texts)
+        try:
+            scores = future.result(timeout=self.deadline_s)
+        except FutureTimeout:
+            logger.warning("the reranker missed its deadline")
+            return self._fell_back(head, "rerank_timeout")
+        except Exception:
+            logger.exception("the reranker failed")
+            return self._fell_back(head, "rerank_unavailable")
+        if (not isinstance(scores, list) or len(scores) != len(head)
+                or not all(isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+                           and -1e-6 <= x <= 1 + 1e-6 for x in scores)):
+            logger.error("the reranker answered something that is not one score per candidate in [0, 1]")
+            return self._fell_back(head, "rerank_unavailable")
+        seats = [seat for seat, _ in head]
+        lent = lend_neighbours(dict(zip(seats, map(float, scores), strict=True)), seats, self.neighbour_share)
+        place = {seat: n for n, seat in enumerate(seats)}
+        ordered = sorted(seats, key=lambda seat: (-lent.get(seat, 0.0), place[seat]))
+        return Reranked([(seat, round(min(max(lent.get(seat, 0.0), 0.0), 1.0), 6)) for seat in ordered])
+
+    @staticmethod
+    def _fell_back(head: list[tuple[Seat, float]], reason: Fallback) -> Reranked:
+        count("RecallFallbacks", reason=reason)
+        return Reranked(head, reason)

@@ -103,7 +103,9 @@ def search_messages(
     conversation: Annotated[str | None, Query(description="Only this conversation")] = None,
     limit: Annotated[int | None, Query(description="At most 100; default 10")] = None, surface: Surface = None,
     cursor: Annotated[str | None, Query(description="next_cursor of the previous page (the same q)")] = None,
-    mode: Annotated[str | None, Query(description="hybrid (default), keyword or semantic")] = None,
+    mode: Annotated[str | None, Query(
+        description="hybrid (default), keyword, semantic, or deep: hybrid, then a model re-reads the top 50 "
+                    "with the query (slower; the answer's stages say whether it ran)")] = None,
     min_score: Annotated[float | None, Query(description="Leave out hits scoring under this (0 to 1)")] = None,
     after: Annotated[str | None, Query(
         description="Only messages written after this time (ISO 8601; a date alone is its midnight, UTC)")] = None,
@@ -117,7 +119,8 @@ def search_messages(
     )
     items = [{"conversation": h.conversation, "seq": h.seq, "role": h.role, "snippet": h.snippet, "score": h.score,
               "created_at": h.created_at} for h in found.items]
-    return {**search_page(items, found.next_cursor, found.mode, found.fallback), "index_lag": found.index_lag}
+    return search_page(items, found.next_cursor, found.mode, found.fallback) | {"index_lag": found.index_lag,
+                                                                              "stages": list(found.stages)}
 
 
 @router.get(BASE, summary="The agent's conversations with this user (or the account)", tags=["conversations"])

@@ -1,0 +1,401 @@
+"""Recall on hand-written conversations: journal search against plain BM25 (SPEC §4.1, §6.2; issue 28).
+
+    .venv/bin/python bench/recall_eval.py                      # bench/recall_eval/data, both halves
+    .venv/bin/python bench/recall_eval.py --split dev          # tune on this half only
+    .venv/bin/python bench/recall_eval.py --data DIR [DIR ...] # conversations elsewhere (a folder of styles,
+                                                               # or of conversation files)
+
+Reads the conversations written by hand in ``bench/recall_eval/data`` (format: ``bench/recall_eval/README.md``),
+loads each into a fresh embedded agentmem in this process (the real API handler, driven through the SDK on an
+in-process transport: ``recall_quality.Agentmem``), appends its messages in chunks of 40 (with each message's
+``created_at`` when the server takes it), waits until the semantic index holds the conversation's last message,
+then asks every question through ``GET /v1/agents/{agent}/messages/search`` restricted to its conversation,
+once per system: ``mode=keyword``, ``semantic``, ``hybrid`` and each further stage the server offers
+(``SYSTEMS``; one the server refuses with a 400 is left out and said so). Beside them, in the same run, plain
+BM25 (``bm25s``, PyStemmer's English stemmer, English stop words: ``recall_quality.BM25``) over the same
+messages of the same conversation.
+
+Scores each ranked list of 20 against the question's gold messages: R@5/10/20 (the share of the gold in the top
+k), MRR (first gold hit in the top 20) and nDCG@10 (binary gains), per question kind and per style, for the
+``dev`` and ``test`` halves separately. Prints the tables, writes ``bench/results/recall_eval.json``, and exits
+non-zero, loudly, when hybrid's R@10 on the test half is not ahead of BM25's. Tune only on ``dev``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from recall_quality import BM25, Agentmem, machine, mean_scores, percentiles, score
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "bench" / "recall_eval" / "data"
+AGENT = "bench"
+USER = "eval"
+CHUNK = 40  # messages per append (SPEC §4.1: 1–40)
+LIMIT = 20
+SEMANTIC_WAIT_S = 120.0
+STYLES = ("chat", "project", "agent_run")
+KINDS = ("fact", "temporal", "multi_hop", "updated_fact", "decision", "order")
+SPLITS = ("dev", "test")
+# label -> the search's parameters; the first three are SPEC §6.2's modes, the others stages the server may offer
+SYSTEMS: dict[str, dict[str, str]] = {
+    "keyword": {"mode": "keyword"},
+    "semantic": {"mode": "semantic"},
+    "hybrid": {"mode": "hybrid"},
+    "deep": {"mode": "deep"},
+}
+BASELINE = "bm25"
+MESSAGE_FIELDS = ("role", "content", "tool_name", "tool_call_id", "arguments", "result")
+
+
+def log(message: str) -> None:
+    print(f"  · {message}", file=sys.stderr, flush=True)
+
+
+# --- the data ---------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Question:
+    qid: str  # "<conversation>/<question id>": unique across the run
+    kind: str
+    text: str
+    gold: list[str]
+
+
+@dataclass
+class Conversation:
+    cid: str
+    style: str
+    split: str
+    path: Path
+    messages: list[dict[str, Any]]  # in order: message i (from 1) is the journal's seq i
+    questions: list[Question] = field(default_factory=list)
+
+    def seq_of(self) -> dict[str, int]:
+        return {m["id"]: n for n, m in enumerate(self.messages, start=1)}
+
+
+def read_conversation(path: Path) -> Conversation:
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    messages = [m for session in raw["sessions"] for m in session["messages"]]
+    ids = [m["id"] for m in messages]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"{path}: a message id appears twice")
+    convo = Conversation(str(raw["id"]), str(raw.get("style") or path.parent.name), str(raw["split"]), path,
+                         messages)
+    known = set(ids)
+    for q in raw.get("questions", []):
+        gold = [str(g) for g in q["gold"]]
+        missing = [g for g in gold if g not in known]
+        if missing or not gold:
+            raise ValueError(f"{path}: question {q['id']} has gold {gold} (unknown: {missing})")
+        convo.questions.append(Question(f"{convo.cid}/{q['id']}", str(q["kind"]), str(q["question"]), gold))
+    if convo.split not in SPLITS:
+        raise ValueError(f"{path}: split {convo.split!r} is neither dev nor test")
+    return convo
+
+
+def read_data(dirs: Sequence[Path]) -> tuple[list[Conversation], list[str]]:
+    """Every conversation file under the folders, and the files that could not be read (said, not fatal)."""
+    found: list[Conversation] = []
+    problems: list[str] = []
+    seen: set[str] = set()
+    for folder in dirs:
+        for path in sorted(folder.rglob("*.json")) if folder.is_dir() else [folder]:
+            try:
+                convo = read_conversation(path)
+            except (ValueError, KeyError, TypeError, json.JSONDecodeError) as error:
+                problems.append(f"{path}: {error}")
+                continue
+            if convo.cid in seen:
+                problems.append(f"{path}: conversation id {convo.cid} was read already; left out")
+                continue
+            seen.add(convo.cid)
+            found.append(convo)
+    return found, problems
+
+
+# --- scoring ----------------------------------------------------------------------------------------------------
+
+
+def ndcg_at_10(ranked: Sequence[object], gold: Sequence[object]) -> float:
+    wanted = set(gold)
+    dcg = sum(1.0 / math.log2(i + 1) for i, hit in enumerate(ranked[:10], start=1) if hit in wanted)
+    ideal = sum(1.0 / math.log2(i + 1) for i in range(1, min(len(wanted), 10) + 1))
+    return dcg / ideal if ideal else 0.0
+
+
+def scores(ranked: Sequence[object], gold: Sequence[object]) -> dict[str, float]:
+    return score(ranked, gold) | {"ndcg@10": ndcg_at_10(ranked, gold)}
+
+
+@dataclass
+class Answers:
+    """One system's scores per question, its latencies and how each search was answered."""
+
+    per_question: dict[str, dict[str, float]] = field(default_factory=dict)
+    latencies_ns: list[int] = field(default_factory=list)
+    answered: dict[str, int] = field(default_factory=dict)
+
+    def note(self, how: str) -> None:
+        self.answered[how] = self.answered.get(how, 0) + 1
+
+
+def summarise(answers: Answers, questions: dict[str, Question], meta: dict[str, tuple[str, str]]) -> dict[str, Any]:
+    """Means over a split: all, per kind, per style (``meta``: qid -> (split, style))."""
+    out: dict[str, Any] = {}
+    for split in SPLITS:
+        rows = {qid: row for qid, row in answers.per_question.items() if meta[qid][0] == split}
+        if not rows:
+            continue
+        by_kind = {kind: [r for q, r in rows.items() if questions[q].kind == kind] for kind in _order(
+            {questions[q].kind for q in rows}, KINDS)}
+        by_style = {style: [r for q, r in rows.items() if meta[q][1] == style] for style in _order(
+            {meta[q][1] for q in rows}, STYLES)}
+        out[split] = {
+            "all": mean_scores(list(rows.values())) | {"n": len(rows)},
+            "by_kind": {k: mean_scores(v) | {"n": len(v)} for k, v in by_kind.items()},
+            "by_style": {s: mean_scores(v) | {"n": len(v)} for s, v in by_style.items()},
+        }
+    out["latency"] = percentiles(answers.latencies_ns)
+    out["answered"] = answers.answered
+    return out
+
+
+def _order(present: set[str], known: Sequence[str]) -> list[str]:
+    return [k for k in known if k in present] + sorted(present - set(known))
+
+
+# --- one conversation -------------------------------------------------------------------------------------------
+
+
+class Server:
+    """What this run learnt about the server: whether appends take ``created_at``, which systems it refuses."""
+
+    def __init__(self) -> None:
+        self.takes_created_at: bool | None = None
+        self.refused: dict[str, str] = {}
+
+
+def append_all(target: Agentmem, server: Server, convo: Conversation) -> float:
+    from agentmem.client.errors import AgentmemError
+
+    path = f"/agents/{AGENT}/conversations/{convo.cid}/messages"
+    start = time.perf_counter()
+    for begin in range(0, len(convo.messages), CHUNK):
+        chunk = convo.messages[begin:begin + CHUNK]
+        plain = [{k: m[k] for k in MESSAGE_FIELDS if m.get(k) is not None} for m in chunk]
+        if server.takes_created_at is not False:
+            dated = [p | ({"created_at": m["created_at"]} if m.get("created_at") else {}) for p, m in
+                     zip(plain, chunk, strict=True)]
+            try:
+                target.client.request_json("POST", path, params={"user": USER}, body={"messages": dated})
+                server.takes_created_at = True
+                continue
+            except AgentmemError as error:
+                if error.status != 400 or "created_at" not in error.message or server.takes_created_at:
+                    raise
+                server.takes_created_at = False
+                log(f"appends do not take created_at ({error.message}); appending without it")
+        target.client.request_json("POST", path, params={"user": USER}, body={"messages": plain})
+    return time.perf_counter() - start
+
+
+def search(target: Agentmem, convo: Conversation, params: dict[str, str], q: str) -> tuple[dict[str, Any], int]:
+    query: dict[str, str | float | bool | None] = {"q": q, "user": USER, "conversation": convo.cid, "limit": LIMIT,
+                                                   **params}
+    start = time.perf_counter_ns()
+    body = target.client.request_json("GET", f"/agents/{AGENT}/messages/search", params=query)
+    return body, time.perf_counter_ns() - start
+
+
+def wait_for_index(target: Agentmem, convo: Conversation) -> float:
+    """Until semantic search finds the conversation's last message by its own words: the index is filled in
+    order, so it then holds the whole conversation."""
+    last = len(convo.messages)
+    probe = " ".join(str(convo.messages[-1].get("content") or "").split()[:40]) or "the last message"
+    start = time.perf_counter()
+    while True:
+        body, _ = search(target, convo, {"mode": "semantic"}, probe)
+        if body.get("mode") == "semantic" and any(i["seq"] == last for i in body.get("items", [])):
+            return time.perf_counter() - start
+        if time.perf_counter() - start > SEMANTIC_WAIT_S:
+            log(f"{convo.cid}: the semantic index did not show message {last} within {SEMANTIC_WAIT_S:.0f} s; "
+                f"asking anyway (answered as {body.get('mode')}, fallback {body.get('fallback')})")
+            return time.perf_counter() - start
+        time.sleep(0.25)
+
+
+def run_conversation(convo: Conversation, server: Server, systems: dict[str, dict[str, str]],
+                     answers: dict[str, Answers]) -> dict[str, Any]:
+    from agentmem.client.errors import AgentmemError
+
+    ids = [m["id"] for m in convo.messages]
+    with tempfile.TemporaryDirectory(prefix="agentmem-recall-eval-") as tmp:
+        target = Agentmem(Path(tmp))
+        try:
+            loaded = append_all(target, server, convo)
+            waited = wait_for_index(target, convo)
+            for q in convo.questions:
+                for label, params in systems.items():
+                    if label in server.refused:
+                        continue
+                    try:
+                        body, elapsed = search(target, convo, params, q.text)
+                    except AgentmemError as error:
+                        if error.status != 400:
+                            raise
+                        server.refused[label] = error.message
+                        log(f"the server refuses {label} ({params}): {error.message}; left out")
+                        continue
+                    run = answers[label]
+                    run.latencies_ns.append(elapsed)
+                    how = str(body.get("mode"))
+                    if body.get("stages"):
+                        how += " [" + "+".join(body["stages"]) + "]"
+                    if body.get("fallback"):
+                        how += f" (fallback: {body['fallback']})"
+                    run.note(how)
+                    ranked = [ids[i["seq"] - 1] for i in body.get("items", []) if 0 < i["seq"] <= len(ids)]
+                    run.per_question[q.qid] = scores(ranked, q.gold)
+        finally:
+            target.close()
+    bm25 = BM25([str(m.get("content") or "") for m in convo.messages])
+    for q in convo.questions:
+        docs, elapsed = bm25.search(q.text, LIMIT)
+        answers[BASELINE].latencies_ns.append(elapsed)
+        answers[BASELINE].note("bm25")
+        answers[BASELINE].per_question[q.qid] = scores([ids[d] for d in docs], q.gold)
+    return {"id": convo.cid, "style": convo.style, "split": convo.split, "messages": len(convo.messages),
+            "characters": sum(len(str(m.get("content") or "")) for m in convo.messages),
+            "questions": len(convo.questions), "append_s": round(loaded, 2), "index_wait_s": round(waited, 2)}
+
+
+# --- the report -------------------------------------------------------------------------------------------------
+
+
+def fmt(value: float | None) -> str:
+    return "    –" if value is None else f"{value:.3f}"
+
+
+def print_split(split: str, systems: dict[str, dict[str, Any]]) -> None:
+    present = {name: s[split] for name, s in systems.items() if split in s}
+    if not present:
+        return
+    n = next(iter(present.values()))["all"]["n"]
+    print(f"\n== {split} half: {n} questions")
+    print(f"  {'system':<10} {'R@5':>6} {'R@10':>6} {'R@20':>6} {'MRR':>6} {'nDCG@10':>8}   {'p50 ms':>7} {'p99 ms':>7}"
+          "   answered as")
+    for name, part in present.items():
+        a, lat = part["all"], systems[name]["latency"]
+        answered = ", ".join(f"{k} ×{v}" for k, v in systems[name]["answered"].items())
+        print(f"  {name:<10} {fmt(a.get('r@5')):>6} {fmt(a.get('r@10')):>6} {fmt(a.get('r@20')):>6} "
+              f"{fmt(a.get('mrr')):>6} {fmt(a.get('ndcg@10')):>8}   {lat.get('p50_ms', 0):>7.2f} "
+              f"{lat.get('p99_ms', 0):>7.2f}   {answered}")
+    for group in ("by_kind", "by_style"):
+        print(f"\n  {group.replace('_', ' ')}: R@10 (R@20)")
+        names = list(present)
+        print(f"  {'':<13} {'n':>4}  " + "  ".join(f"{name:>15}" for name in names))
+        keys = list(next(iter(present.values()))[group])
+        for key in keys:
+            cells = []
+            count = 0
+            for name in names:
+                row = present[name][group].get(key)
+                count = row["n"] if row else count
+                cells.append((f"{row['r@10']:.3f} ({row['r@20']:.3f})" if row else "–").rjust(15))
+            print(f"  {key:<13} {count:>4}  " + "  ".join(cells))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, nargs="+", default=[DATA],
+                        help="folders of conversations (or conversation files); default bench/recall_eval/data")
+    parser.add_argument("--split", choices=(*SPLITS, "both"), default="both")
+    parser.add_argument("--systems", default=",".join(SYSTEMS),
+                        help=f"which searches to run, comma-separated (of {', '.join(SYSTEMS)})")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "recall_eval.json")
+    args = parser.parse_args(argv)
+    for name, value in (("POWERTOOLS_METRICS_DISABLED", "true"), ("POWERTOOLS_TRACE_DISABLED", "true"),
+                        ("POWERTOOLS_LOG_LEVEL", "WARNING")):
+        os.environ.setdefault(name, value)
+    unknown = [s for s in args.systems.split(",") if s not in SYSTEMS]
+    if unknown:
+        parser.error(f"unknown systems {unknown}")
+    systems = {s: SYSTEMS[s] for s in args.systems.split(",")}
+    conversations, problems = read_data(args.data)
+    for problem in problems:
+        log(f"left out: {problem}")
+    if args.split != "both":
+        conversations = [c for c in conversations if c.split == args.split]
+    if not conversations:
+        print(f"no conversations under {', '.join(map(str, args.data))}", file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+    server = Server()
+    answers = {name: Answers() for name in [*systems, BASELINE]}
+    loaded = []
+    for n, convo in enumerate(conversations, start=1):
+        log(f"{n}/{len(conversations)} {convo.cid} ({convo.style}, {convo.split}): {len(convo.messages)} messages, "
+            f"{len(convo.questions)} questions")
+        loaded.append(run_conversation(convo, server, systems, answers))
+    questions = {q.qid: q for c in conversations for q in c.questions}
+    meta = {q.qid: (c.split, c.style) for c in conversations for q in c.questions}
+    summary = {name: summarise(run, questions, meta) for name, run in answers.items()
+               if run.per_question or name == BASELINE}
+    results: dict[str, Any] = {
+        "benchmark": "recall_eval",
+        "machine": machine(),
+        "data": [str(d) for d in args.data],
+        "left_out": problems,
+        "environment": {k: v for k, v in sorted(os.environ.items())
+                        if k.startswith("AGENTMEM_") or k == "OPENBLAS_NUM_THREADS"},
+        "appends_take_created_at": server.takes_created_at,
+        "refused": server.refused,
+        "conversations": loaded,
+        "systems": summary,
+        "per_question": {name: run.per_question for name, run in answers.items()},
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    styles = sorted({c.style for c in conversations})
+    print(f"\nRecall on hand-written conversations — {len(conversations)} conversations ({', '.join(styles)}), "
+          f"{sum(len(c.messages) for c in conversations):,} messages, {len(questions)} questions; "
+          f"created_at {'kept' if server.takes_created_at else 'not taken by appends'}")
+    for split in SPLITS:
+        print_split(split, summary)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=1) + "\n")
+    shown = args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out
+    print(f"\nwrote {shown} in {results['seconds']} s")
+    return verdict(summary)
+
+
+def verdict(summary: dict[str, Any]) -> int:
+    """0 when hybrid's R@10 on the test half is ahead of BM25's; otherwise loudly not."""
+    hybrid, bm25 = summary.get("hybrid", {}).get("test"), summary.get(BASELINE, {}).get("test")
+    if hybrid is None or bm25 is None:
+        print("(no test half in this run: nothing to hold hybrid to)")
+        return 0
+    ours, theirs = hybrid["all"]["r@10"], bm25["all"]["r@10"]
+    if ours > theirs:
+        print(f"test half: hybrid R@10 {ours:.3f} is ahead of BM25's {theirs:.3f} ({ours / max(theirs, 1e-9):.2f}×)")
+        return 0
+    print("\n" + "!" * 100, file=sys.stderr)
+    print(f"FAIL: on the test half hybrid R@10 {ours:.3f} is NOT ahead of BM25's {theirs:.3f}", file=sys.stderr)
+    print("!" * 100, file=sys.stderr)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,142 @@
+"""Journal search beyond the two lists (SPEC §4.1, §6.2) on every backend: a message borrows evidence from the
+one before and after it, ``mode=deep`` re-reads the fused top with the query through a ``Reranker``, the answer
+says which stages ran, and a reranker that is missing, fails, hangs or answers garbage leaves the fused order
+standing with the reason named, never an error."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from agentmem.domain.conversations import MessageDraft
+from agentmem.domain.errors import InvalidError
+from agentmem.ports.reranker import Reranker
+from agentmem.services.agents import AgentSettings
+from agentmem.services.conversations import JournalPage
+from agentmem.services.recall import Reranking
+from contract_world import World
+
+SMALL_TALK = [
+    "morning! did you sleep ok?", "yeah not bad, the neighbours were quiet for once",
+    "I finally finished that book about the lighthouse keeper", "was it any good?",
+    "the ending was a bit rushed honestly", "haha they always are",
+]
+
+
+def journal(world: World) -> None:
+    """A conversation where a question and its answer are two messages, the answer holding none of its words."""
+    world.container.agents.put(world.account, "support", AgentSettings())
+    lines = [
+        *SMALL_TALK,
+        "what time does the pharmacy on Rua Augusta shut on weekdays?",
+        "Seven in the evening, except Sundays when it stays dark all day.",
+        *SMALL_TALK[::-1],
+    ]
+    drafts = [MessageDraft("user" if n % 2 == 0 else "assistant", line) for n, line in enumerate(lines)]
+    world.container.conversations.append(world.account, "support", "errands", drafts)
+
+
+def search(world: World, query: str, **options: Any) -> JournalPage:
+    page: JournalPage = world.container.conversations.search_page(world.account, "support", query, **options)
+    return page
+
+
+def test_the_answer_after_a_question_is_found_with_it(world: World) -> None:
+    # Given a question about the pharmacy, answered in the next message in other words
+    journal(world)
+    # When hybrid search asks about the pharmacy's hours
+    page = search(world, "pharmacy hours on weekdays")
+    seqs = [h.seq for h in page.items]
+    # Then the question is found by its words, and the answer beside it is found with it
+    if page.fallback is None:
+        assert seqs[:1] == [7] and 8 in seqs, [(h.seq, h.snippet) for h in page.items]
+        assert page.stages == ("keyword", "semantic", "neighbours", "fusion")
+    else:  # no semantic side (the AWS world has no index): it answered by the word rules, and says so
+        assert (seqs, page.mode, page.stages) == ([7], "keyword", ("keyword",))
+    # and keyword mode keeps the word rules: only what holds a word of the query
+    assert [h.seq for h in search(world, "pharmacy hours on weekdays", mode="keyword").items] == [7]
+
+
+class Reversing(Reranker):
+    """Prefers what the fusion put last: whatever it re-orders shows in the page."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, int]] = []
+
+    def rerank(self, query: str, passages: Sequence[str]) -> list[float]:
+        self.calls.append((query, len(passages)))
+        return [(n + 1) / len(passages) for n in range(len(passages))]
+
+
+def test_deep_mode_reorders_the_fused_top_by_the_reranker_and_says_so(world: World) -> None:
+    journal(world)
+    fused = search(world, "pharmacy neighbours book", min_score=0.0, limit=50)  # deep reads the fused top whole
+    reranker = Reversing()
+    world.container.conversations.reranking = Reranking(lambda: reranker, deadline_s=30.0)
+    deep = search(world, "pharmacy neighbours book", mode="deep", limit=50)
+    # Then the reranker read the fused top with the query, and its order is the page's
+    assert reranker.calls == [("pharmacy neighbours book", len(fused.items))]
+    assert [h.seq for h in deep.items] == [h.seq for h in fused.items][::-1]
+    scores = [h.score for h in deep.items]
+    assert scores == sorted(scores, reverse=True) and all(0 <= s <= 1 for s in scores)
+    assert deep.stages[-1] == "rerank" and deep.fallback in (None, "not_configured", "index_unavailable")
+    assert deep.mode == ("deep" if deep.fallback is None else "keyword")
+    # and a search in another mode never calls it
+    search(world, "pharmacy", mode="hybrid")
+    assert len(reranker.calls) == 1
+
+
+class Failing(Reranker):
+    def __init__(self, how: str) -> None:
+        self.how = how
+        self.release = threading.Event()
+
+    def rerank(self, query: str, passages: Sequence[str]) -> list[float]:
+        if self.how == "raise":
+            raise RuntimeError("the model is gone")
+        if self.how == "hang":
+            self.release.wait(30)
+        if self.how == "short":
+            return [0.5]
+        if self.how == "nan":
+            return [float("nan")] * len(passages)
+        if self.how == "range":
+            return [7.0] * len(passages)
+        return [0.5] * len(passages)
+
+
+@pytest.mark.parametrize(("how", "reason"), [("raise", "rerank_unavailable"), ("hang", "rerank_timeout"),
+                                             ("short", "rerank_unavailable"), ("nan", "rerank_unavailable"),
+                                             ("range", "rerank_unavailable"), ("none", "rerank_not_configured")])
+def test_a_reranker_that_fails_leaves_the_fused_order_and_names_why(world: World, how: str, reason: str) -> None:
+    journal(world)
+    fused = search(world, "pharmacy neighbours book")
+    failing = Failing(how)
+    deadline_s = 0.1 if how == "hang" else 30.0
+    world.container.conversations.reranking = Reranking(lambda: None if how == "none" else failing,
+                                                        deadline_s=deadline_s)
+    try:
+        started = time.monotonic()
+        deep = search(world, "pharmacy neighbours book", mode="deep")
+        assert time.monotonic() - started < 5  # a hanging model costs the deadline, not the hang
+    finally:
+        failing.release.set()
+    # Then the page is the fused one, answered as hybrid (or by words), with the reason named
+    assert [h.seq for h in deep.items] == [h.seq for h in fused.items]
+    assert "rerank" not in deep.stages
+    if fused.fallback is None:
+        assert (deep.mode, deep.fallback) == ("hybrid", reason)
+    else:  # no semantic side here: its reason is said first
+        assert (deep.mode, deep.fallback) == ("keyword", fused.fallback)
+
+
+def test_deep_is_a_journal_mode_only(world: World) -> None:
+    journal(world)
+    with pytest.raises(InvalidError) as caught:
+        world.container.entries.search_page(world.account, world.memory, "refund", mode="deep")
+    assert caught.value.details["field"] == "mode"
+    with pytest.raises(InvalidError):
+        search(world, "pharmacy", mode="deeper")
