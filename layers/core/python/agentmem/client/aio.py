@@ -300,8 +300,6 @@ class AsyncMemory(MemoryRequests):
     async def entries(self, *, user: str | None = None, limit: int | None = None) -> list[Entry]:
         return await _collect(self.iter_entries(user=user, limit=limit))
 
-    list = entries
-
     async def search(
         self, query: str, *, limit: int = 10, user: str | None = None, mode: str | None = None,
         min_score: float | None = None,
@@ -316,6 +314,8 @@ class AsyncMemory(MemoryRequests):
     async def history(self, name: str, *, user: str | None = None) -> list[HistoryItem]:
         path = self._entry_path(name) + "/history"
         return await _collect(self.client.iterate(path, HistoryItem.from_dict, self._layer(user)))
+
+    list = entries  # as ``memory.list()`` on a sync handle: the layer's entries
 
 
 # --- agents ---------------------------------------------------------------------------------------
@@ -429,6 +429,8 @@ class AsyncConversation(ConversationRequests):
     """``Conversation``, awaited: appends are stored durably when they return, and one that got no answer (the
     service unreachable, a 5xx, a 429) is sent again with the same client ids, as ``RetryPolicy`` says."""
 
+    agent: AsyncAgent
+
     def __init__(self, agent: AsyncAgent, key: str, *, user: str | None = None) -> None:
         self.agent = agent
         self.key = key
@@ -506,6 +508,8 @@ class AsyncConversation(ConversationRequests):
 class AsyncWorkspace(WorkspaceRequests):
     """``Workspace``, awaited: ``write``, ``read``, ``files``, ``url`` and ``delete``. Files up to
     ``direct_write_max`` go through the API, larger ones through an upload link, as the sync handle does."""
+
+    agent: AsyncAgent
 
     def __init__(self, agent: AsyncAgent, key: str, *, user: str | None = None) -> None:
         self.agent = agent

@@ -158,6 +158,8 @@ class Conversation(ConversationRequests):
     Make one with ``agent.conversation(key, user=...)``.
     """
 
+    agent: Agent
+
     def __init__(self, agent: Agent, key: str, *, user: str | None = None) -> None:
         self.agent = agent
         self.key = key

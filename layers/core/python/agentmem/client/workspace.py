@@ -105,6 +105,8 @@ class Workspace(WorkspaceRequests):
     ``Invalid`` (400, ``field="path"``). A missing file is ``NotFound``; a file over 100 MB ``TooLarge``.
     """
 
+    agent: Agent
+
     def __init__(self, agent: Agent, key: str, *, user: str | None = None) -> None:
         self.agent = agent
         self.key = key
