@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 NODE_STAMP := node_modules/.installed
 ARCH   ?= arm64
 
-.PHONY: install emulators models run run-aws test fuzz lint typecheck unit bench bench-cold-start bench-load bench-crash layers synth clean
+.PHONY: install emulators models run run-aws test fuzz frameworks lint typecheck unit bench bench-cold-start bench-load bench-crash layers synth clean
 
 RUN_STAMP := $(VENV)/.run-installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 RUN_AWS_STAMP := $(VENV)/.run-aws-installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
@@ -69,6 +69,9 @@ test: install emulators lint typecheck  ## everything CI checks
 
 fuzz: install emulators  ## the API fuzzed from its OpenAPI document, on both backends: no 5xx, every answer as documented
 	$(BIN)/python tests/fuzz/fuzz_api.py
+
+frameworks:  ## agentmem installed together with each agent framework's latest release, one venv each (.venv-frameworks), and that framework's tests run there (downloads: not part of `test`)
+	PYTHON=$(PYTHON) bash .ci/frameworks
 
 unit: install emulators
 	$(BIN)/pytest -q tests/unit

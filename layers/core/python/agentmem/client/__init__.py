@@ -14,6 +14,18 @@ from __future__ import annotations
 
 from .agent import Agent, Agents
 from .agent_settings import AgentSettings
+from .aio import (
+    AsyncAgent,
+    AsyncAgents,
+    AsyncClient,
+    AsyncConversation,
+    AsyncHttpTransport,
+    AsyncInProcessTransport,
+    AsyncMemories,
+    AsyncMemory,
+    AsyncTransport,
+    AsyncWorkspace,
+)
 from .client import Client, default_client, set_default_client
 from .conversation import Conversation
 from .errors import (
@@ -76,6 +88,16 @@ __all__ = [
     "Agents",
     "ApiKey",
     "AppendResult",
+    "AsyncAgent",
+    "AsyncAgents",
+    "AsyncClient",
+    "AsyncConversation",
+    "AsyncHttpTransport",
+    "AsyncInProcessTransport",
+    "AsyncMemories",
+    "AsyncMemory",
+    "AsyncTransport",
+    "AsyncWorkspace",
     "Attached",
     "Checkpoint",
     "Client",

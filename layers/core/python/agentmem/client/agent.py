@@ -34,11 +34,13 @@ from .models import (
     ToolResult,
     time_text,
 )
+from .rules import Call, Op, items_of, json_op
 from .transport import segment
 
 if TYPE_CHECKING:
-    from .client import Client, ParamValue
+    from .client import Client
     from .conversation import Conversation
+    from .rules import ParamValue
     from .workspace import Workspace
 
 AgentInfoList = list[AgentInfo]
@@ -73,7 +75,8 @@ class Agents:
         memories, the memory capability on.
         """
         agent = Agent(name, user=user, client=self._client)
-        agent._put(settings_body(settings, drop_none=True), {"If-None-Match": "*"})
+        self._client.run(agent._info_op("PUT", body=settings_body(settings, drop_none=True),
+                                        headers={"If-None-Match": "*"}))
         return agent
 
     def from_name(
@@ -101,7 +104,77 @@ class Agents:
             return self.get(name, user=user)
 
 
-class Agent:
+class AgentRequests:
+    """What an agent handle asks and what the answers mean, for ``Agent`` and ``AsyncAgent`` alike (each
+    ``*_op`` one request and its parser, run by the sync handle, awaited by the async one)."""
+
+    name: str
+    user: str | None
+    last_info: AgentInfo | None
+
+    def _info_op(self, method: str = "GET", *rest: str, body: Any = None,
+                 headers: Mapping[str, str] | None = None) -> Op[AgentInfo]:
+        return Op(Call(method, self._path(*rest), self._scope(), body, headers),
+                  lambda response: self._remember(response.json(), response.headers))
+
+    def _search_op(
+        self, query: str, user: str | None, limit: int | None, surface: str | None, mode: str | None,
+        min_score: float | None,
+    ) -> Op[EntryList]:
+        params: dict[str, ParamValue] = {"q": query, "limit": limit, "surface": surface, "mode": mode,
+                                         "min_score": min_score, **self._acting(user)}
+        return json_op(Call("GET", self._path("search"), params), lambda data: items_of(data, Entry.from_dict))
+
+    def _call_tool_op(
+        self, name: str, arguments: Mapping[str, Any] | None, conversation: str | None, user: str | None,
+        surface: str | None,
+    ) -> Op[ToolResult]:
+        body: dict[str, Any] = {"arguments": dict(arguments or {})}
+        if conversation is not None:
+            body["conversation"] = conversation
+        if surface is not None:
+            body["surface"] = surface
+        return json_op(Call("POST", self._path("tools", segment(name)), self._acting(user), body),
+                       ToolResult.from_dict)
+
+    def _tools_params(self, dialect: str, format: str, surface: str | None, user: str | None
+                      ) -> dict[str, ParamValue]:
+        return {"dialect": dialect, "format": format, "surface": surface, **self._acting(user)}
+
+    def _search_messages_op(
+        self, query: str, user: str | None, conversation: str | None, limit: int | None, surface: str | None,
+        mode: str | None, min_score: float | None, after: str | datetime | None = None,
+        before: str | datetime | None = None,
+    ) -> Op[MessageHitList]:
+        params: dict[str, ParamValue] = {"q": query, "conversation": conversation, "limit": limit,
+                                         "surface": surface, "mode": mode, "min_score": min_score,
+                                         "after": time_text(after), "before": time_text(before),
+                                         **self._acting(user)}
+        return json_op(Call("GET", self._path("messages", "search"), params),
+                       lambda data: items_of(data, MessageHit.from_dict))
+
+    # --- helpers --------------------------------------------------------------------------
+
+    def _path(self, *rest: str) -> str:
+        return "/".join([f"/agents/{segment(self.name)}", *rest])
+
+    def _scope(self) -> dict[str, ParamValue]:
+        return {"user": self.user}
+
+    def _acting(self, user: str | None) -> dict[str, ParamValue]:
+        return {"user": user if user is not None else self.user}
+
+    def _remember(self, data: Any, headers: Mapping[str, str] | None = None) -> AgentInfo:
+        values = dict(data) if isinstance(data, Mapping) else {}
+        etag = (headers or {}).get("etag", "").strip('W/"')
+        if "version" not in values and etag.isdigit():
+            values["version"] = int(etag)
+        values.setdefault("name", self.name)
+        self.last_info = AgentInfo.from_dict(values)
+        return self.last_info
+
+
+class Agent(AgentRequests):
     """A handle on the agent ``name`` (``user``'s own agent when ``user`` is given).
 
     Building one sends nothing. Its properties (``instructions``, ``memories``,
@@ -161,8 +234,7 @@ class Agent:
 
     def info(self) -> AgentInfo:
         """The agent's current settings and version."""
-        response = self.client.request("GET", self._path(), params=self._scope())
-        return self._remember(response.json(), response.headers)
+        return self.client.run(self._info_op())
 
     def update(self, *, version: int | None = None, **settings: Unpack[AgentSettings]) -> AgentInfo:
         """Change the settings passed; the others keep their value.
@@ -172,15 +244,15 @@ class Agent:
         the agent is still at version N, else ``Conflict`` with ``current_version``.
         """
         headers = {"If-Match": f'"{version}"'} if version is not None else {}
-        return self._put(settings_body(settings, drop_none=False), headers)
+        return self.client.run(self._info_op("PUT", body=settings_body(settings, drop_none=False), headers=headers))
 
     def delete(self) -> AgentInfo:
         """Move the agent to the trash (``Attached`` while another agent attaches its own memory)."""
-        return self._remember(self.client.request_json("DELETE", self._path(), params=self._scope()))
+        return self.client.run(self._info_op("DELETE"))
 
     def restore(self) -> AgentInfo:
         """Bring the agent back from the trash."""
-        return self._remember(self.client.request_json("POST", self._path("restore"), params=self._scope()))
+        return self.client.run(self._info_op("POST", "restore"))
 
     def purge(self) -> PurgeReceipt:
         """Delete the agent for good, with its own memory, conversations and workspaces: what went."""
@@ -189,6 +261,9 @@ class Agent:
         return PurgeReceipt.from_dict(data)
 
     # --- what it is, as last described ----------------------------------------------------
+
+    def _described(self) -> AgentInfo:
+        return self.last_info if self.last_info is not None else self.info()
 
     @property
     def memory_id(self) -> str:
@@ -235,10 +310,7 @@ class Agent:
         """Every memory the agent reads, recalled as it sees them (``mode``: ``hybrid`` by default, ``keyword``
         or ``semantic``): each hit names its ``memory``, ``user_id`` (``None``: the account's layer) and
         ``score`` (0–1)."""
-        params: dict[str, ParamValue] = {"q": query, "limit": limit, "surface": surface, "mode": mode,
-                                         "min_score": min_score, **self._acting(user)}
-        data = self.client.request_json("GET", self._path("search"), params=params)
-        return [Entry.from_dict(item) for item in data.get("items") or [] if isinstance(item, Mapping)]
+        return self.client.run(self._search_op(query, user, limit, surface, mode, min_score))
 
     def tools(
         self,
@@ -254,9 +326,7 @@ class Agent:
         ``format``: ``mcp``, ``openai``, ``anthropic`` or ``bedrock``. The tools offered depend
         on the ``surface`` and on whom the call acts for.
         """
-        params: dict[str, ParamValue] = {"dialect": dialect, "format": format, "surface": surface}
-        params.update(self._acting(user))
-        return [*self.client.iterate(self._path("tools"), dict, params)]
+        return [*self.client.iterate(self._path("tools"), dict, self._tools_params(dialect, format, surface, user))]
 
     def call_tool(
         self,
@@ -269,13 +339,7 @@ class Agent:
     ) -> ToolResult:
         """Run the tool ``name`` as the agent would, in ``conversation`` for ``user`` on ``surface``
         (default ``agent``). A refused call raises the API's error and stores nothing."""
-        body: dict[str, Any] = {"arguments": dict(arguments or {})}
-        if conversation is not None:
-            body["conversation"] = conversation
-        if surface is not None:
-            body["surface"] = surface
-        path = self._path("tools", segment(name))
-        return ToolResult.from_dict(self.client.request_json("POST", path, params=self._acting(user), body=body))
+        return self.client.run(self._call_tool_op(name, arguments, conversation, user, surface))
 
     # --- conversations --------------------------------------------------------------------
 
@@ -308,39 +372,8 @@ class Agent:
         at most 100; default 10), each with its ``created_at``. ``after`` / ``before`` (ISO 8601 text or an
         aware ``datetime``; a naive one is UTC) keep the messages written strictly between them. Open on the
         ``agent`` and ``test`` surfaces only: elsewhere ``Forbidden``."""
-        params: dict[str, ParamValue] = {"q": query, "conversation": conversation, "limit": limit,
-                                         "surface": surface, "mode": mode, "min_score": min_score,
-                                         "after": time_text(after), "before": time_text(before),
-                                         **self._acting(user)}
-        data = self.client.request_json("GET", self._path("messages", "search"), params=params)
-        return [MessageHit.from_dict(item) for item in data.get("items") or [] if isinstance(item, Mapping)]
-
-    # --- helpers --------------------------------------------------------------------------
-
-    def _path(self, *rest: str) -> str:
-        return "/".join([f"/agents/{segment(self.name)}", *rest])
-
-    def _scope(self) -> dict[str, ParamValue]:
-        return {"user": self.user}
-
-    def _acting(self, user: str | None) -> dict[str, ParamValue]:
-        return {"user": user if user is not None else self.user}
-
-    def _put(self, body: dict[str, Any], headers: Mapping[str, str]) -> AgentInfo:
-        response = self.client.request("PUT", self._path(), params=self._scope(), body=body, headers=headers)
-        return self._remember(response.json(), response.headers)
-
-    def _described(self) -> AgentInfo:
-        return self.last_info if self.last_info is not None else self.info()
-
-    def _remember(self, data: Any, headers: Mapping[str, str] | None = None) -> AgentInfo:
-        values = dict(data) if isinstance(data, Mapping) else {}
-        etag = (headers or {}).get("etag", "").strip('W/"')
-        if "version" not in values and etag.isdigit():
-            values["version"] = int(etag)
-        values.setdefault("name", self.name)
-        self.last_info = AgentInfo.from_dict(values)
-        return self.last_info
+        return self.client.run(self._search_messages_op(query, user, conversation, limit, surface, mode, min_score,
+                                                        after, before))
 
 
 def _agents(client: Client | None) -> Agents:

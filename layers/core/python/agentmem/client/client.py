@@ -8,15 +8,28 @@ through a ``Transport`` and turns error answers into the typed errors of
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
-from .errors import ConfigurationError, error_from_response
 from .models import ErasureReceipt, Health, Page, UsageRecord
+from .rules import (
+    API_PREFIX,
+    ENV_API_KEY,
+    MAX_PAGE_SIZE,
+    USER_AGENT,
+    Call,
+    CursorWalk,
+    Op,
+    ParamValue,
+    checked,
+    json_object,
+    page_call,
+    page_of,
+    prepare,
+)
 from .transport import HttpTransport, Transport, TransportResponse, segment
 
 if TYPE_CHECKING:
@@ -25,20 +38,9 @@ if TYPE_CHECKING:
     from .memory import Memories, Memory
 
 ENV_URL = "AGENTMEM_URL"
-ENV_API_KEY = "AGENTMEM_API_KEY"
 DEFAULT_URL = "http://127.0.0.1:8787"
-API_PREFIX = "/v1"
-MAX_PAGE_SIZE = 100
-USER_AGENT = "agentmem-python"
 
 T = TypeVar("T")
-ParamValue = str | float | bool | None
-
-
-def _query_value(value: str | float | bool) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 class Client:
@@ -92,29 +94,17 @@ class Client:
         ``params`` whose value is ``None`` are left out; ``body`` is sent as JSON unless ``None``;
         ``content`` is sent as raw bytes (a workspace file).
         """
-        sent_headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
-        if auth:
-            if not self.api_key:
-                raise ConfigurationError(
-                    f"no API key: pass api_key= to Client or set {ENV_API_KEY} "
-                    f"(an account key is printed by `agentmem serve`)"
-                )
-            sent_headers["Authorization"] = f"Bearer {self.api_key}"
-        payload: bytes | None = None
-        if body is not None:
-            payload = json.dumps(body).encode("utf-8")
-            sent_headers["Content-Type"] = "application/json"
-        elif content is not None:
-            payload = content
-            sent_headers["Content-Type"] = "application/octet-stream"
-        sent_headers.update(headers or {})
-        query = {key: _query_value(value) for key, value in (params or {}).items() if value is not None}
-        response = self.transport.request(
-            method.upper(), API_PREFIX + path, params=query or None, headers=sent_headers, body=payload
-        )
-        if response.status >= 400:
-            raise error_from_response(response.status, response.headers, response.body)
-        return response
+        return self.send(Call(method, path, params, body, headers, auth, content))
+
+    def send(self, call: Call) -> TransportResponse:
+        """Send one ``Call`` (``rules.prepare``); its answer, or its typed error raised (``rules.checked``)."""
+        sent = prepare(call, self.api_key)
+        return checked(self.transport.request(
+            sent.method, sent.path, params=sent.params, headers=sent.headers, body=sent.body))
+
+    def run(self, op: Op[T]) -> T:
+        """Send an ``Op``'s call and parse its answer."""
+        return op.parse(self.send(op.call))
 
     def request_json(
         self,
@@ -126,8 +116,7 @@ class Client:
         auth: bool = True,
     ) -> dict[str, Any]:
         """``request`` and the JSON object it answered (``{}`` for an empty body)."""
-        data = self.request(method, path, params=params, body=body, auth=auth).json()
-        return data if isinstance(data, dict) else {}
+        return json_object(self.request(method, path, params=params, body=body, auth=auth))
 
     def page(
         self,
@@ -139,13 +128,7 @@ class Client:
         limit: int | None = None,
     ) -> Page[T]:
         """One page of a list endpoint."""
-        query: dict[str, ParamValue] = dict(params or {})
-        query["limit"] = limit
-        query["cursor"] = cursor
-        data = self.request_json("GET", path, params=query)
-        items = [parse(item) for item in data.get("items") or [] if isinstance(item, dict)]
-        next_cursor = data.get("next_cursor")
-        return Page(items, str(next_cursor) if next_cursor else None)
+        return page_of(json_object(self.send(page_call(path, params, cursor, limit))), parse)
 
     def iterate(
         self,
@@ -156,23 +139,9 @@ class Client:
         limit: int | None = None,
     ) -> Iterator[T]:
         """Every item of a list endpoint, following ``next_cursor``; at most ``limit`` items when given."""
-        page_size = min(limit, MAX_PAGE_SIZE) if limit is not None else None
-        if limit is not None and limit <= 0:
-            return
-        yielded = 0
-        cursor: str | None = None
-        seen: set[str] = set()
-        while True:
-            page = self.page(path, parse, params, cursor=cursor, limit=page_size)
-            for item in page.items:
-                yield item
-                yielded += 1
-                if limit is not None and yielded >= limit:
-                    return
-            if page.next_cursor is None or page.next_cursor in seen:
-                return  # a repeated cursor would loop forever: stop rather than spin
-            seen.add(page.next_cursor)
-            cursor = page.next_cursor
+        walk = CursorWalk(path, params, limit)
+        while (call := walk.next_call()) is not None:
+            yield from walk.take(page_of(json_object(self.send(call)), parse))
 
     # --- resources ----------------------------------------------------------------------
 
@@ -259,3 +228,9 @@ def set_default_client(client: Client | None) -> None:
     global _default_client
     with _default_lock:
         _default_client = client
+
+
+__all__ = [
+    "API_PREFIX", "DEFAULT_URL", "ENV_API_KEY", "ENV_URL", "MAX_PAGE_SIZE", "USER_AGENT", "Client", "ParamValue",
+    "default_client", "set_default_client",
+]

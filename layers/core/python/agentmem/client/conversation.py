@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .errors import NotFound, RateLimited, ServerError, Unreachable
+from .errors import AgentmemError, NotFound
 from .models import (
     AppendResult,
     Checkpoint,
@@ -35,12 +35,14 @@ from .models import (
     Skipped,
     ToolCall,
 )
+from .rules import Call, Op, RetryPolicy, items_of, json_op
 from .transcripts import Source, Transcript, from_model_messages, read_transcript
 from .transport import segment
 
 if TYPE_CHECKING:
-    from .agent import Agent
-    from .client import Client, ParamValue
+    from .agent import Agent, AgentRequests
+    from .client import Client
+    from .rules import ParamValue
 
 MessageLike = Message | Mapping[str, Any]
 APPEND_BATCH_MAX = 40  # messages the service takes in one append (one transaction)
@@ -77,15 +79,87 @@ def _flatten(messages: Sequence[MessageLike | Sequence[MessageLike]]) -> list[Me
     return flat
 
 
-class Conversation:
+def append_bodies(
+    messages: Sequence[MessageLike | Sequence[MessageLike]], surface: str | None, window_messages: int | None,
+    format: str | None,
+) -> tuple[list[dict[str, Any]], list[Skipped]]:
+    """The bodies of an append's requests (40 messages each, in order; one empty one for no message at all, to
+    let the service say what is wrong), and what a model format's messages left out."""
+    flat = _flatten(messages)
+    skipped: list[Skipped] = []
+    if format is not None:
+        rows, reasons = from_model_messages(list(flat), format)
+        skipped = [Skipped(index, reason) for index, reason in reasons]
+        flat = list(rows)
+    bodies = [message_body(message) for message in flat]
+    extra: dict[str, Any] = {}
+    if surface is not None:
+        extra["surface"] = surface
+    if window_messages is not None:
+        extra["window_messages"] = window_messages
+    batches = [bodies[start : start + APPEND_BATCH_MAX] for start in range(0, len(bodies), APPEND_BATCH_MAX)]
+    return [{"messages": batch, **extra} for batch in batches or [[]]], skipped
+
+
+def appended(results: Sequence[AppendResult], skipped: list[Skipped]) -> AppendResult:
+    """One append's result from its requests' results."""
+    stored = [message for result in results for message in result.messages]
+    return AppendResult(stored, sum(result.added for result in results), results[-1].conversation, skipped)
+
+
+class ConversationRequests:
+    """What a conversation handle asks and what the answers mean, for ``Conversation`` and
+    ``AsyncConversation`` alike (each ``*_op`` one request and its parser)."""
+
+    agent: AgentRequests
+    key: str
+    user: str | None
+    append_attempts: ClassVar[int] = 3  # an append that got no answer is tried this many times in all
+    retry_backoff_s: ClassVar[float] = 0.2  # the wait before the second try; doubled before each next one
+    retry_wait_max_s: ClassVar[float] = 5.0  # the longest wait, whatever a 429's Retry-After asks
+
+    def _retry_policy(self) -> RetryPolicy:
+        return RetryPolicy(self.append_attempts, self.retry_backoff_s, self.retry_wait_max_s)
+
+    def _append_op(self, body: dict[str, Any]) -> Op[AppendResult]:
+        return json_op(Call("POST", self._path("messages"), self._scope(), body), AppendResult.from_dict)
+
+    def _messages_page_op(self, after: int | None, limit: int | None) -> Op[Page[Message]]:
+        params: dict[str, ParamValue] = {**self._scope(), "after": after, "limit": limit}
+
+        def parse(data: dict[str, Any]) -> Page[Message]:
+            cursor = data.get("next_cursor")
+            return Page(items_of(data, Message.from_dict), str(cursor) if cursor is not None else None)
+
+        return json_op(Call("GET", self._path("messages"), params), parse)
+
+    def _context_op(self, surface: str | None, format: str | None) -> Op[Context]:
+        params: dict[str, ParamValue] = {**self._scope(), "surface": surface, "format": format}
+        return json_op(Call("GET", self._path("context"), params), Context.from_dict)
+
+    def _info_op(self) -> Op[ConversationInfo]:
+        return json_op(Call("GET", self._path(), self._scope()), ConversationInfo.from_dict)
+
+    def _delete_op(self, purge: bool) -> Op[ConversationReceipt]:
+        params: dict[str, ParamValue] = {**self._scope(), "purge": True if purge else None}
+        return json_op(Call("DELETE", self._path(), params), ConversationReceipt.from_dict)
+
+    # --- helpers --------------------------------------------------------------------------
+
+    def _path(self, *rest: str) -> str:
+        return self.agent._path("conversations", segment(self.key), *rest)
+
+    def _scope(self) -> dict[str, ParamValue]:
+        return {"user": self.user}
+
+
+class Conversation(ConversationRequests):
     """A handle on the conversation ``key`` of ``agent`` with ``user`` (``None``: the account itself).
 
     Make one with ``agent.conversation(key, user=...)``.
     """
 
-    append_attempts: ClassVar[int] = 3  # an append that got no answer is tried this many times in all
-    retry_backoff_s: ClassVar[float] = 0.2  # the wait before the second try; doubled before each next one
-    retry_wait_max_s: ClassVar[float] = 5.0  # the longest wait, whatever a 429's Retry-After asks
+    agent: Agent
 
     def __init__(self, agent: Agent, key: str, *, user: str | None = None) -> None:
         self.agent = agent
@@ -128,28 +202,8 @@ class Conversation:
         go 40 at a time, in order. ``surface`` says where the conversation happens (default
         ``agent``); ``window_messages`` lowers this conversation's recent window (1–20).
         """
-        flat = _flatten(messages)
-        skipped: list[Skipped] = []
-        if format is not None:
-            rows, reasons = from_model_messages(list(flat), format)
-            skipped = [Skipped(index, reason) for index, reason in reasons]
-            flat = list(rows)
-        bodies = [message_body(message) for message in flat]
-        extra: dict[str, Any] = {}
-        if surface is not None:
-            extra["surface"] = surface
-        if window_messages is not None:
-            extra["window_messages"] = window_messages
-        batches = [bodies[start : start + APPEND_BATCH_MAX] for start in range(0, len(bodies), APPEND_BATCH_MAX)]
-        stored: list[Message] = []
-        added = 0
-        last: AppendResult | None = None
-        for batch in batches or [[]]:  # none at all: let the service say what is wrong
-            last = self._append_once({"messages": batch, **extra})
-            stored += last.messages
-            added += last.added
-        assert last is not None
-        return AppendResult(stored, added, last.conversation, skipped)
+        bodies, skipped = append_bodies(messages, surface, window_messages, format)
+        return appended([self._append_once(body) for body in bodies], skipped)
 
     def import_messages(
         self, source: Source, *, format: str = "jsonl", surface: str | None = None,
@@ -186,27 +240,22 @@ class Conversation:
 
     def _append_once(self, body: dict[str, Any]) -> AppendResult:
         """One append request, sent again (same body, same client ids) while it gets no answer."""
-        wait = self.retry_backoff_s
-        for attempt in range(1, self.append_attempts + 1):
+        policy = self._retry_policy()
+        attempt = 1
+        while True:
             try:
-                data = self.client.request_json("POST", self._path("messages"), params=self._scope(), body=body)
-                return AppendResult.from_dict(data)
-            except (Unreachable, ServerError, RateLimited) as error:
-                if attempt >= self.append_attempts:
+                return self.client.run(self._append_op(body))
+            except AgentmemError as error:
+                wait = policy.wait_before_retry(attempt, error)
+                if wait is None:
                     raise
-                hint = error.retry_after if isinstance(error, RateLimited) else None
-                time.sleep(min(hint if hint is not None else wait, self.retry_wait_max_s))
-                wait *= 2
-        raise AssertionError("unreachable")  # pragma: no cover
+                time.sleep(wait)
+                attempt += 1
 
     def messages_page(self, *, after: int | None = None, limit: int | None = None) -> Page[Message]:
         """One page of the journal: the messages after seq ``after`` (at most ``limit``, up to 1,000;
         default 100). ``next_cursor`` is the ``after`` of the next page, ``None`` on the last."""
-        params: dict[str, ParamValue] = {**self._scope(), "after": after, "limit": limit}
-        data = self.client.request_json("GET", self._path("messages"), params=params)
-        items = [Message.from_dict(item) for item in data.get("items") or [] if isinstance(item, Mapping)]
-        cursor = data.get("next_cursor")
-        return Page(items, str(cursor) if cursor is not None else None)
+        return self.client.run(self._messages_page_op(after, limit))
 
     def iter_messages(self, *, after: int | None = None, limit: int | None = None) -> Iterator[Message]:
         """The journal's messages after seq ``after`` (at most ``limit``), page by page as needed."""
@@ -237,8 +286,7 @@ class Conversation:
 
         ``format="bedrock"`` (or ``"anthropic"``, ``"openai"``) gives ``messages`` (and ``system``) in that
         model API's own shape, to send as they are: ``converse(system=context.system, messages=context.messages)``."""
-        params: dict[str, ParamValue] = {**self._scope(), "surface": surface, "format": format}
-        return Context.from_dict(self.client.request_json("GET", self._path("context"), params=params))
+        return self.client.run(self._context_op(surface, format))
 
     def tool_call(self, tool_call_id: str, *, surface: str | None = None) -> ToolCall:
         """The full arguments and result of an earlier tool call, by its id (``NotFound`` if none)."""
@@ -278,18 +326,9 @@ class Conversation:
     def info(self) -> ConversationInfo:
         """The conversation's record: its length, what the summary covers, its window. ``NotFound``
         when it does not exist or was deleted."""
-        return ConversationInfo.from_dict(self.client.request_json("GET", self._path(), params=self._scope()))
+        return self.client.run(self._info_op())
 
     def delete(self, *, purge: bool = False) -> ConversationReceipt:
         """Delete the conversation: its record goes, its journal and checkpoint stay. With ``purge=True``
         the journal, checkpoint, workspace and index documents go too, for good."""
-        params: dict[str, ParamValue] = {**self._scope(), "purge": True if purge else None}
-        return ConversationReceipt.from_dict(self.client.request_json("DELETE", self._path(), params=params))
-
-    # --- helpers --------------------------------------------------------------------------
-
-    def _path(self, *rest: str) -> str:
-        return self.agent._path("conversations", segment(self.key), *rest)
-
-    def _scope(self) -> dict[str, ParamValue]:
-        return {"user": self.user}
+        return self.client.run(self._delete_op(purge))

@@ -19,10 +19,12 @@ from typing import TYPE_CHECKING, Any, Protocol, overload
 
 from .client import default_client
 from .models import Entry, HistoryItem, MemoryAttachment, MemoryInfo
-from .transport import segment
+from .rules import Call, Op, items_of, json_object, json_op
+from .transport import TransportResponse, segment
 
 if TYPE_CHECKING:
-    from .client import Client, ParamValue
+    from .client import Client
+    from .rules import ParamValue
 
 EntryList = list[Entry]
 MemoryInfoList = list[MemoryInfo]
@@ -49,8 +51,7 @@ class Memories:
     def create(self, name: str, *, user: str | None = None) -> Memory:
         """Create the memory ``name`` (the account's, or ``user``'s), or return it if it exists."""
         memory = Memory(name, user=user, client=self._client)
-        data = self._client.request_json("PUT", memory._path(), params=memory._scope())
-        memory._remember(data)
+        self._client.run(memory._info_op("PUT"))
         return memory
 
     def from_name(self, name: str, *, create_if_missing: bool = False, user: str | None = None) -> Memory:
@@ -83,7 +84,88 @@ class _ClassOrInstanceList:
         return instance.entries
 
 
-class Memory:
+class MemoryRequests:
+    """What a memory handle asks and what the answers mean, for ``Memory`` and ``AsyncMemory`` alike: each
+    ``*_op`` is one request and its parser (``rules.Op``), which the sync handle runs and the async one awaits."""
+
+    name: str
+    user: str | None
+    last_info: MemoryInfo | None
+
+    def _info_op(self, method: str = "GET", *rest: str) -> Op[MemoryInfo]:
+        return json_op(Call(method, self._path(*rest), self._scope()), self._remember)
+
+    def _save_op(
+        self, name: str, content: str, *, description: str | None, version: int | None, user: str | None,
+        category: str | None, importance: float | None, visibility: str | None, expires_at: str | None,
+        clear_expiry: bool,
+    ) -> Op[Entry]:
+        if clear_expiry and expires_at is not None:
+            raise ValueError("pass expires_at or clear_expiry=True, not both")
+        body: dict[str, Any] = {"content": content}
+        optional: dict[str, Any] = {
+            "description": description,
+            "category": category,
+            "importance": importance,
+            "visibility": visibility,
+            "expires_at": expires_at,
+            "version": version,
+        }
+        body.update({key: value for key, value in optional.items() if value is not None})
+        if clear_expiry:
+            body["expires_at"] = None
+
+        def parse(data: dict[str, Any]) -> Entry:
+            entry = Entry.from_dict(data)
+            if entry.content is None:
+                entry = Entry.from_dict({**data, "content": content})  # stored word for word, or refused
+            return entry
+
+        return json_op(Call("PUT", self._entry_path(name), self._layer(user), body), parse)
+
+    def _read_op(self, name: str, user: str | None, version: int | None) -> Op[Entry]:
+        params: dict[str, ParamValue] = {**self._layer(user), "version": version}
+
+        def parse(response: TransportResponse) -> Entry:
+            data = json_object(response)
+            etag = response.headers.get("etag", "").strip('W/"')
+            if "version" not in data and etag.isdigit():
+                data["version"] = int(etag)
+            return Entry.from_dict(data)
+
+        return Op(Call("GET", self._entry_path(name), params), parse)
+
+    def _search_op(
+        self, query: str, limit: int, user: str | None, mode: str | None, min_score: float | None
+    ) -> Op[EntryList]:
+        params: dict[str, ParamValue] = {"q": query, "limit": limit, "mode": mode, "min_score": min_score,
+                                         **self._layer(user)}
+        return json_op(Call("GET", self._path("search"), params), lambda data: items_of(data, Entry.from_dict))
+
+    def _delete_entry_op(self, name: str, version: int | None, user: str | None) -> Op[None]:
+        params: dict[str, ParamValue] = {**self._layer(user), "version": version}
+        return Op(Call("DELETE", self._entry_path(name), params), lambda response: None)
+
+    # --- helpers ------------------------------------------------------------------------
+
+    def _path(self, *rest: str) -> str:
+        return "/".join([f"/memories/{segment(self.name)}", *rest])
+
+    def _entry_path(self, name: str) -> str:
+        return self._path("entries", segment(name))
+
+    def _scope(self) -> dict[str, ParamValue]:
+        return {"user": self.user}
+
+    def _layer(self, user: str | None) -> dict[str, ParamValue]:
+        return {"user": user if user is not None else self.user}
+
+    def _remember(self, data: dict[str, Any]) -> MemoryInfo:
+        self.last_info = MemoryInfo.from_dict(data)
+        return self.last_info
+
+
+class Memory(MemoryRequests):
     """A handle on one memory, named ``name`` (``agent:{agent}`` names an agent's own memory).
 
     Entry methods act on one layer: the account's without ``user``, that user's with
@@ -148,7 +230,7 @@ class Memory:
 
     def info(self) -> MemoryInfo:
         """The memory's current description: entry count, the agents attaching it, trash times."""
-        return self._remember(self.client.request_json("GET", self._path(), params=self._scope()))
+        return self.client.run(self._info_op())
 
     @overload
     def delete(self) -> MemoryInfo: ...
@@ -167,12 +249,11 @@ class Memory:
             return None
         if version is not None or user is not None:
             raise TypeError("version= and user= go with an entry's name: delete(name, version=...)")
-        return self._remember(self.client.request_json("DELETE", self._path(), params=self._scope()))
+        return self.client.run(self._info_op("DELETE"))
 
     def restore(self) -> MemoryInfo:
         """Bring the memory back from the trash (within 30 days)."""
-        data = self.client.request_json("POST", self._path("restore"), params=self._scope())
-        return self._remember(data)
+        return self.client.run(self._info_op("POST", "restore"))
 
     def writable(self) -> MemoryAttachment:
         """This memory for an agent's ``memories=[...]``, attached writable.
@@ -205,36 +286,13 @@ class Memory:
         ``description``; saving without one keeps the current one. An expiry is kept too,
         unless ``expires_at`` sets a new one or ``clear_expiry=True`` removes it.
         """
-        if clear_expiry and expires_at is not None:
-            raise ValueError("pass expires_at or clear_expiry=True, not both")
-        body: dict[str, Any] = {"content": content}
-        optional: dict[str, Any] = {
-            "description": description,
-            "category": category,
-            "importance": importance,
-            "visibility": visibility,
-            "expires_at": expires_at,
-            "version": version,
-        }
-        body.update({key: value for key, value in optional.items() if value is not None})
-        if clear_expiry:
-            body["expires_at"] = None
-        data = self.client.request_json("PUT", self._entry_path(name), params=self._layer(user), body=body)
-        entry = Entry.from_dict(data)
-        if entry.content is None:
-            entry = Entry.from_dict({**data, "content": content})  # stored word for word, or refused
-        return entry
+        return self.client.run(self._save_op(
+            name, content, description=description, version=version, user=user, category=category,
+            importance=importance, visibility=visibility, expires_at=expires_at, clear_expiry=clear_expiry))
 
     def read(self, name: str, *, user: str | None = None, version: int | None = None) -> Entry:
         """The entry ``name`` with its content; an older version while history keeps it."""
-        params: dict[str, ParamValue] = {**self._layer(user), "version": version}
-        response = self.client.request("GET", self._entry_path(name), params=params)
-        data = response.json()
-        data = data if isinstance(data, dict) else {}
-        etag = response.headers.get("etag", "").strip('W/"')
-        if "version" not in data and etag.isdigit():
-            data["version"] = int(etag)
-        return Entry.from_dict(data)
+        return self.client.run(self._read_op(name, user, version))
 
     def iter_entries(self, *, user: str | None = None, limit: int | None = None) -> Iterator[Entry]:
         """The layer's entries (without content), newest first, page by page as they are needed."""
@@ -251,15 +309,11 @@ class Memory:
         """The best entries for ``query`` (up to 100), with content, from the layers the caller sees: by meaning
         and words (``mode="hybrid"``, the default), or ``"keyword"`` / ``"semantic"`` alone; ``min_score``
         (0–1) leaves weaker hits out."""
-        params: dict[str, ParamValue] = {"q": query, "limit": limit, "mode": mode, "min_score": min_score,
-                                         **self._layer(user)}
-        data = self.client.request_json("GET", self._path("search"), params=params)
-        return [Entry.from_dict(item) for item in data.get("items") or [] if isinstance(item, dict)]
+        return self.client.run(self._search_op(query, limit, user, mode, min_score))
 
     def delete_entry(self, name: str, *, version: int | None = None, user: str | None = None) -> None:
         """Remove the entry ``name``; with ``version=N`` only if it is still at version N."""
-        params: dict[str, ParamValue] = {**self._layer(user), "version": version}
-        self.client.request("DELETE", self._entry_path(name), params=params)
+        self.client.run(self._delete_entry_op(name, version, user))
 
     forget = delete_entry
 
@@ -267,21 +321,3 @@ class Memory:
         """The entry's changes, newest first, as kept (30 days)."""
         path = self._entry_path(name) + "/history"
         return [*self.client.iterate(path, HistoryItem.from_dict, self._layer(user))]
-
-    # --- helpers ------------------------------------------------------------------------
-
-    def _path(self, *rest: str) -> str:
-        return "/".join([f"/memories/{segment(self.name)}", *rest])
-
-    def _entry_path(self, name: str) -> str:
-        return self._path("entries", segment(name))
-
-    def _scope(self) -> dict[str, ParamValue]:
-        return {"user": self.user}
-
-    def _layer(self, user: str | None) -> dict[str, ParamValue]:
-        return {"user": user if user is not None else self.user}
-
-    def _remember(self, data: dict[str, Any]) -> MemoryInfo:
-        self.last_info = MemoryInfo.from_dict(data)
-        return self.last_info

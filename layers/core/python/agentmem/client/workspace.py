@@ -30,14 +30,16 @@ from urllib.parse import parse_qsl, urlsplit
 from .client import USER_AGENT
 from .errors import Invalid, NotFound, TooLarge, Unreachable, error_from_response
 from .models import UploadLink, WorkspaceFile
+from .rules import Call, Op, json_op
 from .transport import TransportResponse, segment
 
 if TYPE_CHECKING:
     import requests
 
-    from .agent import Agent
-    from .client import Client, ParamValue
+    from .agent import Agent, AgentRequests
+    from .client import Client
     from .conversation import Conversation
+    from .rules import ParamValue
 
 MIB = 1024 * 1024
 DEFAULT_LINK_EXPIRES_S = 3600
@@ -49,7 +51,53 @@ LocalFile = str | os.PathLike[str] | BinaryIO
 WorkspaceFileList = list[WorkspaceFile]
 
 
-class Workspace:
+class WorkspaceRequests:
+    """What a workspace handle asks and what the answers mean, for ``Workspace`` and ``AsyncWorkspace``."""
+
+    agent: AgentRequests
+    key: str
+    user: str | None
+    direct_write_max: ClassVar[int] = 4 * MIB  # files up to this size are written through the API
+    chunk_bytes: ClassVar[int] = 1 * MIB  # what a streamed transfer reads or writes at a time
+
+    def _put_op(self, path: str, data: bytes) -> Op[WorkspaceFile]:
+        """``PUT .../workspace/files/{path}`` with the raw bytes as the body."""
+
+        def parse(response: TransportResponse) -> WorkspaceFile:
+            answer = response.json()
+            return WorkspaceFile.from_dict(answer if isinstance(answer, dict) else {"path": path,
+                                                                                    "size_bytes": len(data)})
+
+        return Op(Call("PUT", self._file_path(path), self._scope(), content=data), parse)
+
+    def _get_call(self, path: str) -> Call:
+        return Call("GET", self._file_path(path), self._scope(), headers={"Accept": "*/*"})
+
+    def _delete_op(self, path: str) -> Op[None]:
+        return Op(Call("DELETE", self._file_path(path), self._scope()), lambda response: None)
+
+    def _files_params(self, prefix: str | None, expires_in_s: int | None) -> dict[str, ParamValue]:
+        return {**self._scope(), "prefix": prefix or None, "expires_in_s": expires_in_s}
+
+    def _link_op(self, body: dict[str, Any]) -> Op[dict[str, Any]]:
+        return json_op(Call("POST", self._path("links"), self._scope(), body), dict)
+
+    # --- helpers --------------------------------------------------------------------------
+
+    def _path(self, *rest: str) -> str:
+        return self.agent._path("conversations", segment(self.key), "workspace", *rest)
+
+    def _file_path(self, path: str) -> str:
+        if not isinstance(path, str) or not path:
+            raise Invalid("path is required: a file's path in the workspace, like 'reports/q3.csv'", 400, "invalid",
+                          {"field": "path"})
+        return self._path("files", "/".join(_segment(part) for part in path.split("/")))
+
+    def _scope(self) -> dict[str, ParamValue]:
+        return {"user": self.user}
+
+
+class Workspace(WorkspaceRequests):
     """A handle on the workspace of the conversation ``key`` of ``agent`` with ``user`` (``None``: the
     account itself). Make one with ``agent.workspace(key, user=...)``.
 
@@ -57,8 +105,7 @@ class Workspace:
     ``Invalid`` (400, ``field="path"``). A missing file is ``NotFound``; a file over 100 MB ``TooLarge``.
     """
 
-    direct_write_max: ClassVar[int] = 4 * MIB  # files up to this size are written through the API
-    chunk_bytes: ClassVar[int] = 1 * MIB  # what a streamed transfer reads or writes at a time
+    agent: Agent
 
     def __init__(self, agent: Agent, key: str, *, user: str | None = None) -> None:
         self.agent = agent
@@ -155,7 +202,7 @@ class Workspace:
     def iter_files(self, prefix: str | None = None, *, expires_in_s: int | None = None) -> Iterator[WorkspaceFile]:
         """The workspace's files whose path starts with ``prefix`` (all without one), in path order, page
         by page as needed; each ``url`` a fresh download link valid ``expires_in_s`` seconds (default 1 hour)."""
-        params: dict[str, ParamValue] = {**self._scope(), "prefix": prefix or None, "expires_in_s": expires_in_s}
+        params = self._files_params(prefix, expires_in_s)
         return self.client.iterate(self._path("files"), WorkspaceFile.from_dict, params)
 
     def files(self, prefix: str | None = None, *, expires_in_s: int | None = None) -> WorkspaceFileList:
@@ -181,7 +228,7 @@ class Workspace:
 
     def delete(self, path: str) -> None:
         """Delete the file at ``path`` (``NotFound`` when there is none)."""
-        self.client.request("DELETE", self._file_path(path), params=self._scope())
+        self.client.run(self._delete_op(path))
 
     # --- transfers ------------------------------------------------------------------------
 
@@ -202,12 +249,11 @@ class Workspace:
 
     def _put(self, path: str, data: bytes) -> WorkspaceFile:
         """``PUT .../workspace/files/{path}`` with the raw bytes as the body."""
-        answer = self.client.request("PUT", self._file_path(path), params=self._scope(), content=data).json()
-        return WorkspaceFile.from_dict(answer if isinstance(answer, dict) else {"path": path, "size_bytes": len(data)})
+        return self.client.run(self._put_op(path, data))
 
     def _fetch(self, path: str, write: Callable[[bytes], Any]) -> int:
         """Hand the file's bytes to ``write`` (a large file's chunk by chunk); the number of bytes."""
-        response = self.client.request("GET", self._file_path(path), params=self._scope(), headers={"Accept": "*/*"})
+        response = self.client.send(self._get_call(path))
         location = response.headers.get("location")
         if response.status in _REDIRECTS and location:
             return self._download_link(location, write)
@@ -259,19 +305,6 @@ class Workspace:
         except requests.RequestException as exc:
             raise _unreachable(url, exc) from exc
 
-    # --- helpers --------------------------------------------------------------------------
-
-    def _path(self, *rest: str) -> str:
-        return self.conversation._path("workspace", *rest)
-
-    def _file_path(self, path: str) -> str:
-        if not isinstance(path, str) or not path:
-            raise Invalid("path is required: a file's path in the workspace, like 'reports/q3.csv'", 400, "invalid",
-                          {"field": "path"})
-        return self._path("files", "/".join(_segment(part) for part in path.split("/")))
-
-    def _scope(self) -> dict[str, ParamValue]:
-        return self.conversation._scope()
 
 
 def _segment(part: str) -> str:

@@ -8,7 +8,6 @@ from typing import Any
 from urllib.parse import quote
 
 import anyio
-from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from ..client import AgentmemError, Client
@@ -47,7 +46,8 @@ class ApiTools:
         return ToolAnswer(str(data.get("text") or ""), result if isinstance(result, dict) else None)
 
 
-def stdio_mcp_server(agent: str, user: str | None, client: Client) -> Server[Any]:
+def stdio_mcp_server(agent: str, user: str | None, client: Client) -> Any:
+    """The SDK's server (of the installed line: ``server.build_server``) for one agent's tools."""
     tools = ApiTools(client, agent, user)
     return build_server(agent, tools.list, tools.call)
 
