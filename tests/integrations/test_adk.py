@@ -138,3 +138,16 @@ def test_search_memory_is_the_users_own(support: agentmem.Agent) -> None:
     assert [memory.content.parts[0].text for memory in mine.memories][:1] == ["My favourite colour is teal."]
     assert mine.memories[0].author == "user" and mine.memories[0].timestamp
     assert theirs.memories == []
+
+
+def test_the_docs_example_runs(support: agentmem.Agent) -> None:
+    from docs_example import run_example
+
+    model = ScriptedLlm(model="scripted", script=[
+        types.Part(text="Noted."),
+        types.Part(function_call=types.FunctionCall(id="call_1", name="load_memory", args={"query": "plan"})),
+        types.Part(text="The Team plan."),
+    ], requests=[])
+    printed = run_example("Google ADK", model, support.client)
+    assert printed == ["Noted.", "The Team plan.", '["Hi, I\'m Ana. I\'m on the Team plan."]']
+    assert "Team plan" in str(model.requests[-1].contents[-1].parts[0].function_response.response)

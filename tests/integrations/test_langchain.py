@@ -84,3 +84,12 @@ def test_a_chain_with_message_history_remembers_across_calls(support: agentmem.A
     assert rows[0].content == "Hi, I'm Ana."
     assert [row.role for row in rows] == ["user", "assistant", "user", "assistant"]
     assert support.search_messages("Ana", user="user_42", conversation="ticket-9")
+
+
+def test_the_docs_example_runs(support: agentmem.Agent) -> None:
+    from docs_example import run_example
+
+    model = FakeMessagesListChatModel(responses=[AIMessage(content="Hello Ana!"), AIMessage(content="Team plan.")])
+    printed = run_example("LangChain", model, support.client)
+    assert printed[:2] == ["Hello Ana!", "Team plan."]
+    assert printed[-1] == "['user', 'assistant', 'user', 'assistant']"

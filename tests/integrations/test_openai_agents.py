@@ -154,3 +154,16 @@ def test_a_refused_save_gives_the_model_the_reason_and_stores_nothing(support: a
     text = asyncio.run(call())
     assert text.startswith("error: ") and "name" in text
     assert support.memory.list(user="user_42") == []
+
+
+def test_the_docs_example_runs(support: agentmem.Agent) -> None:
+    from docs_example import run_example
+
+    save = {"name": "plan", "content": "Ana is on the Team plan.", "description": "Her plan"}
+    model = ScriptedModel(
+        ResponseFunctionToolCall(type="function_call", call_id="call_1", name="memory__save",
+                                 arguments=json.dumps(save), id="fc_1", status="completed"),
+        _said("Noted."), _said("The Team plan.", id="msg_2"))
+    printed = run_example("OpenAI Agents SDK", model, support.client)
+    assert printed[:2] == ["Noted.", "The Team plan."]
+    assert printed[2:] == ["['user', 'tool_call', 'tool_result', 'assistant', 'user', 'assistant']", "['plan']"]

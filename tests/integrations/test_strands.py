@@ -133,3 +133,14 @@ def test_the_repository_keeps_messages_and_their_redactions(support: agentmem.Ag
     repository.update_agent("s1", SessionAgent(agent_id="a", state={"n": 2}, conversation_manager_state={}))
     assert AgentmemSessionRepository(support, user="user_42").read_agent("s1", "a").state == {"n": 2}  # type: ignore[union-attr]
     assert repository.read_agent("s1", "b") is None
+
+
+def test_the_docs_example_runs(support: agentmem.Agent) -> None:
+    from docs_example import run_example
+
+    save = {"name": "plan", "content": "Ana is on the Team plan.", "description": "Her plan"}
+    model = ScriptedModel(("memory__save", "tool_1", save), "Noted.", "The Team plan.")
+    printed = run_example("Strands Agents", model, support.client)
+    assert printed == ["Noted.", "The Team plan.", "['plan']"]
+    # the second Strands agent was sent the first turn, read back from the journal
+    assert model.seen[-1][0] == {"role": "user", "content": [{"text": "Hi, I'm Ana. I'm on the Team plan."}]}
