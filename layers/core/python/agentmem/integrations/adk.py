@@ -55,7 +55,7 @@ def _rows(session: Session) -> list[dict[str, Any]]:
     return rows
 
 
-class AgentmemMemoryService(BaseMemoryService):
+class AgentmemMemoryService(BaseMemoryService):  # type: ignore[misc,unused-ignore]  # Any without google-adk
     """ADK's long-term memory on the journal of ``agent``'s conversations (ADK's ``app_name`` is not used: the agent
     is the app). ``limit``: the most memories a search gives (1–100)."""
 

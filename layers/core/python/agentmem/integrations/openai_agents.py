@@ -77,7 +77,7 @@ def _row_to_item(row: Message) -> Any:
     return {"type": "function_call_output", "call_id": row.tool_call_id, "output": output}
 
 
-class AgentmemSession(SessionABC):
+class AgentmemSession(SessionABC):  # type: ignore[misc,unused-ignore]  # Any without openai-agents
     """The SDK's session memory on the journal of ``conversation``: ``Runner.run(..., session=...)`` reads the
     items back before each turn and appends the turn's new ones. ``session_id`` is the conversation's key.
 

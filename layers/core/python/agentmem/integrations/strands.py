@@ -88,7 +88,7 @@ class _Journal:
                 self.messages.setdefault(data["agent_id"], {})[int(message["message_id"])] = message
 
 
-class AgentmemSessionRepository(SessionRepository):
+class AgentmemSessionRepository(SessionRepository):  # type: ignore[misc,unused-ignore]  # Any without strands
     """Strands sessions as conversations of ``agent`` with ``user`` (the account's without one)."""
 
     def __init__(self, agent: Agent, *, user: str | None = None) -> None:
@@ -182,7 +182,7 @@ def _strands_tool(tool: MemoryTool) -> PythonAgentTool:
         status = "error" if text.startswith("error: ") else "success"
         return {"toolUseId": tool_use["toolUseId"], "status": status, "content": [{"text": text}]}
 
-    return PythonAgentTool(tool.name, spec, run)  # type: ignore[arg-type]
+    return PythonAgentTool(tool.name, spec, run)
 
 
 def memory_tools(
