@@ -167,3 +167,18 @@ def test_the_docs_example_runs(support: agentmem.Agent) -> None:
     printed = run_example("OpenAI Agents SDK", model, support.client)
     assert printed[:2] == ["Noted.", "The Team plan."]
     assert printed[2:] == ["['user', 'tool_call', 'tool_result', 'assistant', 'user', 'assistant']", "['plan']"]
+
+
+def test_messages_appended_by_other_means_are_read_as_items(support: agentmem.Agent) -> None:
+    chat = support.conversation("ticket-10", user="user_42")
+    chat.append(agentmem.Message.user("Hi from the web chat."),
+                agentmem.Message.tool_call("memory__search", "call_9", {"query": "plan"}),
+                agentmem.Message.tool_result("call_9", {"items": []}, "memory__search"),
+                agentmem.Message.assistant("Nothing on file yet."))
+    items = asyncio.run(AgentmemSession(chat).get_items())
+    assert items == [
+        {"role": "user", "content": "Hi from the web chat."},
+        {"type": "function_call", "call_id": "call_9", "name": "memory__search", "arguments": '{"query": "plan"}'},
+        {"type": "function_call_output", "call_id": "call_9", "output": '{"items": []}'},
+        {"role": "assistant", "content": "Nothing on file yet."},
+    ]
