@@ -230,9 +230,24 @@ def document(app: APIGatewayRestResolver, base_path: str = "/") -> dict[str, Any
             if path == "/v1/memories/{memory}/entries/{name}" and method in ("put", "delete"):
                 operation.setdefault("parameters", []).extend(_CONDITIONAL_HEADERS)
             _constrain_path_parameters(operation)
+            _omittable_body(operation)
     type_responses(spec)
     spec["paths"].update(link_paths())
     return spec
+
+
+def _omittable_body(operation: dict[str, Any]) -> None:
+    """An optional body is the body's schema, not a union with null: a client generated from the document then
+    leaves the body out when it is not given (``openapi-python-client`` sent its unset marker as JSON)."""
+    body = operation.get("requestBody")
+    if body is None or body.get("required"):
+        return
+    for media in body.get("content", {}).values():
+        variants = media.get("schema", {}).get("anyOf")
+        if variants is not None:
+            kept = [variant for variant in variants if variant.get("type") != "null"]
+            if len(kept) == 1:
+                media["schema"] = kept[0]
 
 
 def _constrain_path_parameters(operation: dict[str, Any]) -> None:
