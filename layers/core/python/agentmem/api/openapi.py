@@ -71,7 +71,9 @@ _EXTRA: dict[tuple[str, str], dict[str, str]] = {
     ("get", "/v1/memories/{memory}"): {"404": ""},
     ("delete", "/v1/memories/{memory}"): {"403": "", "404": "", "409": ""},
     ("post", "/v1/memories/{memory}/restore"): {"404": "", "409": ""},
-    ("put", "/v1/agents/{agent}"): {"201": "Created", "409": "The name is in the trash: restore it, or pick another"},
+    ("put", "/v1/agents/{agent}"): {"201": "Created", "409": "The name is in the trash: restore it, or pick another",
+                                    "412": "`If-None-Match: *` (create only) and the agent already exists "
+                                           "(`current_version`); without it a PUT changes the agent's settings"},
     ("post", "/v1/agents/{agent}/conversations/{key}/compact"): {"202": "A summary pass is started: its `job_id`"},
     ("post", "/v1/agents/{agent}/restore"): {"409": "Not in the trash"},
     ("get", "/v1/memories/{memory}/entries"): {"403": "", "404": ""},
