@@ -109,6 +109,6 @@ clean-data:  ## remove ./.agentmem (the embedded backend's data, keys included) 
 	@if [ ! -e .agentmem ]; then echo "nothing to remove: no .agentmem here"; exit 0; fi; \
 	if [ "$(YES)" != "1" ]; then \
 	  printf 'remove .agentmem (every memory, entry, conversation, file and key of the local server)? [y/N] '; \
-	  read answer; case "$$answer" in y|Y|yes|YES) ;; *) echo "kept .agentmem"; exit 1;; esac; \
+	  read answer; case "$$answer" in y|Y|yes|YES) ;; *) echo "kept .agentmem"; exit 0;; esac; \
 	fi; \
 	rm -rf .agentmem && echo "removed .agentmem"

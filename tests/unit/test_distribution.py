@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import tomllib
 from pathlib import Path
 
@@ -39,3 +40,22 @@ def test_the_changelog_keeps_a_changelog_and_contributing_gives_the_loop() -> No
     contributing = (ROOT / "CONTRIBUTING.md").read_text()
     for command in ("make run", "make test", "make fuzz", "make bench", "make dist", "make clean-data"):
         assert command in contributing
+
+
+def test_make_clean_data_asks_first_and_removes_the_data_dir(tmp_path: Path) -> None:
+    # Given a data dir of the local server in the current folder
+    (tmp_path / ".agentmem").mkdir()
+    (tmp_path / ".agentmem" / "dev-key").write_text("am_secret\n")
+    make = ["make", "--no-print-directory", "-s", "-C", str(tmp_path), "-f", str(ROOT / "Makefile"), "clean-data"]
+    # When the question is answered no, Then it stays
+    kept = subprocess.run(make, input="n\n", capture_output=True, text=True, check=False)
+    assert "remove .agentmem" in kept.stdout and "kept .agentmem" in kept.stdout
+    assert (tmp_path / ".agentmem" / "dev-key").exists()
+    # When it is answered yes, or YES=1 is given, Then it is gone
+    removed = subprocess.run(make, input="y\n", capture_output=True, text=True, check=False)
+    assert removed.returncode == 0 and "removed .agentmem" in removed.stdout
+    assert not (tmp_path / ".agentmem").exists()
+    (tmp_path / ".agentmem").mkdir()
+    at_once = subprocess.run([*make, "YES=1"], capture_output=True, text=True, check=False)
+    assert at_once.returncode == 0 and not (tmp_path / ".agentmem").exists()
+    assert "remove .agentmem" not in at_once.stdout
