@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 NODE_STAMP := node_modules/.installed
 ARCH   ?= arm64
 
-.PHONY: install emulators models run run-aws test fuzz frameworks lint typecheck unit bench bench-cold-start bench-load bench-crash layers synth clean
+.PHONY: install emulators models run run-aws test fuzz frameworks lint typecheck unit bench bench-cold-start bench-load bench-crash layers synth dist clean clean-data
 
 RUN_STAMP := $(VENV)/.run-installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 RUN_AWS_STAMP := $(VENV)/.run-aws-installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
@@ -99,5 +99,25 @@ layers: install  ## the Lambda dependency layer (every function has it; there is
 synth: layers emulators  ## both stacks into cdk.out, offline; fails on any unacknowledged cdk-nag finding
 	CDK_CONTEXT_JSON='{"agentmem:architecture": "$(ARCH)"}' $(BIN)/python app.py
 
+DIST_STAMP := $(VENV)/.dist-installed
+
+$(DIST_STAMP): | $(VENV)/bin/python
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check "build>=1.2" "twine>=5"
+	touch $(DIST_STAMP)
+
+dist: $(DIST_STAMP)  ## the sdist and the wheel of agentmem-server into dist/ (LICENSE inside, no tests), checked by twine
+	rm -rf dist build
+	$(BIN)/python -m build --outdir dist .
+	$(BIN)/python -m twine check --strict dist/*
+	@ls -l dist
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache dist build
+
+clean-data:  ## remove ./.agentmem (the embedded backend's data, keys included) after a confirmation, or at once with YES=1
+	@if [ ! -e .agentmem ]; then echo "nothing to remove: no .agentmem here"; exit 0; fi; \
+	if [ "$(YES)" != "1" ]; then \
+	  printf 'remove .agentmem (every memory, entry, conversation, file and key of the local server)? [y/N] '; \
+	  read answer; case "$$answer" in y|Y|yes|YES) ;; *) echo "kept .agentmem"; exit 0;; esac; \
+	fi; \
+	rm -rf .agentmem && echo "removed .agentmem"

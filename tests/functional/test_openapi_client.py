@@ -124,9 +124,9 @@ def test_a_generated_client_saves_reads_and_searches_entries(
 ) -> None:
     client = generated.AuthenticatedClient(base_url=server.base_url, token=server.key)
     models = _module(generated, "models")
-    save = _module(generated, "api.entries.save_entry_v1_memories_memory_entries_name_put")
-    read = _module(generated, "api.entries.read_entry_v1_memories_memory_entries_name_get")
-    search = _module(generated, "api.entries.search_memory_v1_memories_memory_search_get")
+    save = _module(generated, "api.entries.save_entry")
+    read = _module(generated, "api.entries.read_entry")
+    search = _module(generated, "api.entries.search_memory")
     expires = datetime.now(UTC).replace(microsecond=0) + timedelta(days=30)
     # When it saves a new entry, with an expiry typed as the document says (a date-time)
     body = models.SaveEntryBody(content="Refunds are paid back within 14 days.", description="Refund policy",
@@ -161,12 +161,12 @@ def test_a_generated_client_parses_memories_agents_keys_and_the_health_check(
     client = generated.AuthenticatedClient(base_url=server.base_url, token=server.key)
     models = _module(generated, "models")
     name = f"mem-{uuid.uuid4().hex[:8]}"
-    put_memory = _module(generated, "api.memories.put_memory_v1_memories_memory_put")
-    list_memories = _module(generated, "api.memories.list_memories_v1_memories_get")
-    put_agent = _module(generated, "api.agents.put_agent_v1_agents_agent_put")
-    create_key = _module(generated, "api.keys.create_key_v1_keys_post")
-    list_keys = _module(generated, "api.keys.list_keys_v1_keys_get")
-    health = _module(generated, "api.system.health_v1_health_get")
+    put_memory = _module(generated, "api.memories.put_memory")
+    list_memories = _module(generated, "api.memories.list_memories")
+    put_agent = _module(generated, "api.agents.put_agent")
+    create_key = _module(generated, "api.keys.create_key")
+    list_keys = _module(generated, "api.keys.list_keys")
+    health = _module(generated, "api.system.get_health")
     # a memory made, and found in the list
     made = put_memory.sync_detailed(name, client=client, body=models.EmptyBody())  # (an optional body: given)
     assert made.status_code == 201 and isinstance(made.parsed, models.Memory)
@@ -197,9 +197,9 @@ def test_a_generated_client_writes_and_reads_a_workspace_file(
     models = _module(generated, "models")
     types = _module(generated, "types")
     agent = f"agent-{uuid.uuid4().hex[:8]}"
-    put_agent = _module(generated, "api.agents.put_agent_v1_agents_agent_put")
-    write = _module(generated, "api.workspaces.write_file_v1_agents_agent_conversations_key_workspace_files_path_put")
-    read = _module(generated, "api.workspaces.read_file_v1_agents_agent_conversations_key_workspace_files_path_get")
+    put_agent = _module(generated, "api.agents.put_agent")
+    write = _module(generated, "api.workspaces.write_file")
+    read = _module(generated, "api.workspaces.read_file")
     assert put_agent.sync_detailed(agent, client=client, body=models.AgentBody()).status_code == 201
     data = b"quarter,revenue\nQ3,1200\n"
     # When it writes a file into a conversation's workspace
@@ -213,7 +213,7 @@ def test_a_generated_client_writes_and_reads_a_workspace_file(
     answer = read.sync_detailed(agent, "order-42", "reports/q3.csv", client=client)
     assert answer.status_code == 200 and answer.content == data
     # and a download link to it parses, and works without the key
-    link = _module(generated, "api.workspaces.create_link_v1_agents_agent_conversations_key_workspace_links_post")
+    link = _module(generated, "api.workspaces.create_link")
     made = link.sync_detailed(agent, "order-42", client=client,
                               body=models.WorkspaceLinkBody(path="reports/q3.csv", expires_in_s=600))
     assert made.status_code == 201 and isinstance(made.parsed, models.WorkspaceLink)
@@ -229,7 +229,7 @@ def test_a_generated_client_parses_a_conversation_and_its_messages(
     models = _module(generated, "models")
     agent = f"agent-{uuid.uuid4().hex[:8]}"
     assert http.put(server.url(f"/v1/agents/{agent}"), json={}, timeout=10).status_code == 201
-    append = _module(generated, "api.conversations.append_messages_v1_agents_agent_conversations_key_messages_post")
+    append = _module(generated, "api.conversations.append_messages")
     body = models.AppendBody(messages=[
         models.MessageBody(role=models.MessageBodyRole.USER, content="Where is my order?"),
         models.MessageBody(role=models.MessageBodyRole.TOOL_CALL, tool_name="orders", tool_call_id="c1",
@@ -239,9 +239,9 @@ def test_a_generated_client_parses_a_conversation_and_its_messages(
     assert appended.status_code == 201, appended.content
     assert isinstance(appended.parsed, models.Appended) and appended.parsed.added == 2
     assert appended.parsed.conversation.messages == 2
-    read_conversation = _module(generated, "api.conversations.read_conversation_v1_agents_agent_conversations_key_get")
+    read_conversation = _module(generated, "api.conversations.read_conversation")
     read_messages = _module(generated,
-                            "api.conversations.read_messages_v1_agents_agent_conversations_key_messages_get")
+                            "api.conversations.read_messages")
     conversation = read_conversation.sync(agent, "chat-1", client=client)
     assert isinstance(conversation, models.Conversation)
     assert (conversation.key, conversation.agent, conversation.messages) == ("chat-1", agent, 2)
@@ -250,7 +250,7 @@ def test_a_generated_client_parses_a_conversation_and_its_messages(
     roles = models.MessageRole
     assert [(m.seq, m.role) for m in messages.items] == [(1, roles.USER), (2, roles.TOOL_CALL)]
     assert messages.items[1].arguments.to_dict() == {"id": 42}
-    search = _module(generated, "api.conversations.search_messages_v1_agents_agent_messages_search_get")
+    search = _module(generated, "api.conversations.search_messages")
     found = search.sync(agent, client=client, q="order", mode="keyword")
     assert isinstance(found, models.MessageSearchPage)
     # (the user's words and the tool call's name: "order" is the stem of both)
@@ -283,9 +283,9 @@ def test_a_generated_client_parses_the_context_in_each_format_and_the_tool_call_
 ) -> None:
     client = generated.AuthenticatedClient(base_url=server.base_url, token=server.key)
     models = _module(generated, "models")
-    context = _module(generated, "api.conversations.read_context_v1_agents_agent_conversations_key_context_get")
+    context = _module(generated, "api.conversations.read_context")
     view = _module(generated,
-                   "api.conversations.read_tool_call_v1_agents_agent_conversations_key_tool_calls_tool_call_id_get")
+                   "api.conversations.read_tool_call")
     agent = _conversation_with_a_tool_call(server, http)
     # When it reads the context in agentmem's own shape
     own = context.sync_detailed(agent, "chat-1", client=client)
@@ -343,11 +343,11 @@ def test_a_generated_client_parses_a_model_append_a_checkpoint_and_a_summarised_
 ) -> None:
     client = generated.AuthenticatedClient(base_url=server.base_url, token=server.key)
     models = _module(generated, "models")
-    append = _module(generated, "api.conversations.append_messages_v1_agents_agent_conversations_key_messages_post")
-    compact = _module(generated, "api.conversations.compact_v1_agents_agent_conversations_key_compact_post")
+    append = _module(generated, "api.conversations.append_messages")
+    compact = _module(generated, "api.conversations.compact_conversation")
     checkpoint = _module(generated,
-                         "api.conversations.read_checkpoint_v1_agents_agent_conversations_key_checkpoint_get")
-    context = _module(generated, "api.conversations.read_context_v1_agents_agent_conversations_key_context_get")
+                         "api.conversations.read_checkpoint")
+    context = _module(generated, "api.conversations.read_context")
     agent = f"agent-{uuid.uuid4().hex[:8]}"
     assert http.put(server.url(f"/v1/agents/{agent}"), json={}, timeout=10).status_code == 201
     # Given two turns appended in OpenAI's shape, with a system message the journal does not keep
@@ -387,8 +387,8 @@ def test_a_generated_client_lists_the_tools_in_each_format_and_parses_each_tool_
 ) -> None:
     client = generated.AuthenticatedClient(base_url=server.base_url, token=server.key)
     models = _module(generated, "models")
-    listing = _module(generated, "api.tools.list_tools_v1_agents_agent_tools_get")
-    run = _module(generated, "api.tools.run_tool_v1_agents_agent_tools_tool_post")
+    listing = _module(generated, "api.tools.list_tools")
+    run = _module(generated, "api.tools.run_tool")
     agent = _conversation_with_a_tool_call(server, http)
     # When it lists the tools: MCP's shape by default, or the format asked for
     mcp = listing.sync_detailed(agent, client=client)
@@ -445,10 +445,10 @@ def test_a_generated_client_parses_an_mcp_reply(
     client = generated.AuthenticatedClient(base_url=server.base_url, token=server.key,
                                            headers={"Accept": "application/json, text/event-stream"})
     models = _module(generated, "models")
-    serve = _module(generated, "api.mcp.serve_mcp_v1_mcp_post")
+    serve = _module(generated, "api.mcp.serve_mcp")
     agent = f"agent-{uuid.uuid4().hex[:8]}"
     assert http.put(server.url(f"/v1/agents/{agent}"), json={}, timeout=10).status_code == 201
-    body = models.ServeMcpV1McpPostBody(jsonrpc=models.ServeMcpV1McpPostBodyJsonrpc.VALUE_0, id=7,
+    body = models.ServeMcpBody(jsonrpc=models.ServeMcpBodyJsonrpc.VALUE_0, id=7,
                                         method="tools/list")
     answer = serve.sync_detailed(client=client, body=body, agent=agent)
     assert answer.status_code == 200, answer.content
@@ -456,8 +456,8 @@ def test_a_generated_client_parses_an_mcp_reply(
     assert isinstance(answer.parsed, models.JsonRpcResponse) and answer.parsed.id == 7
     assert "memory__search" in [tool["name"] for tool in answer.parsed.result.to_dict()["tools"]]
     # and a notification is accepted with no body, as the document says
-    notified = serve.sync_detailed(client=client, agent=agent, body=models.ServeMcpV1McpPostBody(
-        jsonrpc=models.ServeMcpV1McpPostBodyJsonrpc.VALUE_0, method="notifications/initialized"))
+    notified = serve.sync_detailed(client=client, agent=agent, body=models.ServeMcpBody(
+        jsonrpc=models.ServeMcpBodyJsonrpc.VALUE_0, method="notifications/initialized"))
     assert (notified.status_code, notified.content, notified.parsed) == (202, b"", None)
     accepted = document["paths"]["/v1/mcp"]["post"]["responses"]["202"]
     assert "content" not in accepted and set(document["paths"]["/v1/mcp"]["post"]["responses"]) >= {"200", "202"}
@@ -477,3 +477,47 @@ def test_behind_api_gateway_the_document_and_swagger_ui_name_the_stage(server: S
         assert '"servers": [{"url": "/prod"}]' in answer["body"], path
     # and on agentmem serve (no stage before the path) it is the root
     assert requests.get(server.url("/v1/openapi.json"), timeout=10).json()["servers"] == [{"url": "/"}]
+
+
+def test_every_operation_has_a_short_stable_id(document: dict[str, Any]) -> None:
+    # Given every operation of the document
+    ids = [operation.get("operationId") for operations in document["paths"].values()
+           for operation in operations.values()]
+    # Then each has an id a generated client names its function after: a verb and a noun, not the framework's
+    # name built from the path and the method (put_memory_v1_memories__memory__put)
+    assert None not in ids and len(set(ids)) == len(ids)
+    long_ones = [i for i in ids if "_v1" in i or len(i) > 24 or not i.replace("_", "").isalpha() or i != i.lower()]
+    assert long_ones == []
+    by_route = {(m, p): o["operationId"] for p, ops in document["paths"].items() for m, o in ops.items()}
+    assert by_route[("put", "/v1/memories/{memory}")] == "put_memory"
+    assert by_route[("put", "/v1/memories/{memory}/entries/{name}")] == "save_entry"
+    assert by_route[("get", "/v1/memories/{memory}/search")] == "search_memory"
+    assert by_route[("get", "/v1/memories/{memory}/entries")] == "list_entries"
+    assert by_route[("get", "/v1/links/{key}")] == "download_by_link"
+
+
+def test_a_generated_client_calls_every_operation_whose_body_is_optional_without_one(
+    generated: ModuleType, server: Server, document: dict[str, Any]
+) -> None:
+    client = generated.AuthenticatedClient(base_url=server.base_url, token=server.key)
+    optional = sorted(o["operationId"] for ops in document["paths"].values() for o in ops.values()
+                      if "requestBody" in o and not o["requestBody"].get("required"))
+    assert optional == ["compact_conversation", "create_key", "purge_agent", "put_agent", "put_memory",
+                        "restore_agent", "restore_memory"]
+    call = {op: _module(generated, f"api.{tag}.{op}") for tag, op in (
+        ("memories", "put_memory"), ("memories", "restore_memory"), ("memories", "delete_memory"),
+        ("agents", "put_agent"), ("agents", "delete_agent"), ("agents", "restore_agent"), ("agents", "purge_agent"),
+        ("conversations", "compact_conversation"), ("keys", "create_key"))}
+    memory, agent = f"mem-{uuid.uuid4().hex[:8]}", f"agent-{uuid.uuid4().hex[:8]}"
+    # When each is called with no body argument at all, it sends none, and the server does what it says
+    assert call["put_memory"].sync_detailed(memory, client=client).status_code == 201
+    assert call["delete_memory"].sync_detailed(memory, client=client).status_code == 200
+    assert call["restore_memory"].sync_detailed(memory, client=client).status_code == 200
+    assert call["put_agent"].sync_detailed(agent, client=client).status_code == 201
+    compacted = call["compact_conversation"].sync_detailed(agent, "k1", client=client)
+    assert compacted.status_code in (202, 404), compacted.content  # a conversation never started: not found
+    assert call["delete_agent"].sync_detailed(agent, client=client).status_code == 200
+    assert call["restore_agent"].sync_detailed(agent, client=client).status_code == 200
+    assert call["purge_agent"].sync_detailed(agent, client=client).status_code == 200
+    key = call["create_key"].sync_detailed(client=client)
+    assert key.status_code == 201, key.content

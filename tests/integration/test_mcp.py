@@ -4,6 +4,7 @@ works) and over streamable HTTP (``POST /v1/mcp`` inside the API, with the Beare
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -309,3 +310,28 @@ def test_http_calls_are_counted_not_billed(served: Served, agent: str) -> None:
         time.sleep(0.5)
     assert calls
     assert all(u["billable"] is False for u in calls)
+
+
+def test_stdio_answers_every_request_it_read_before_stdin_closed(served: Served, agent: str) -> None:
+    # Given a host that writes its requests and closes stdin at once, without waiting for any answer
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "host", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+         "params": {"name": "memory__save", "arguments": {"name": "tone", "content": "Warm, brief.",
+                                                          "description": "How we write"}}},
+        {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+         "params": {"name": "memory__search", "arguments": {"query": "tone"}}},
+    ]
+    done = subprocess.run(
+        [str(AGENTMEM), "mcp", "--agent", agent], input="".join(json.dumps(line) + "\n" for line in lines),
+        capture_output=True, text=True, env=_clean_env(AGENTMEM_URL=served.base_url, AGENTMEM_API_KEY=served.key),
+        timeout=120, check=False,
+    )
+    # Then it answers each request before it exits, and exits cleanly
+    answers = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+    assert sorted(answer.get("id") for answer in answers) == [1, 2, 3, 4], done.stdout + done.stderr
+    assert all("error" not in answer for answer in answers), answers
+    assert done.returncode == 0, done.stderr

@@ -83,9 +83,11 @@ def test_creating_an_existing_agent_is_one_error_line(run: Shell) -> None:
     Agent.create("support", client=run.client)
     # When it is created again
     again = run("agents", "create", "support")
-    # Then one line on stderr, exit 1
+    # Then one line on stderr that says it exists, with what to do, and exit 1 (no "precondition" the user never
+    # asked for)
     assert again.exit_code == 1
-    assert again.stderr.startswith("error: precondition_failed: ") and again.stderr.count("\n") == 1
+    assert again.stderr == ("error: agent 'support' already exists (version 1): see it with `agentmem agents show "
+                            "support`, or pick another name\n")
     assert again.stdout == ""
 
 

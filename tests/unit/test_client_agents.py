@@ -4,6 +4,7 @@ transport only where the server cannot be made to answer on cue (a creation race
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from agentmem.client import (
     TransportResponse,
     Unsupported,
 )
-from agentmem.client.agent_settings import settings_body
+from agentmem.client.agent_settings import SettingsDifferWarning, settings_body
 from agentmem.settings import Settings
 
 
@@ -101,10 +102,34 @@ def test_from_name_creates_the_agent_once_with_the_seed_settings(client: Client)
     assert (support.instructions, support.version, support.user_id) == ("Answer billing questions.", 1, None)
     assert support.capabilities == {"memory": True}
     # When from_name runs again with other settings
-    again = Agent.from_name("support", create_if_missing=True, instructions="Something else", client=client)
-    # Then the existing agent is returned unchanged
+    with pytest.warns(SettingsDifferWarning) as warned:
+        again = Agent.from_name("support", create_if_missing=True, instructions="Something else", client=client)
+    # Then the existing agent is returned unchanged, with a warning naming the setting it did not apply
     assert (again.instructions, again.version) == ("Answer billing questions.", 1)
     assert again == support
+    (warning,) = warned.list
+    assert str(warning.message) == (
+        "agent 'support' already exists (version 1) with other instructions than given: create_if_missing=True "
+        "returns it as stored and does not apply them; change it with agent.update(instructions=...)")
+    assert warning.filename == __file__  # pointing at the caller's line, not into the SDK
+
+
+def test_from_name_warns_naming_each_setting_that_differs_and_only_those(client: Client) -> None:
+    # Given an agent made elsewhere without memories (another page, another process)
+    company = Memory.from_name("company", create_if_missing=True, client=client)
+    Agent.create("support", instructions="Answer billing questions.", client=client)
+    # When from_name asks for it with the same instructions, memories and another window
+    with pytest.warns(SettingsDifferWarning, match=r"with other memories, window_messages than given") as warned:
+        found = Agent.from_name("support", create_if_missing=True, instructions="Answer billing questions.",
+                                memories=[company], window_messages=4, client=client)
+    # Then the warning names the two that differ, and the agent is as stored
+    assert len(warned.list) == 1 and found.memories == []
+    # and asking with the stored settings (or none) says nothing
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Agent.from_name("support", create_if_missing=True, instructions="Answer billing questions.", client=client)
+        Agent.from_name("support", create_if_missing=True, client=client)
+        Agent.from_name("support", create_if_missing=True, memories=[], window_messages=None, client=client)
 
 
 def test_create_sends_if_none_match_and_refuses_an_existing_agent(client: Client, recording: Recording) -> None:
@@ -114,7 +139,8 @@ def test_create_sends_if_none_match_and_refuses_an_existing_agent(client: Client
     with pytest.raises(Conflict) as exists:
         Agent.create("support", instructions="v2", client=client)
     # Then the server refused the PUT it sent with If-None-Match: *, and nothing changed
-    assert exists.value.status == 412
+    assert exists.value.status == 412 and exists.value.current_version == 1
+    assert exists.value.message == "agent 'support' already exists (version 1)"
     puts = [headers for method, _, headers in recording.sent if method == "PUT"]
     assert [h.get("If-None-Match") for h in puts] == ["*", "*"]
     assert client.agents.get("support").instructions == "v1"
@@ -139,8 +165,9 @@ def test_from_name_that_loses_a_creation_race_returns_the_winners_agent() -> Non
     )
     client = Client("http://fake", "sk-test", transport=fake)
     # When from_name creates it if missing
-    agent = Agent.from_name("support", create_if_missing=True, instructions="ours", client=client)
-    # Then it read, tried to create, and read again: the winner's agent
+    with pytest.warns(SettingsDifferWarning, match="with other instructions than given"):
+        agent = Agent.from_name("support", create_if_missing=True, instructions="ours", client=client)
+    # Then it read, tried to create, and read again: the winner's agent (its settings are not ours: said so)
     assert [(m, p) for m, p, _ in fake.sent] == [
         ("GET", "/v1/agents/support"),
         ("PUT", "/v1/agents/support"),

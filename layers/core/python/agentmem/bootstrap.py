@@ -297,10 +297,38 @@ def build_stores(settings: Settings, *, create_resources: bool = False) -> Store
     )
 
 
-def build_embedder(settings: Settings) -> Embedder | None:
-    """The embedder the settings choose (SPEC §6.2); None when the semantic side is off."""
-    dimension = settings.embedding_dimension
+EMBEDDED_EXTRA = "pip install 'agentmem-server[embedded]'"
+
+
+def missing_semantic_modules(settings: Settings) -> list[str]:
+    """The modules of the ``embedded`` extra that the chosen embedder (and, on the embedded backend, its index)
+    needs and this install lacks: an install without the extra serves keyword-only recall instead of failing."""
+    from importlib.util import find_spec
+
     if settings.embedder == "none":
+        return []
+    wanted = []
+    if settings.backend == "embedded" or settings.embedder == "wordllama":
+        wanted.append("numpy")  # the embedded index holds its vectors in numpy, and the offline model answers in it
+    if settings.embedder == "wordllama":
+        wanted.append("wordllama")
+    return [name for name in wanted if find_spec(name) is None]
+
+
+def semantic_fallback_note(settings: Settings) -> str | None:
+    """One line for ``agentmem serve`` when the semantic side cannot run on this install, naming the extra."""
+    missing = missing_semantic_modules(settings)
+    if not missing:
+        return None
+    return (f"note: recall is keyword-only: the {settings.embedder} embedder needs {', '.join(missing)} "
+            f"(the embedded extra: {EMBEDDED_EXTRA}); AGENTMEM_EMBEDDER=none silences this")
+
+
+def build_embedder(settings: Settings) -> Embedder | None:
+    """The embedder the settings choose (SPEC §6.2); None when the semantic side is off, or when this install
+    lacks what the chosen embedder needs (``missing_semantic_modules``): recall then answers by keyword."""
+    dimension = settings.embedding_dimension
+    if settings.embedder == "none" or missing_semantic_modules(settings):
         return None
     if settings.embedder == "wordllama":
         from .adapters.embedded.wordllama_embedder import WordLlamaEmbedder
@@ -401,15 +429,19 @@ def build_adapters(settings: Settings, *, create_resources: bool = False, db: Da
         return Adapters(embedder=embedder, journal=journal, workspaces=workspaces, search_index=index, jobs=jobs)
     from .adapters.embedded.blobs import FileBlobStore
     from .adapters.embedded.links import LinkSigner, load_secret
-    from .adapters.embedded.vector_index import SqliteVectorIndex
 
     blobs = settings.data_dir / "blobs"
     links = LinkSigner(load_secret(settings.data_dir), base_url=settings.public_url or "")
+    embedded_index: SearchIndex | None = None
+    if db is not None and embedder is not None:  # numpy is imported only with a semantic index to hold
+        from .adapters.embedded.vector_index import SqliteVectorIndex
+
+        embedded_index = SqliteVectorIndex(db, embedder)
     return Adapters(
         embedder=embedder,
         journal=FileBlobStore(blobs / "journal"),
         workspaces=FileBlobStore(blobs / "workspaces", links=links),
-        search_index=SqliteVectorIndex(db, embedder) if db is not None and embedder is not None else None,
+        search_index=embedded_index,
     )
 
 

@@ -103,5 +103,5 @@ def conflict_message(name: str, current: int, sent: int) -> str:
     if current == 0:
         return f"agent {name!r} does not exist (you sent version {sent})"
     if sent == 0:
-        return f"agent {name!r} already exists at version {current} (you asked that it must not exist)"
+        return f"agent {name!r} already exists (version {current})"
     return f"agent {name!r} is at version {current} (you sent {sent}); read it again and retry"

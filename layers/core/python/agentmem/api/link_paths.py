@@ -36,8 +36,9 @@ _GONE = {"description": "The file is gone, or this server serves no links (`agen
                      "are S3 URLs)", "content": _ERROR}
 
 
-def _operation(summary: str, responses: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    return {"summary": summary, "tags": ["workspaces"], "security": [], "parameters": [_KEY, *_QUERY],
+def _operation(operation_id: str, summary: str, responses: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"operationId": operation_id, "summary": summary, "tags": ["workspaces"], "security": [],
+            "parameters": [_KEY, *_QUERY],
             "responses": {"400": _NOT_TEXT, **responses, "403": _REFUSED}, **extra}
 
 
@@ -49,11 +50,12 @@ def link_paths() -> dict[str, Any]:
         "416": {"description": "The `Range` is outside the file", "content": _ERROR},
     }
     return {"/v1/links/{key}": {
-        "get": _operation("Download a workspace file through a link (agentmem serve; on AWS an S3 URL)", download),
-        "head": _operation("A download link's file: its size and type, without the bytes",
+        "get": _operation("download_by_link",
+                          "Download a workspace file through a link (agentmem serve; on AWS an S3 URL)", download),
+        "head": _operation("probe_link", "A download link's file: its size and type, without the bytes",
                            {"200": {"description": "The file's headers"}, "404": _GONE}),
         "put": _operation(
-            "Upload a workspace file through a link (agentmem serve; on AWS an S3 URL)",
+            "upload_by_link", "Upload a workspace file through a link (agentmem serve; on AWS an S3 URL)",
             {"200": {"description": "Stored", "content": {"application/json": {"schema": {
                 "type": "object", "required": ["size_bytes"],
                 "properties": {"size_bytes": {"type": "integer", "minimum": 0}}}}}},

@@ -71,7 +71,9 @@ _EXTRA: dict[tuple[str, str], dict[str, str]] = {
     ("get", "/v1/memories/{memory}"): {"404": ""},
     ("delete", "/v1/memories/{memory}"): {"403": "", "404": "", "409": ""},
     ("post", "/v1/memories/{memory}/restore"): {"404": "", "409": ""},
-    ("put", "/v1/agents/{agent}"): {"201": "Created", "409": "The name is in the trash: restore it, or pick another"},
+    ("put", "/v1/agents/{agent}"): {"201": "Created", "409": "The name is in the trash: restore it, or pick another",
+                                    "412": "`If-None-Match: *` (create only) and the agent already exists "
+                                           "(`current_version`); without it a PUT changes the agent's settings"},
     ("post", "/v1/agents/{agent}/conversations/{key}/compact"): {"202": "A summary pass is started: its `job_id`"},
     ("post", "/v1/agents/{agent}/restore"): {"409": "Not in the trash"},
     ("get", "/v1/memories/{memory}/entries"): {"403": "", "404": ""},
@@ -230,9 +232,24 @@ def document(app: APIGatewayRestResolver, base_path: str = "/") -> dict[str, Any
             if path == "/v1/memories/{memory}/entries/{name}" and method in ("put", "delete"):
                 operation.setdefault("parameters", []).extend(_CONDITIONAL_HEADERS)
             _constrain_path_parameters(operation)
+            _omittable_body(operation)
     type_responses(spec)
     spec["paths"].update(link_paths())
     return spec
+
+
+def _omittable_body(operation: dict[str, Any]) -> None:
+    """An optional body is the body's schema, not a union with null: a client generated from the document then
+    leaves the body out when it is not given (``openapi-python-client`` sent its unset marker as JSON)."""
+    body = operation.get("requestBody")
+    if body is None or body.get("required"):
+        return
+    for media in body.get("content", {}).values():
+        variants = media.get("schema", {}).get("anyOf")
+        if variants is not None:
+            kept = [variant for variant in variants if variant.get("type") != "null"]
+            if len(kept) == 1:
+                media["schema"] = kept[0]
 
 
 def _constrain_path_parameters(operation: dict[str, Any]) -> None:

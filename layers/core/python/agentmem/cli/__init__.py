@@ -35,7 +35,23 @@ from .serve import serve
 from .users import users
 from .workspace import workspace
 
-__all__ = ["cli", "main", "render_table"]
+__all__ = ["DISTRIBUTION", "cli", "installed_version", "main", "render_table"]
+
+DISTRIBUTION = "agentmem-server"
+"""The name this package is published under (``pip install agentmem-server``); ``agentmem`` on PyPI is another
+project's."""
+
+
+def installed_version() -> str:
+    """The version in the installed distribution's metadata, or the source tree's when run from a checkout."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        from agentmem import __version__
+
+        return __version__
 
 
 class _Cli(click.Group):
@@ -74,6 +90,13 @@ class _Cli(click.Group):
             ctx.exit(1)
 
 
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """``--version``: click's version option, reading the metadata only when asked (and the source's in a checkout)."""
+    if value and not ctx.resilient_parsing:
+        click.echo(f"agentmem {installed_version()} ({DISTRIBUTION})")
+        ctx.exit()
+
+
 @click.group(cls=_Cli, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--url",
@@ -90,12 +113,22 @@ class _Cli(click.Group):
     help="API key [env AGENTMEM_API_KEY].",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
+@click.option(
+    "--version", "-V", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+    help="Print the installed version and exit.",
+)
 def cli(url: str | None, api_key: str | None, as_json: bool) -> None:
     """agentmem: memory for AI agents."""
 
 
-for _command in (serve, serve_emulated, accounts, keys, memories, entries, agents, conversations, workspace, users, mcp,
-                 reindex):
+@click.command()
+def version() -> None:
+    """Print the installed version (as --version does)."""
+    click.echo(f"agentmem {installed_version()} ({DISTRIBUTION})")
+
+
+for _command in (version, serve, serve_emulated, accounts, keys, memories, entries, agents, conversations, workspace,
+                 users, mcp, reindex):
     cli.add_command(_command)
 
 

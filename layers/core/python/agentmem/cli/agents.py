@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from agentmem.client import AgentInfo, MemoryAttachment, PurgeReceipt
+from agentmem.client import AgentInfo, Conflict, MemoryAttachment, PurgeReceipt
 
 from .connection import agent, client
 from .output import json_option, print_fields, print_json, print_table, wants_json
@@ -78,14 +78,22 @@ def agents_create(
     if both:
         raise click.UsageError(f"attach {', '.join(both)} with --memory or --writable, not both")
     attachments = [MemoryAttachment(n) for n in read_only] + [MemoryAttachment(n, True) for n in writable]
-    created = client(ctx).agents.create(
-        name,
-        user=user,
-        instructions=instructions,
-        memories=attachments,
-        memory=False if no_memory_capability else None,
-        window_messages=window,
-    )
+    try:
+        created = client(ctx).agents.create(
+            name,
+            user=user,
+            instructions=instructions,
+            memories=attachments,
+            memory=False if no_memory_capability else None,
+            window_messages=window,
+        )
+    except Conflict as exists:
+        if exists.current_version is None:
+            raise
+        scope = f" --user {user}" if user is not None else ""
+        click.echo(f"error: agent {name!r} already exists (version {exists.current_version}): see it with "
+                   f"`agentmem agents show {name}{scope}`, or pick another name", err=True)
+        ctx.exit(1)
     info = created.last_info
     if wants_json(ctx, as_json):
         print_json(info)

@@ -50,10 +50,16 @@ def reindex(data_dir: Path | None, memory: str | None, journal: bool, state_file
     if resume is not None or restart or state_file is not None:
         raise click.UsageError("--state, --resume and --restart are for the AWS backend; the embedded rebuild "
                                "resumes by itself")
-    from agentmem.adapters.embedded.vector_index import SqliteVectorIndex
+    from agentmem.bootstrap import semantic_fallback_note
 
     container = build_container(settings)
     index = container.search_index
+    if index is None:
+        note = semantic_fallback_note(settings)
+        raise click.ClickException(note.removeprefix("note: ") if note is not None
+                                   else "no semantic index is configured (AGENTMEM_EMBEDDER=none)")
+    from agentmem.adapters.embedded.vector_index import SqliteVectorIndex
+
     if not isinstance(index, SqliteVectorIndex):
         raise click.ClickException("no semantic index is configured (AGENTMEM_EMBEDDER=none)")
     queued = index.reindex(memory=memory, journal=journal)

@@ -54,6 +54,11 @@ def serve(host: str, port: int, data_dir: Path | None, backend: str | None, work
         raise click.UsageError("--create-resources goes with --backend aws")
     if settings.backend == "aws":
         click.echo(summary_passes(settings))
+    from agentmem.bootstrap import semantic_fallback_note
+
+    note = semantic_fallback_note(settings)
+    if note is not None:  # an install without the embedded extra: keyword-only recall, said once, no traceback
+        click.echo(note, err=True)
     try:
         run_server(settings, host=host, port=port, create_resources=create_resources, workers=settings.serve_workers)
     except OSError as error:

@@ -16,11 +16,19 @@ handle on user U's own agent, and its calls act for U.
 
 from __future__ import annotations
 
+import sys
+import warnings
 from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Unpack
 
-from .agent_settings import AgentSettings, settings_body
+from .agent_settings import (
+    AgentSettings,
+    SettingsDifferWarning,
+    differing_settings,
+    settings_body,
+    settings_differ_message,
+)
 from .client import default_client
 from .errors import Conflict, NotFound
 from .memory import Memory
@@ -90,18 +98,37 @@ class Agents:
         """The agent ``name``; with ``create_if_missing`` created with ``settings`` when absent.
 
         The settings apply only when this call creates the agent: an existing agent is
-        returned as it is (change it with ``update``). Two callers creating it at once both
-        get the one that was made.
+        returned as it is (change it with ``update``), with a ``SettingsDifferWarning`` naming
+        the settings given that it does not have. Two callers creating it at once both get the
+        one that was made.
         """
         try:
-            return self.get(name, user=user)
+            return self._as_stored(self.get(name, user=user), settings)
         except NotFound:
             if not create_if_missing:
                 raise
         try:
             return self.create(name, user=user, **settings)
         except Conflict:  # created meanwhile by someone else: use theirs
-            return self.get(name, user=user)
+            return self._as_stored(self.get(name, user=user), settings)
+
+    @staticmethod
+    def _as_stored(agent: Agent, settings: Mapping[str, Any]) -> Agent:
+        """The agent found; a warning when the settings given differ from its stored ones (none are applied)."""
+        if settings and agent.last_info is not None:
+            differ = differing_settings(agent.last_info, settings)
+            if differ:
+                warnings.warn(settings_differ_message(agent.name, agent.last_info, differ), SettingsDifferWarning,
+                              stacklevel=_outside_the_sdk())
+        return agent
+
+
+def _outside_the_sdk() -> int:
+    """The ``stacklevel`` of a warning raised by this frame's caller that names the first frame outside the SDK."""
+    level, frame = 2, sys._getframe(2)  # level 1 is the frame that warns, 2 its caller
+    while frame.f_back is not None and frame.f_globals.get("__name__", "").startswith("agentmem.client"):
+        level, frame = level + 1, frame.f_back
+    return level
 
 
 class AgentRequests:

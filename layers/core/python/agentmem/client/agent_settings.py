@@ -16,6 +16,7 @@ from .models import MemoryAttachment
 if TYPE_CHECKING:
     from .agent import Agent
     from .memory import Memory
+    from .models import AgentInfo
 
 AttachmentLike = Union["Memory", "Agent", str, tuple[str, bool]]
 
@@ -89,3 +90,31 @@ def settings_body(settings: Mapping[str, Any], *, drop_none: bool) -> dict[str, 
 
 def _attachment_json(item: MemoryAttachment) -> dict[str, Any]:
     return {"name": item.name, "writable": item.writable}
+
+
+class SettingsDifferWarning(UserWarning):
+    """``from_name(create_if_missing=True, ...)`` found the agent already there with other settings than the ones
+    given: it is returned as stored (the settings apply only to a create); ``agent.update(...)`` changes it."""
+
+
+def differing_settings(info: AgentInfo, settings: Mapping[str, Any]) -> list[str]:
+    """The settings given (``None``: the default, not compared) whose value the stored agent does not have."""
+    body = settings_body(settings, drop_none=True)
+    differ = []
+    for key, wanted in body.items():
+        if key == "memories":
+            stored: Any = [_attachment_json(item) for item in info.memories]
+        elif key in ("capabilities", "context"):
+            kept = getattr(info, key)
+            stored = {name: kept.get(name) for name in wanted}
+        else:
+            stored = getattr(info, key)
+        if stored != wanted:
+            differ.append(key)
+    return differ
+
+
+def settings_differ_message(name: str, info: AgentInfo, differ: Sequence[str]) -> str:
+    return (f"agent {name!r} already exists (version {info.version}) with other {', '.join(differ)} than given: "
+            f"create_if_missing=True returns it as stored and does not apply them; change it with "
+            f"agent.update({', '.join(f'{key}=...' for key in differ)})")

@@ -465,8 +465,8 @@ def _announce_key(settings: Settings, secret: str | None) -> None:
 
 def _start_indexer(container: Container) -> Any:
     """The embedded backend's semantic indexer (a thread that embeds what the store queues), when there is one."""
-    if container.settings.backend != "embedded":
-        return None
+    if container.settings.backend != "embedded" or container.search_index is None:
+        return None  # no semantic index (none chosen, or an install without the embedded extra): nothing to import
     from ..adapters.embedded.vector_index import IndexWorker, SqliteVectorIndex
 
     index = container.search_index

@@ -64,6 +64,52 @@ def run_stdio(agent: str, user: str | None = None, client: Client | None = None)
 
     async def serve() -> None:
         async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+            await answering_all(server, read_stream, write_stream)
 
     anyio.run(serve)
+
+
+async def answering_all(server: Server[Any], read_stream: Any, write_stream: Any, *, grace_s: float = 60.0) -> None:
+    """Run ``server`` on the streams, and when the host closes stdin, end only once every request read before
+    has been answered (at most ``grace_s`` more): the MCP server would otherwise stop at the end of its input and
+    answer the requests still running with "Connection closed". Messages pass between as they are; only the ids
+    of requests in and of answers out are noted."""
+    into_server, server_reads = anyio.create_memory_object_stream[Any](0)
+    server_writes, out_of_server = anyio.create_memory_object_stream[Any](0)
+    pending: dict[Any, int] = {}
+    all_answered = anyio.Event()
+    all_answered.set()
+
+    def noted(message: Any, step: int) -> None:
+        nonlocal all_answered
+        inner = getattr(message, "message", None)
+        request_id, method = getattr(inner, "id", None), getattr(inner, "method", None)
+        if request_id is None or (step > 0) != (method is not None):  # a request in, or an answer out
+            return
+        pending[request_id] = pending.get(request_id, 0) + step
+        if pending[request_id] <= 0:
+            del pending[request_id]
+        if pending and all_answered.is_set():
+            all_answered = anyio.Event()
+        elif not pending:
+            all_answered.set()
+
+    async def forward_in() -> None:
+        async with into_server:
+            async for message in read_stream:
+                noted(message, +1)
+                await into_server.send(message)
+            with anyio.move_on_after(grace_s):  # stdin closed: the requests read so far are answered first
+                await all_answered.wait()
+
+    async def forward_out() -> None:
+        async with out_of_server, write_stream:  # closing it ends the writer of stdout, as the server's run would
+            async for message in out_of_server:
+                await write_stream.send(message)
+                noted(message, -1)
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(forward_in)
+        tasks.start_soon(forward_out)
+        async with server_writes:
+            await server.run(server_reads, server_writes, server.create_initialization_options())

@@ -124,7 +124,14 @@ class EntryService:
         expected = check_version(request.version) if request.version is not None else None
         now_text = iso(now)
         acting = acting_user(principal, user)
-        record = self.memories.get(principal, memory, acting, counts=False, now=now_text)
+        try:
+            record = self.memories.get(principal, memory, acting, counts=False, now=now_text)
+        except NotFoundError as missing:  # the first mistake of many: say how to make the memory
+            if memory.startswith("agent:"):  # an agent's own memory comes with the agent
+                raise
+            raise NotFoundError(f"{missing.message}: create it first with PUT /v1/memories/{memory} "
+                                f"(Memory.create({memory!r}) in the SDK, `agentmem memories create {memory}`)",
+                                **missing.details) from None
         layer = entry_layer(record, acting, principal)
         if name.startswith(CHECKPOINT_PREFIX):
             self._editing_a_checkpoint(layer, name, now_text)

@@ -35,7 +35,7 @@ def _settings(body: AgentBody) -> AgentSettings:
     )
 
 
-@router.get("/v1/agents", summary="List agents", tags=["agents"])
+@router.get("/v1/agents", summary="List agents", tags=["agents"], operation_id="list_agents")
 def list_agents(
     user: User = None, trash: Annotated[bool, Query(description="List the trash instead")] = False
 ) -> dict[str, Any]:
@@ -43,7 +43,8 @@ def list_agents(
     return page([agent_json(a) for a in container.agents.list_agents(principal, user, trash=trash)])
 
 
-@router.put("/v1/agents/<agent>", summary="Create an agent, or change its settings", tags=["agents"])
+@router.put("/v1/agents/<agent>", summary="Create an agent, or change its settings", tags=["agents"],
+            operation_id="put_agent")
 def put_agent(agent: str, user: User = None, body: Annotated[AgentBody | None, Body()] = None) -> Response[Any]:
     container, principal = call(router, "agents.put")
     expected = precondition(router)
@@ -58,20 +59,22 @@ def put_agent(agent: str, user: User = None, body: Annotated[AgentBody | None, B
     return json_response(201 if created else 200, agent_json(record), etag(record.version))
 
 
-@router.get("/v1/agents/<agent>", summary="One agent", tags=["agents"])
+@router.get("/v1/agents/<agent>", summary="One agent", tags=["agents"], operation_id="get_agent")
 def get_agent(agent: str, user: User = None) -> Response[Any]:
     container, principal = call(router, "agents.read")
     record = container.agents.get(principal, agent, user)
     return json_response(200, agent_json(record), etag(record.version))
 
 
-@router.delete("/v1/agents/<agent>", summary="Move an agent and its own memory to the trash", tags=["agents"])
+@router.delete("/v1/agents/<agent>", summary="Move an agent and its own memory to the trash", tags=["agents"],
+               operation_id="delete_agent")
 def delete_agent(agent: str, user: User = None) -> dict[str, Any]:
     container, principal = call(router, "agents.delete")
     return agent_json(container.agents.delete(principal, agent, user))
 
 
-@router.post("/v1/agents/<agent>/restore", summary="Bring an agent back from the trash", tags=["agents"])
+@router.post("/v1/agents/<agent>/restore", summary="Bring an agent back from the trash", tags=["agents"],
+             operation_id="restore_agent")
 def restore_agent(agent: str, user: User = None, body: Annotated[EmptyBody | None, Body()] = None) -> dict[str, Any]:
     container, principal = call(router, "agents.restore")
     return agent_json(container.agents.restore(principal, agent, user))
@@ -80,6 +83,7 @@ def restore_agent(agent: str, user: User = None, body: Annotated[EmptyBody | Non
 @router.post(
     "/v1/agents/<agent>/purge",
     summary="Delete an agent for good: its own memory, conversations, checkpoints, workspaces", tags=["agents"],
+    operation_id="purge_agent",
 )
 def purge_agent(agent: str, user: User = None, body: Annotated[EmptyBody | None, Body()] = None) -> dict[str, Any]:
     container, principal = call(router, "agents.purge")
@@ -87,7 +91,7 @@ def purge_agent(agent: str, user: User = None, body: Annotated[EmptyBody | None,
 
 
 @router.get("/v1/agents/<agent>/search", summary="Search every memory the agent reads, as it sees them",
-            tags=["agents"])
+            tags=["agents"], operation_id="search_agent")
 def search_agent(
     agent: str, q: Annotated[str, Query(description="Words to find")], user: User = None,
     limit: Annotated[int | None, Query(description="At most 100; default 10")] = None,

@@ -38,7 +38,7 @@ def _parse_body(model: type[B], body: dict[str, Any]) -> B:
 
 
 @router.post(f"{BASE}/<key>/messages", summary="Append messages to the journal (durable when it answers)",
-             tags=["conversations"])
+             tags=["conversations"], operation_id="append_messages")
 def append_messages(agent: str, key: str, body: ModelBody, user: User = None, format: Format = None) -> Response[Any]:
     container, principal = call(router, "conversations.append")
     extra: dict[str, Any] = {}
@@ -67,7 +67,8 @@ def append_messages(agent: str, key: str, body: ModelBody, user: User = None, fo
     return json_response(201 if result.added else 200, answer)
 
 
-@router.get(f"{BASE}/<key>/messages", summary="Read the journal back, whole and in order", tags=["conversations"])
+@router.get(f"{BASE}/<key>/messages", summary="Read the journal back, whole and in order", tags=["conversations"],
+            operation_id="read_messages")
 def read_messages(
     agent: str, key: str, user: User = None,
     after: Annotated[int | None, Query(description="Messages after this seq (next_cursor of the last page)")] = None,
@@ -79,7 +80,7 @@ def read_messages(
 
 
 @router.get(f"{BASE}/<key>/context", summary="What the model sees next turn: pinned, index, summary, window",
-            tags=["conversations"])
+            tags=["conversations"], operation_id="read_context")
 def read_context(
     agent: str, key: str, user: User = None, surface: Surface = None, format: Format = None
 ) -> dict[str, Any]:
@@ -88,7 +89,7 @@ def read_context(
 
 
 @router.get(f"{BASE}/<key>/tool-calls/<tool_call_id>", summary="The full arguments and result of a tool call",
-            tags=["conversations"])
+            tags=["conversations"], operation_id="read_tool_call")
 def read_tool_call(
     agent: str, key: str, tool_call_id: str, user: User = None, surface: Surface = None
 ) -> dict[str, Any]:
@@ -97,7 +98,8 @@ def read_tool_call(
 
 
 @router.get("/v1/agents/<agent>/messages/search",
-            summary="Find messages of the agent's conversations by meaning and words", tags=["conversations"])
+            summary="Find messages of the agent's conversations by meaning and words", tags=["conversations"],
+            operation_id="search_messages")
 def search_messages(
     agent: str, q: Annotated[str, Query(description="Words to find")], user: User = None,
     conversation: Annotated[str | None, Query(description="Only this conversation")] = None,
@@ -123,20 +125,21 @@ def search_messages(
                                                                               "stages": list(found.stages)}
 
 
-@router.get(BASE, summary="The agent's conversations with this user (or the account)", tags=["conversations"])
+@router.get(BASE, summary="The agent's conversations with this user (or the account)", tags=["conversations"],
+            operation_id="list_conversations")
 def list_conversations(agent: str, user: User = None) -> dict[str, Any]:
     container, principal = call(router, "conversations.list")
     return page([conversation_json(r) for r in container.conversations.list_conversations(principal, agent, user=user)])
 
 
-@router.get(f"{BASE}/<key>", summary="One conversation", tags=["conversations"])
+@router.get(f"{BASE}/<key>", summary="One conversation", tags=["conversations"], operation_id="read_conversation")
 def read_conversation(agent: str, key: str, user: User = None) -> dict[str, Any]:
     container, principal = call(router, "conversations.get")
     return conversation_json(container.conversations.get(principal, agent, key, user=user))
 
 
 @router.get(f"{BASE}/<key>/checkpoint", summary="The conversation's checkpoint: its rolling summary",
-            tags=["conversations"])
+            tags=["conversations"], operation_id="read_checkpoint")
 def read_checkpoint(agent: str, key: str, user: User = None) -> dict[str, Any]:
     container, principal = call(router, "conversations.checkpoint")
     entry, record, passes = container.conversations.checkpoint(principal, agent, key, user=user)
@@ -145,7 +148,7 @@ def read_checkpoint(agent: str, key: str, user: User = None) -> dict[str, Any]:
 
 
 @router.delete(f"{BASE}/<key>", summary="Delete a conversation (purge=true: its journal, checkpoint and files too)",
-               tags=["conversations"])
+               tags=["conversations"], operation_id="delete_conversation")
 def delete_conversation(
     agent: str, key: str, user: User = None,
     purge: Annotated[bool, Query(description="Remove the journal, checkpoint, workspace and index too")] = False,
@@ -154,14 +157,15 @@ def delete_conversation(
     return container.conversations.delete(principal, agent, key, user=user, purge=purge)
 
 
-@router.post(f"{BASE}/<key>/compact", summary="Run a summary pass now, in the background", tags=["conversations"])
+@router.post(f"{BASE}/<key>/compact", summary="Run a summary pass now, in the background", tags=["conversations"],
+             operation_id="compact_conversation")
 def compact(agent: str, key: str, user: User = None, body: Annotated[EmptyBody | None, Body()] = None) -> Response[Any]:
     container, principal = call(router, "conversations.compact")
     return json_response(202, {"job_id": container.conversations.compact(principal, agent, key, user=user)})
 
 
 @router.delete("/v1/users/<user_id>", summary="Erase a user: their layers, conversations, files and keys",
-               tags=["users"])
+               tags=["users"], operation_id="erase_user")
 def erase_user(user_id: str) -> dict[str, Any]:
     container, principal = call(router, "users.erase")
     return {"user": user_id, "removed": container.erasure.erase_user(principal, user_id)}

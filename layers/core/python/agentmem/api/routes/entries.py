@@ -20,7 +20,7 @@ Limit = Annotated[int | None, Query(description="Page size, at most 100")]
 
 
 @router.get("/v1/memories/<memory>/entries", summary="One layer's entries, newest first, without content",
-            tags=["entries"])
+            tags=["entries"], operation_id="list_entries")
 def list_entries(
     memory: str, user: User = None, limit: Limit = None, cursor: Annotated[str | None, Query()] = None
 ) -> dict[str, Any]:
@@ -29,7 +29,8 @@ def list_entries(
     return page([entry_json(e, content=False) for e in result.items], result.next_cursor)
 
 
-@router.get("/v1/memories/<memory>/entries/<name>", summary="Read an entry (or an old version)", tags=["entries"])
+@router.get("/v1/memories/<memory>/entries/<name>", summary="Read an entry (or an old version)", tags=["entries"],
+            operation_id="read_entry")
 def read_entry(
     memory: str, name: str, user: User = None,
     version: Annotated[int | None, Query(description="An old version, while history keeps it")] = None,
@@ -39,7 +40,8 @@ def read_entry(
     return json_response(200, entry_json(entry, content=True), etag(entry.version))
 
 
-@router.put("/v1/memories/<memory>/entries/<name>", summary="Create or replace an entry", tags=["entries"])
+@router.put("/v1/memories/<memory>/entries/<name>", summary="Create or replace an entry", tags=["entries"],
+            operation_id="save_entry")
 def save_entry(memory: str, name: str, body: Annotated[SaveEntryBody, Body()], user: User = None) -> Response[Any]:
     from ...services.entries import SaveRequest  # with the entries service, on the first entry route (bootstrap)
 
@@ -67,7 +69,8 @@ def save_entry(memory: str, name: str, body: Annotated[SaveEntryBody, Body()], u
     )
 
 
-@router.delete("/v1/memories/<memory>/entries/<name>", summary="Delete an entry", tags=["entries"])
+@router.delete("/v1/memories/<memory>/entries/<name>", summary="Delete an entry", tags=["entries"],
+               operation_id="delete_entry")
 def delete_entry(
     memory: str, name: str, user: User = None,
     version: Annotated[int | None, Query(description="Delete only if the stored version is this")] = None,
@@ -87,13 +90,14 @@ def delete_entry(
 
 
 @router.get("/v1/memories/<memory>/entries/<name>/history", summary="An entry's changes, kept 30 days",
-            tags=["entries"])
+            tags=["entries"], operation_id="entry_history")
 def entry_history(memory: str, name: str, user: User = None) -> dict[str, Any]:
     container, principal = call(router, "entries.history")
     return page([history_json(h) for h in container.entries.history(principal, memory, name, user=user)])
 
 
-@router.get("/v1/memories/<memory>/search", summary="Recall a memory's entries by meaning and words", tags=["entries"])
+@router.get("/v1/memories/<memory>/search", summary="Recall a memory's entries by meaning and words", tags=["entries"],
+            operation_id="search_memory")
 def search_memory(
     memory: str, q: Annotated[str, Query(description="Words to find")], user: User = None,
     limit: Annotated[int | None, Query(description="At most 100; default 10")] = None,

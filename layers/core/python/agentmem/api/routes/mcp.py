@@ -39,7 +39,7 @@ def jsonrpc_method(body: str | None) -> str:
 
 
 @router.post("/v1/mcp", summary="MCP streamable HTTP (stateless, JSON answers): an agent's memory tools",
-             tags=["mcp"])
+             tags=["mcp"], operation_id="serve_mcp")
 def serve_mcp(
     agent: Annotated[str, Query(description="The agent whose tools to serve")],
     user: Annotated[str | None, Query(description="The user the MCP client acts for (a user key implies it)")] = None,

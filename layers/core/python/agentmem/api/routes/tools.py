@@ -15,7 +15,8 @@ router = Router()
 User = Annotated[str | None, Query(description="The user of the conversation (a user key implies it)")]
 
 
-@router.get("/v1/agents/<agent>/tools", summary="The agent's tools as a model API takes them", tags=["tools"])
+@router.get("/v1/agents/<agent>/tools", summary="The agent's tools as a model API takes them", tags=["tools"],
+            operation_id="list_tools")
 def list_tools(
     agent: str, user: User = None,
     dialect: Annotated[str | None, Query(description="noclick (default: memory__search, ...) or noorle")] = None,
@@ -34,7 +35,8 @@ def list_tools(
     return page([render(t, chosen_format) for t in tools], dialect=chosen_dialect, format=chosen_format)
 
 
-@router.post("/v1/agents/<agent>/tools/<tool>", summary="Run one of the agent's tools", tags=["tools"])
+@router.post("/v1/agents/<agent>/tools/<tool>", summary="Run one of the agent's tools", tags=["tools"],
+             operation_id="run_tool")
 def run_tool(agent: str, tool: str, body: Annotated[ToolCallBody, Body()], user: User = None) -> dict[str, Any]:
     from ...domain.tools import find_tool  # see list_tools
 

@@ -31,7 +31,7 @@ def _raw_body() -> bytes:
 
 
 @router.put(FILE_RULE, summary="Write a file (the body is its bytes, at most 4 MiB; larger ones: upload links)",
-            tags=["workspaces"])
+            tags=["workspaces"], operation_id="write_file")
 def write_file(agent: str, key: str, user: User = None) -> dict[str, Any]:
     container, principal = call(router, "workspaces.write")
     path = file_path(router.current_event.path)
@@ -39,7 +39,7 @@ def write_file(agent: str, key: str, user: User = None) -> dict[str, Any]:
 
 
 @router.get(FILE_RULE, summary="Read a file's bytes (a file over 4 MiB answers 307 to a download link)",
-            tags=["workspaces"])
+            tags=["workspaces"], operation_id="read_file")
 def read_file(agent: str, key: str, user: User = None):  # type: ignore[no-untyped-def]
     # No return annotation: the document describes the answer's bytes itself (api/openapi.py). The bytes leave
     # base64-encoded, whatever type the file's name gives them (api/app.answer_body).
@@ -52,13 +52,14 @@ def read_file(agent: str, key: str, user: User = None):  # type: ignore[no-untyp
                     headers={"Cache-Control": "no-store"})
 
 
-@router.delete(FILE_RULE, summary="Delete a file", tags=["workspaces"])
+@router.delete(FILE_RULE, summary="Delete a file", tags=["workspaces"], operation_id="delete_file")
 def delete_file(agent: str, key: str, user: User = None) -> dict[str, Any]:
     container, principal = call(router, "workspaces.delete")
     return container.workspaces.delete(principal, agent, key, file_path(router.current_event.path), user=user)
 
 
-@router.get(f"{BASE}/files", summary="The workspace's files, each with a fresh download link", tags=["workspaces"])
+@router.get(f"{BASE}/files", summary="The workspace's files, each with a fresh download link", tags=["workspaces"],
+            operation_id="list_files")
 def list_files(
     agent: str, key: str, user: User = None,
     prefix: Annotated[str | None, Query(description="Only paths that start with this")] = None,
@@ -75,7 +76,7 @@ def list_files(
 
 
 @router.post(f"{BASE}/links", summary="A link to download (GET) or upload (PUT) one file, with no key",
-             tags=["workspaces"])
+             tags=["workspaces"], operation_id="create_link")
 def create_link(agent: str, key: str, body: Annotated[WorkspaceLinkBody, Body()], user: User = None) -> Response[Any]:
     container, principal = call(router, "workspaces.link")
     link = container.workspaces.link(
