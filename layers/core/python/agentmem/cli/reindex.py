@@ -70,6 +70,10 @@ def reindex(data_dir: Path | None, memory: str | None, journal: bool, state_file
             applied += done
             if update is not None:
                 update(done)
-    # what this run did, then what the index holds in all (other memories' vectors included)
-    click.echo(f"reindexed: queued {queued:,} {what}, applied {applied:,} queued changes with "
-               f"{index.embedder.name}; the index holds {index.vectors():,} vectors in all")
+    # what this run did, then what the index holds in all (other memories' vectors included); a running
+    # `agentmem serve` drains the same queue, so some of it may have been applied there
+    said = f"reindexed: queued {queued:,} {what}, applied {applied:,} queued changes with {index.embedder.name}"
+    elsewhere = max(total - applied - index.pending(), 0)
+    if elsewhere:
+        said += f" ({elsewhere:,} more applied meanwhile by a running server's indexer)"
+    click.echo(f"{said}; the index holds {index.vectors():,} vectors in all")
