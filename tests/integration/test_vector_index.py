@@ -155,7 +155,9 @@ def test_reindex_rebuilds_for_a_new_embedder_and_never_mixes_the_old_ones(
     out = capsys.readouterr()
     # Then every entry has a vector of the new embedder, the old ones are gone, and it said so
     assert fresh.vectors() == 30
-    assert "reindexed: 30 vectors by wordllama/l2_supercat:256" in out.out and "queued 30 rows" in out.err
+    assert ("reindexed: queued 30 entries and journal messages, applied 30 queued changes with "
+            "wordllama/l2_supercat:256") in out.out
+    assert "the index holds 30 vectors in all" in out.out and "queued 30 entries and journal messages" in out.err
     assert len(near(fresh, again, "refunds", entries)) == 5
 
 

@@ -68,6 +68,14 @@ def test_every_description_says_when_to_use_the_tool(tool: Any) -> None:
         assert "Without `memory`" in tool.description  # which memory it touches by default (SPEC §3.3)
 
 
+def test_the_search_tools_say_they_find_by_meaning_and_by_words() -> None:
+    # recall is hybrid (SPEC §6.2): a model told "by words" would rephrase a query it need not
+    searches = [t for t in ALL_TOOLS if t.operation in ("search", "journal_search")]
+    assert {t.name for t in searches} == {"memory__search", "memory_recall", "journal_message_search"}
+    for tool in searches:
+        assert "by meaning and by words" in tool.description, tool.name
+
+
 def test_the_field_limits_of_spec_2_1_are_in_the_schemas() -> None:
     props = find_tool("memory__save").input_schema["properties"]
     assert (props["name"]["minLength"], props["name"]["maxLength"]) == (1, 64)

@@ -93,7 +93,7 @@ _EXTRA: dict[tuple[str, str], dict[str, str]] = {
                "a journal tool where there are none, a read-only attachment or entry",
         "404": "No such agent, tool (the error lists the tools), memory or entry",
         "409": "", "422": "Refused by screening, or a private save with no user (`no_user_context`)",
-        "501": "`not_implemented`: journal tools arrive with conversation memory",
+        "501": "`not_implemented`: a journal tool on a deployment that keeps no journal",
     },
     ("post", "/v1/mcp"): {"202": "A notification or a response (a message with no reply): accepted, no body",
                           "404": "No such agent (or not the caller's)"},

@@ -176,7 +176,7 @@ def entries_rm(
 def entries_search(
     ctx: click.Context, memory: str, query: str, limit: int, user: str | None, as_json: bool
 ) -> None:
-    """Find entries by their words."""
+    """Find entries by meaning and by words (hybrid recall), best first."""
     items = connection.memory(ctx, memory).search(query, limit=limit, user=user)
     if wants_json(ctx, as_json):
         print_json(items)

@@ -63,13 +63,23 @@ def reindex(data_dir: Path | None, memory: str | None, journal: bool, state_file
     if not isinstance(index, SqliteVectorIndex):
         raise click.ClickException("no semantic index is configured (AGENTMEM_EMBEDDER=none)")
     queued = index.reindex(memory=memory, journal=journal)
+    what = (f"entries of memory '{memory}'" if memory is not None
+            else "journal messages" if journal else "entries and journal messages")
     total = index.pending()
-    click.echo(f"queued {queued:,} rows for {index.embedder.name}; {total:,} to embed", err=True)
+    click.echo(f"queued {queued:,} {what} for {index.embedder.name}; {total:,} to embed", err=True)
+    applied = 0
     with progress(total, "embedding") as update:
         while True:
             done = index.catch_up(2048)
             if not done:
                 break
+            applied += done
             if update is not None:
                 update(done)
-    click.echo(f"reindexed: {index.vectors():,} vectors by {index.embedder.name}")
+    # what this run did, then what the index holds in all (other memories' vectors included); a running
+    # `agentmem serve` drains the same queue, so some of it may have been applied there
+    said = f"reindexed: queued {queued:,} {what}, applied {applied:,} queued changes with {index.embedder.name}"
+    elsewhere = max(total - applied - index.pending(), 0)
+    if elsewhere:
+        said += f" ({elsewhere:,} more applied meanwhile by a running server's indexer)"
+    click.echo(f"{said}; the index holds {index.vectors():,} vectors in all")

@@ -140,8 +140,8 @@ class ServerError(AgentmemError):
 
 
 class Unsupported(AgentmemError):
-    """501 ``not_implemented``: this service does not do that (yet), e.g. a journal tool before
-    conversations exist. Retrying does not help."""
+    """501 ``not_implemented``: this deployment does not do that, e.g. a journal tool where no journal is
+    kept, or a summary pass where none is configured. Retrying does not help."""
 
 
 _BY_CODE: dict[str, type[AgentmemError]] = {

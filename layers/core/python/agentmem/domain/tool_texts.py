@@ -7,14 +7,15 @@ A description says what the tool does, when to use it, and which memory it touch
 from __future__ import annotations
 
 _SEARCH = (
-    "Search memory for entries by words. Use it before answering when something learned earlier may "
-    "matter (a preference, a fact about the user, a procedure, a decision), and to find an entry's exact "
-    "name before reading, changing or deleting it. Without `memory` it searches every memory you read: "
-    "your own and each attached one, the user's entries and the account's. An entry matches when its "
-    "name, description or content holds any word of the query (a word also finds the longer words it "
-    "starts: 'refund' finds 'refunds'); entries holding more of the words rank first, and words in the "
-    "name or description count more. Returns the best entries with their full content, the memory each "
-    "is in, and user_id (null for the account's)."
+    "Search memory for entries by meaning and by words. Use it before answering when something learned "
+    "earlier may matter (a preference, a fact about the user, a procedure, a decision), and to find an "
+    "entry's exact name before reading, changing or deleting it. Without `memory` it searches every "
+    "memory you read: your own and each attached one, the user's entries and the account's. An entry is "
+    "found when it says what the query means, even in other words, or when its name, description or "
+    "content holds a word of the query (a word also finds the longer words it starts: 'refund' finds "
+    "'refunds'); the closest matches rank first, and words in the name or description count more. "
+    "Returns the best entries with their full content, the memory each is in, and user_id (null for the "
+    "account's)."
 )
 _READ = (
     "Read one entry in full (content, description, version) by its exact name. Use it when the memory "
@@ -51,11 +52,11 @@ _DELETE_BODY = (
     "memory you may write. Pass `version` to delete only if the entry is still at that version."
 )
 _JOURNAL_SEARCH = (
-    "Search the messages of your past conversations with this user by words. Use it to find what was "
-    "said, asked or decided in an earlier conversation that your memory does not hold. Without "
-    "`conversation` it searches all of them; `after` and `before` keep the messages written between two "
-    "times. Returns each hit's conversation, seq, role, when it was written (created_at) and a snippet: "
-    "use its date to answer when something was said. Not available through MCP."
+    "Search the messages of your past conversations with this user by meaning and by words. Use it to "
+    "find what was said, asked or decided in an earlier conversation that your memory does not hold. "
+    "Without `conversation` it searches all of them; `after` and `before` keep the messages written "
+    "between two times. Returns each hit's conversation, seq, role, when it was written (created_at) and "
+    "a snippet: use its date to answer when something was said. Not available through MCP."
 )
 _TOOL_CALL_VIEW = (
     "Return the full arguments and result of an earlier tool call by its tool_call_id. Use it when the "
@@ -81,7 +82,7 @@ _MEMORY_WRITE = (
     "for your own memory."
 )
 _TEXTS: dict[tuple[str, str], str] = {
-    ("search", "query"): "Words to look for, e.g. 'refund policy'.",
+    ("search", "query"): "What to look for, in words or as a question, e.g. 'refund policy'.",
     ("search", "limit"): "How many entries to return, 1–100 (default 10).",
     ("search", "memory"): "Search only this memory, by name. Leave it out to search every memory you read.",
     ("read", "name"): _ENTRY_NAME,
@@ -118,7 +119,7 @@ _TEXTS: dict[tuple[str, str], str] = {
     ("delete", "memory"): (
         "The memory to delete from, by name. Leave it out for your own memory."
     ),
-    ("journal_search", "query"): "Words to look for in past messages.",
+    ("journal_search", "query"): "What to look for in past messages, in words or as a question.",
     ("journal_search", "conversation"): "Search only this conversation, by its key. Leave it out to search them all.",
     ("journal_search", "limit"): "How many messages to return, 1–100 (default 10).",
     ("journal_search", "after"): "Only messages written after this time, ISO 8601 (e.g. 2026-03-01 or "
