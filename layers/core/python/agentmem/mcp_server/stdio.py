@@ -69,7 +69,7 @@ def run_stdio(agent: str, user: str | None = None, client: Client | None = None)
     anyio.run(serve)
 
 
-async def answering_all(server: Server[Any], read_stream: Any, write_stream: Any, *, grace_s: float = 60.0) -> None:
+async def answering_all(server: Any, read_stream: Any, write_stream: Any, *, grace_s: float = 60.0) -> None:
     """Run ``server`` on the streams, and when the host closes stdin, end only once every request read before
     has been answered (at most ``grace_s`` more): the MCP server would otherwise stop at the end of its input and
     answer the requests still running with "Connection closed". Messages pass between as they are; only the ids
@@ -83,6 +83,7 @@ async def answering_all(server: Server[Any], read_stream: Any, write_stream: Any
     def noted(message: Any, step: int) -> None:
         nonlocal all_answered
         inner = getattr(message, "message", None)
+        inner = getattr(inner, "root", inner)  # (mcp 1.x wraps each JSON-RPC message in a root model)
         request_id, method = getattr(inner, "id", None), getattr(inner, "method", None)
         if request_id is None or (step > 0) != (method is not None):  # a request in, or an answer out
             return
