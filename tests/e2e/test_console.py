@@ -329,6 +329,8 @@ def test_a_conversation_read_tool_call_expanded_checkpoint_edited_and_kept_by_th
     page.get_by_role("search", name="Journal search").get_by_role("button", name="Search").click()
     page.get_by_text("Answered by:").wait_for()
     assert page.locator(".hit mark").first.inner_text().lower() in ("invoice", "12")
+    # the answer explains itself: the stages that ran, in order, beside the mode
+    assert "stages: keyword" in page.locator(".search-mode").last.inner_text()
     shot(page, "conversations")
     accessible(page, browser)
     page.get_by_role("link", name=key).first.click()

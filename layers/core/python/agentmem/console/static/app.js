@@ -576,10 +576,13 @@ function journalSearch(agentName, user) {
       const { data } = await api("GET", `v1/agents/${seg(agentName)}/messages/search`, { query: { q: q.value, user, limit: 20 } });
       results.replaceChildren(
         h("p", { class: "search-mode" }, `Answered by: ${data.mode}`, data.fallback ? ` (fallback: ${data.fallback})` : "",
+          data.stages && data.stages.length ? ` · stages: ${data.stages.join(" → ")}` : "",
+          data.index_lag ? ` · index ${data.index_lag} message${data.index_lag === 1 ? "" : "s"} behind` : "",
           ` · ${data.items.length} hit${data.items.length === 1 ? "" : "s"}`),
         ...data.items.map((hit) => h("div", { class: "hit" },
           h("a", { href: link(["conversations", agentName, hit.conversation], { user }) }, hit.conversation),
-          ` · #${hit.seq} · ${hit.role} `, h("span", { class: "badge" }, `score ${hit.score.toFixed(3)}`),
+          ` · #${hit.seq} · ${hit.role} · ${(hit.created_at || "").slice(0, 16).replace("T", " ")} `,
+          h("span", { class: "badge" }, `score ${hit.score.toFixed(3)}`),
           h("div", {}, highlight(hit.snippet, q.value)))));
     } catch (e) { results.replaceChildren(); showFieldError(q, e.message); }
   } }, h("div", { class: "grow" }, field("Search the journals", q)), h("button", { type: "submit" }, "Search"));
