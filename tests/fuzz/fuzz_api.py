@@ -116,7 +116,7 @@ def fuzz(backend: str, workdir: Path) -> dict[str, Any]:
         report: dict[str, Any] = json.loads(next(reports.glob("*.json")).read_text())
         report["_seconds"] = time.monotonic() - started
         # and the attacks that once got past the API, on the server the fuzzer has just used
-        report["_attacks"] = attacks.run(url, key, MEMORY, AGENT, CONVERSATION, FILE)
+        report["_attacks"] = attacks.run(url, key)
         if done.returncode != 0:
             print(done.stdout[-20000:], file=sys.stderr)
         return report
@@ -146,7 +146,7 @@ def main() -> int:
                 print(f"  {failure['code']} {failure['title']}: {', '.join(failure['operations'])}")
             for error in report["errors"]:
                 print(f"  error: {str(error)[:300]}")
-            print(f"attacks {backend}: {len(attacks.attacks(MEMORY, AGENT, CONVERSATION)) + 2} sent, "
+            print(f"attacks {backend}: {len(attacks.attacks('m', 'a', 'c'))} and the links' (embedded) sent, "
                   f"{len(report['_attacks'])} not refused as they should be")
             for failure in report["_attacks"]:
                 print(f"  attack: {failure}")
