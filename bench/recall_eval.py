@@ -32,6 +32,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +82,7 @@ class Conversation:
     path: Path
     messages: list[dict[str, Any]]  # in order: message i (from 1) is the journal's seq i
     questions: list[Question] = field(default_factory=list)
+    shifted_days: int = 0  # how far back its times were moved to keep them out of the future (``in_the_past``)
 
     def seq_of(self) -> dict[str, int]:
         return {m["id"]: n for n, m in enumerate(self.messages, start=1)}
@@ -103,6 +105,24 @@ def read_conversation(path: Path) -> Conversation:
         convo.questions.append(Question(f"{convo.cid}/{q['id']}", str(q["kind"]), str(q["question"]), gold))
     if convo.split not in SPLITS:
         raise ValueError(f"{path}: split {convo.split!r} is neither dev nor test")
+    return in_the_past(convo)
+
+
+def in_the_past(convo: Conversation, now: datetime | None = None) -> Conversation:
+    """The conversation with every ``created_at`` moved back by the same whole number of days when its latest
+    is later than now: the journal refuses a time in the future, and a uniform shift keeps the order, the gaps
+    and the times of day that the questions ask about."""
+    times = [datetime.fromisoformat(str(m["created_at"]).replace("Z", "+00:00")) for m in convo.messages
+             if m.get("created_at")]
+    now = now or datetime.now(UTC)
+    if not times or max(times) <= now - timedelta(days=1):
+        return convo
+    days = (max(times) - now).days + 2
+    for m in convo.messages:
+        if m.get("created_at"):
+            moved = datetime.fromisoformat(str(m["created_at"]).replace("Z", "+00:00")) - timedelta(days=days)
+            m["created_at"] = moved.isoformat().replace("+00:00", "Z")
+    convo.shifted_days = days
     return convo
 
 
@@ -279,7 +299,8 @@ def run_conversation(convo: Conversation, server: Server, systems: dict[str, dic
         answers[BASELINE].per_question[q.qid] = scores([ids[d] for d in docs], q.gold)
     return {"id": convo.cid, "style": convo.style, "split": convo.split, "messages": len(convo.messages),
             "characters": sum(len(str(m.get("content") or "")) for m in convo.messages),
-            "questions": len(convo.questions), "append_s": round(loaded, 2), "index_wait_s": round(waited, 2)}
+            "questions": len(convo.questions), "append_s": round(loaded, 2), "index_wait_s": round(waited, 2),
+            "created_at_shifted_days": convo.shifted_days}
 
 
 # --- the report -------------------------------------------------------------------------------------------------
@@ -348,7 +369,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     loaded = []
     for n, convo in enumerate(conversations, start=1):
         log(f"{n}/{len(conversations)} {convo.cid} ({convo.style}, {convo.split}): {len(convo.messages)} messages, "
-            f"{len(convo.questions)} questions")
+            f"{len(convo.questions)} questions"
+            + (f"; its times moved back {convo.shifted_days} days, out of the future" if convo.shifted_days else ""))
         loaded.append(run_conversation(convo, server, systems, answers))
     questions = {q.qid: q for c in conversations for q in c.questions}
     meta = {q.qid: (c.split, c.style) for c in conversations for q in c.questions}
