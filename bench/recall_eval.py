@@ -17,8 +17,10 @@ messages of the same conversation.
 
 Scores each ranked list of 20 against the question's gold messages: R@5/10/20 (the share of the gold in the top
 k), MRR (first gold hit in the top 20) and nDCG@10 (binary gains), per question kind and per style, for the
-``dev`` and ``test`` halves separately. Prints the tables, writes ``bench/results/recall_eval.json``, and exits
-non-zero, loudly, when hybrid's R@10 on the test half is not ahead of BM25's. Tune only on ``dev``.
+``dev`` and ``test`` halves separately. Prints the tables, writes ``bench/results/recall_eval.json`` and the plot
+``docs/img/recall-eval.png`` (R@10 per kind on the test half: BM25, hybrid, deep; ``--replot RESULTS`` draws it
+again from a results file), and exits non-zero, loudly, when hybrid's R@10 on the test half is not ahead of
+BM25's. Tune only on ``dev``.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +50,7 @@ SEMANTIC_WAIT_S = 120.0
 STYLES = ("chat", "project", "agent_run")
 KINDS = ("fact", "temporal", "multi_hop", "updated_fact", "decision", "order")
 SPLITS = ("dev", "test")
+PLOT = ROOT / "docs" / "img" / "recall-eval.png"
 # label -> the search's parameters; the first three are SPEC §6.2's modes, the others stages the server may offer
 SYSTEMS: dict[str, dict[str, str]] = {
     "keyword": {"mode": "keyword"},
@@ -81,6 +85,7 @@ class Conversation:
     path: Path
     messages: list[dict[str, Any]]  # in order: message i (from 1) is the journal's seq i
     questions: list[Question] = field(default_factory=list)
+    shifted_days: int = 0  # how far back its times were moved to keep them out of the future (``in_the_past``)
 
     def seq_of(self) -> dict[str, int]:
         return {m["id"]: n for n, m in enumerate(self.messages, start=1)}
@@ -103,6 +108,24 @@ def read_conversation(path: Path) -> Conversation:
         convo.questions.append(Question(f"{convo.cid}/{q['id']}", str(q["kind"]), str(q["question"]), gold))
     if convo.split not in SPLITS:
         raise ValueError(f"{path}: split {convo.split!r} is neither dev nor test")
+    return in_the_past(convo)
+
+
+def in_the_past(convo: Conversation, now: datetime | None = None) -> Conversation:
+    """The conversation with every ``created_at`` moved back by the same whole number of days when its latest
+    is later than now: the journal refuses a time in the future, and a uniform shift keeps the order, the gaps
+    and the times of day that the questions ask about."""
+    times = [datetime.fromisoformat(str(m["created_at"]).replace("Z", "+00:00")) for m in convo.messages
+             if m.get("created_at")]
+    now = now or datetime.now(UTC)
+    if not times or max(times) <= now - timedelta(days=1):
+        return convo
+    days = (max(times) - now).days + 2
+    for m in convo.messages:
+        if m.get("created_at"):
+            moved = datetime.fromisoformat(str(m["created_at"]).replace("Z", "+00:00")) - timedelta(days=days)
+            m["created_at"] = moved.isoformat().replace("+00:00", "Z")
+    convo.shifted_days = days
     return convo
 
 
@@ -279,7 +302,8 @@ def run_conversation(convo: Conversation, server: Server, systems: dict[str, dic
         answers[BASELINE].per_question[q.qid] = scores([ids[d] for d in docs], q.gold)
     return {"id": convo.cid, "style": convo.style, "split": convo.split, "messages": len(convo.messages),
             "characters": sum(len(str(m.get("content") or "")) for m in convo.messages),
-            "questions": len(convo.questions), "append_s": round(loaded, 2), "index_wait_s": round(waited, 2)}
+            "questions": len(convo.questions), "append_s": round(loaded, 2), "index_wait_s": round(waited, 2),
+            "created_at_shifted_days": convo.shifted_days}
 
 
 # --- the report -------------------------------------------------------------------------------------------------
@@ -318,6 +342,53 @@ def print_split(split: str, systems: dict[str, dict[str, Any]]) -> None:
             print(f"  {key:<13} {count:>4}  " + "  ".join(cells))
 
 
+def plot(summary: dict[str, Any], path: Path, split: str = "test") -> bool:
+    """R@10 per question kind on one half, BM25 beside hybrid and deep, with the goal (1.2 × BM25) marked
+    where BM25 is below 0.9; False when the run has no such half."""
+    shown = [(name, label) for name, label in ((BASELINE, "BM25 (bm25s)"), ("hybrid", "hybrid (default)"),
+                                               ("deep", "deep (re-ranked)")) if split in summary.get(name, {})]
+    if not shown or shown[0][0] != BASELINE:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    parts = summary[BASELINE][split]
+    groups = [k for k in KINDS if k in parts["by_kind"]] + ["all"]
+    counts = [parts["by_kind"][k]["n"] if k != "all" else parts["all"]["n"] for k in groups]
+
+    def r10(name: str, group: str) -> float:
+        half = summary[name][split]
+        return float((half["all"] if group == "all" else half["by_kind"].get(group, {})).get("r@10") or 0.0)
+
+    figure, axis = plt.subplots(figsize=(10, 4.2))
+    width = 0.8 / len(shown)
+    for i, (name, label) in enumerate(shown):
+        xs = [g + (i - (len(shown) - 1) / 2) * width for g in range(len(groups))]
+        values = [r10(name, group) for group in groups]
+        bars = axis.bar(xs, values, width, label=label)
+        axis.bar_label(bars, [f"{v:.2f}" for v in values], fontsize=7, padding=1)
+    legend = "goal: 1.2 × BM25"
+    for g, group in enumerate(groups):
+        base = r10(BASELINE, group)
+        if base < 0.9:
+            axis.hlines(min(1.2 * base, 1.0), g - 0.45, g + 0.45, colors="black", linestyles="dotted", label=legend)
+            legend = "_nolegend_"  # matplotlib leaves a label starting with "_" out of the legend
+    axis.set_xticks(range(len(groups)), [f"{g.replace('_', ' ')}\n({n})" for g, n in zip(groups, counts, strict=True)])
+    axis.set_ylim(0, 1.18)
+    axis.set_ylabel("recall@10")
+    axis.grid(axis="y", alpha=0.3)
+    axis.legend(fontsize=8, loc="upper center", ncol=4)
+    axis.set_title(f"Journal search on hand-written conversations, {split} half: R@10 per question kind "
+                   "(questions in brackets)", fontsize=10)
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return True
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, nargs="+", default=[DATA],
@@ -326,7 +397,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--systems", default=",".join(SYSTEMS),
                         help=f"which searches to run, comma-separated (of {', '.join(SYSTEMS)})")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "recall_eval.json")
+    parser.add_argument("--plot", type=Path, default=PLOT,
+                        help="where to draw R@10 per kind on the test half (BM25, hybrid, deep); default "
+                             "docs/img/recall-eval.png")
+    parser.add_argument("--replot", type=Path, metavar="RESULTS",
+                        help="only draw the plot from a results file this runner wrote, and exit")
     args = parser.parse_args(argv)
+    if args.replot is not None:
+        drawn = plot(json.loads(args.replot.read_text())["systems"], args.plot)
+        print(f"drew {args.plot}" if drawn else f"{args.replot} has no test half with BM25: nothing drawn")
+        return 0 if drawn else 2
     for name, value in (("POWERTOOLS_METRICS_DISABLED", "true"), ("POWERTOOLS_TRACE_DISABLED", "true"),
                         ("POWERTOOLS_LOG_LEVEL", "WARNING")):
         os.environ.setdefault(name, value)
@@ -348,7 +428,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     loaded = []
     for n, convo in enumerate(conversations, start=1):
         log(f"{n}/{len(conversations)} {convo.cid} ({convo.style}, {convo.split}): {len(convo.messages)} messages, "
-            f"{len(convo.questions)} questions")
+            f"{len(convo.questions)} questions"
+            + (f"; its times moved back {convo.shifted_days} days, out of the future" if convo.shifted_days else ""))
         loaded.append(run_conversation(convo, server, systems, answers))
     questions = {q.qid: q for c in conversations for q in c.questions}
     meta = {q.qid: (c.split, c.style) for c in conversations for q in c.questions}
@@ -378,6 +459,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.write_text(json.dumps(results, indent=1) + "\n")
     shown = args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out
     print(f"\nwrote {shown} in {results['seconds']} s")
+    if plot(summary, args.plot):
+        print(f"drew {args.plot}")
     return verdict(summary)
 
 
