@@ -202,3 +202,39 @@ def test_the_http_reranker_needs_its_url() -> None:
         Settings(reranker="http")
     with pytest.raises(ValueError, match="rerank_url"):
         Settings(reranker="http", rerank_url="localhost:8000/rerank")
+
+
+def test_a_deep_journal_search_is_reranked_by_the_endpoint_the_settings_name(
+    api: FakeRerankAPI, url: str, tmp_path: Any
+) -> None:
+    from agentmem.bootstrap import build_container
+    from agentmem.domain.conversations import MessageDraft
+    from agentmem.services.agents import AgentSettings
+
+    # Given an embedded service whose re-ranking stage is the endpoint, and a conversation
+    container = build_container(Settings(data_dir=tmp_path, embedder="none", reranker="http", rerank_url=url,
+                                         rerank_model=MODEL, rerank_api_key=KEY))
+    _, secret = container.keys.create_account("acme")
+    account = container.keys.authenticate("Bearer " + secret)
+    container.agents.put(account, "support", AgentSettings())
+    lines = ["the pharmacy shuts at seven on weekdays", "the pharmacy is closed on sundays",
+             "pharmacy pharmacy pharmacy, I keep saying pharmacy"]
+    container.conversations.append(account, "support", "errands", [MessageDraft("user", line) for line in lines])
+    search = container.conversations.search_page
+    fused = [hit.seq for hit in search(account, "support", "pharmacy", mode="keyword").items]
+    assert len(fused) == 3
+    # When a deep search asks, and the endpoint prefers what the fusion put last
+    api.answer = {"results": [{"index": 2, "relevance_score": 0.97}, {"index": 1, "relevance_score": 0.1},
+                              {"index": 0, "relevance_score": 0.0}]}
+    deep = search(account, "support", "pharmacy", mode="deep")
+    # Then the endpoint read the fused top with the query, and its order is the page's, the stage named
+    assert api.requests[-1]["query"] == "pharmacy" and api.requests[-1]["model"] == MODEL
+    assert api.requests[-1]["documents"] == [lines[seq - 1] for seq in fused]
+    assert deep.items[0].seq == fused[-1] and deep.fallback != "rerank_unavailable", deep
+    assert "rerank" in deep.stages and api.headers[-1]["Authorization"] == f"Bearer {KEY}"
+    # and when the endpoint answers garbage, the search answers all the same, in the fused order, the stage not
+    # among those that ran (the fallback named is the semantic side's, missing here: "not_configured")
+    api.answer = {"results": "none"}
+    fell_back = search(account, "support", "pharmacy", mode="deep")
+    assert [hit.seq for hit in fell_back.items] == fused and "rerank" not in fell_back.stages, fell_back
+    assert fell_back.fallback is not None
