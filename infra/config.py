@@ -36,6 +36,10 @@ class DepsLayerMissingError(InfraConfigError):
     pass
 
 
+# Bedrock's rerank models (agentmem/adapters/aws/bedrock_reranker.py)
+RERANK_MODELS = ("amazon.rerank-v1:0", "cohere.rerank-v3-5:0")
+
+
 @dataclass(frozen=True)
 class DeploymentConfig:
     """Every knob of the deployment, with the defaults a first deploy should use."""
@@ -63,6 +67,9 @@ class DeploymentConfig:
     embedding_model_id: str = "amazon.titan-embed-text-v2:0"
     embedding_dimension: int = 512  # Titan Text Embeddings V2: 256, 512 or 1024
     summary_model_id: str = "amazon.nova-micro-v1:0"
+    # journal search's re-ranking stage (mode=deep) on Bedrock's rerank API in the API function: amazon.rerank-v1:0
+    # or cohere.rerank-v3-5:0 (model access granted in the account, in a region that serves it); unset: off
+    rerank_model_id: str | None = None
     api_memory_mb: int = 1024
     mcp_memory_mb: int = 1024  # the MCP function (POST /v1/mcp)
     # a rejected key is an "Unauthorized" exception, i.e. a Lambda error: alarm only on many of them
@@ -105,6 +112,9 @@ class DeploymentConfig:
             )
         if self.search_standby_replicas not in ("ENABLED", "DISABLED"):
             raise InfraConfigError("agentmem:searchStandbyReplicas is ENABLED or DISABLED")
+        if self.rerank_model_id is not None and self.rerank_model_id not in RERANK_MODELS:
+            raise InfraConfigError(f"agentmem:rerankModelId is one of {', '.join(RERANK_MODELS)}, "
+                                   f"not {self.rerank_model_id!r}")
         if self.embedding_dimension not in (256, 512, 1024):
             raise InfraConfigError("agentmem:embeddingDimension is 256, 512 or 1024 (Titan Text Embeddings V2)")
         for name in ("throttle_rate", "throttle_burst", "account_throttle_rate", "account_throttle_burst"):

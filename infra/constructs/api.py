@@ -42,6 +42,7 @@ from .grants import (
     TABLE_READ,
     TABLE_WRITE,
     grant_bedrock_model,
+    grant_bedrock_rerank,
     grant_bucket,
     grant_start_execution,
     grant_table,
@@ -137,6 +138,9 @@ class AgentmemApi(Construct):
     def _build_api_function(
         self, layers: Layers, environment: dict[str, str], shared: SharedResources, state_machine_arn: str
     ) -> AgentmemFunction:
+        if self.config.rerank_model_id:  # journal search's deep mode re-ranks on Bedrock
+            environment = {**environment, "AGENTMEM_RERANKER": "bedrock",
+                           "AGENTMEM_RERANK_MODEL_ID": self.config.rerank_model_id}
         api = AgentmemFunction(
             self, "Api", layers=layers, config=self.config, environment=environment,
             spec=FunctionSpec(
@@ -157,6 +161,8 @@ class AgentmemApi(Construct):
         grant_start_execution(api, state_machine_arn)
         if self.config.search_collection:
             grant_bedrock_model(api, self.config.embedding_model_id)  # a recall query is embedded first
+        if self.config.rerank_model_id:
+            grant_bedrock_rerank(api, self.config.rerank_model_id)
         return api
 
     def _build_mcp_function(

@@ -89,3 +89,16 @@ def grant_bedrock_model(fn: AgentmemFunction, model_id: str) -> None:
     acknowledge(fn.role, f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:bedrock:*::foundation-model/{model}]",
                 PROFILE_REASON)
 
+
+RERANK_REASON = (
+    "bedrock:Rerank takes no resource (IAM has no resource type for it); the model it runs is granted by ARN "
+    "with bedrock:InvokeModel."
+)
+
+
+def grant_bedrock_rerank(fn: AgentmemFunction, model_id: str) -> None:
+    """Bedrock's rerank API with ``model_id``: ``bedrock:Rerank``, which IAM grants only on ``*``, and
+    ``bedrock:InvokeModel`` on the model, which the API requires besides."""
+    fn.grant(["bedrock:Rerank"], ["*"])
+    fn.acknowledge_wildcard(RERANK_REASON)
+    grant_bedrock_model(fn, model_id)

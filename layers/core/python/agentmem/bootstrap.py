@@ -366,6 +366,17 @@ def build_reranker(settings: Settings) -> Reranker | None:
     """Journal search's re-ranking stage (mode=deep); None when it is off or its model is not installed."""
     if settings.reranker == "none":
         return None
+    timeout_s = settings.rerank_deadline_ms / 1000  # one attempt, within the stage's deadline
+    if settings.reranker == "bedrock":
+        from .adapters.aws.bedrock_reranker import BedrockReranker
+
+        return BedrockReranker(settings.rerank_model_id, region=settings.region, timeout_s=timeout_s)
+    if settings.reranker == "http":
+        from .adapters.http_reranker import HttpReranker
+
+        assert settings.rerank_url is not None  # Settings refuses http without it
+        return HttpReranker(settings.rerank_url, model=settings.rerank_model, api_key=settings.rerank_api_key,
+                            timeout_s=timeout_s)
     from .adapters.embedded import minilm
 
     if not minilm.installed():

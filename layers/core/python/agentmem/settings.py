@@ -112,8 +112,14 @@ class Settings(BaseModel):
     # the semantic side's deadline: slower than this, recall answers in keyword mode ("timeout")
     recall_deadline_ms: float = Field(default=300.0, gt=0)
     # journal search's re-ranking stage (mode=deep, SPEC §6.2): "minilm" late interaction over all-MiniLM-L6-v2's
-    # token states when a package ships its weights (else none: deep answers hybrid, "rerank_not_configured")
-    reranker: Literal["minilm", "none"] = "minilm"
+    # token states when a package ships its weights (else none: deep answers hybrid, "rerank_not_configured");
+    # "bedrock" Amazon Bedrock's rerank API (adapters/aws/bedrock_reranker.py) with rerank_model_id; "http" a
+    # Cohere-style POST {model, query, documents, top_n} endpoint (Cohere, Jina, vLLM: adapters/http_reranker.py)
+    reranker: Literal["minilm", "bedrock", "http", "none"] = "minilm"
+    rerank_model_id: Literal["amazon.rerank-v1:0", "cohere.rerank-v3-5:0"] = "amazon.rerank-v1:0"  # bedrock
+    rerank_url: str | None = Field(default=None, pattern=r"^https?://")  # http: the endpoint itself, …/v1/rerank
+    rerank_model: str | None = None  # http: the model name, sent when set
+    rerank_api_key: str | None = None  # http: sent as a Bearer token when set
     # the stage's deadline: slower than this, the fused order stands ("rerank_timeout")
     rerank_deadline_ms: float = Field(default=2000.0, gt=0)
     # the embedded backend's sweep (expiry, trash, conversations left over threshold), every this many seconds
@@ -152,6 +158,13 @@ class Settings(BaseModel):
     def _summariser_named(self) -> Settings:
         if self.summariser == "openai" and not (self.summary_url and self.summary_model):
             raise ValueError("AGENTMEM_SUMMARISER=openai needs AGENTMEM_SUMMARY_URL and AGENTMEM_SUMMARY_MODEL")
+        return self
+
+    @model_validator(mode="after")
+    def _reranker_named(self) -> Settings:
+        if self.reranker == "http" and not self.rerank_url:
+            raise ValueError("AGENTMEM_RERANKER=http needs AGENTMEM_RERANK_URL (the endpoint, e.g. "
+                             "http://localhost:8000/v1/rerank)")
         return self
 
     @model_validator(mode="after")
