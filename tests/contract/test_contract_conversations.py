@@ -655,7 +655,9 @@ def test_journal_search_finds_this_users_conversations_with_this_agent_only(worl
     # Then ana's search finds her two conversations with support, and nothing else
     assert hits(world.account, "ana") == {("c1", 1), ("c1", 2), ("c2", 1)}
     assert hits(world.ana, None) == {("c1", 1), ("c1", 2), ("c2", 1)}
-    assert hits(world.account, "ana", conversation="c2") == {("c2", 1)}
+    # (in one conversation the answer "Yes." may ride on its question's words: in hybrid a message borrows from its
+    # neighbours; where no semantic index answers, the words alone do)
+    assert {("c2", 1)} <= hits(world.account, "ana", conversation="c2") <= {("c2", 1), ("c2", 2)}
     assert hits(world.account, "bob") == {("b1", 1)}
     assert hits(world.account, None) == {("a1", 1)}
     found = service.search(world.account, AGENT, "1001", user="ana", mode="keyword")

@@ -200,7 +200,8 @@ def test_a_journal_tool_is_403_where_there_are_none_and_answers_where_there_are(
     view = client.request_json("POST", f"/agents/{agent}/tools/journal_tool_call_view",
                                body={"arguments": {"tool_call_id": "call_1"}, "conversation": "ticket-1"})
     # Then they find the message and the whole tool call
-    assert [(i["conversation"], i["seq"]) for i in found["result"]["items"]] == [("ticket-1", 1)]
+    # (the message first, then the tool call that answered it, on its neighbour's words)
+    assert [(i["conversation"], i["seq"]) for i in found["result"]["items"]] == [("ticket-1", 1), ("ticket-1", 2)]
     assert (view["result"]["arguments"], view["result"]["result"]) == ({"order": 42}, {"status": "refunded"})
     missing = refused(client, "journal_tool_call_view", {"tool_call_id": "call_9"}, conversation="ticket-1")
     assert missing.status == 404

@@ -173,7 +173,8 @@ def test_the_curl_example_runs(served: dict[str, str]) -> None:
         ["Is my last invoice paid?", "Yes, it was paid on the 3rd."], None)
     assert set(context) >= {"pinned", "memory_index", "summary", "window", "messages", "tokens"}
     assert [m["role"] for m in context["messages"]][-2:] == ["user", "assistant"]
-    assert [(h["conversation"], h["seq"], h["role"]) for h in hits["items"]] == [("ticket-9", 1, "user")]
+    assert [(h["conversation"], h["seq"], h["role"]) for h in hits["items"]] == [("ticket-9", 1, "user"),
+                                                                                 ("ticket-9", 2, "assistant")]
     assert [c["key"] for c in listed["items"]] == ["ticket-9"]
     assert compacted["job_id"]
     assert checkpoint["error"]["code"] == "not_found"

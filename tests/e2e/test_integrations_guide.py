@@ -35,7 +35,7 @@ def key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 
 
 def test_the_async_client_example_runs_as_written(key: str) -> None:
-    (block,) = fenced_blocks(PAGE, "python")
+    block = fenced_blocks(PAGE, "python")[0]  # the async client's; the frameworks' blocks follow (tests/integrations)
     namespace: dict[str, Any] = {"__name__": "integrations_guide"}
     run_block(block, namespace, "docs/integrations.md python block 1")
     # Then the memory, the agent and the conversation are there, as the sync client sees them

@@ -25,7 +25,7 @@ from infra.config import (
 from infra.layer_build import runtime_python, stage_package_layer
 
 # the CLI, and the stdio MCP server (`agentmem mcp`, the mcp SDK), run on a laptop, not in Lambda
-LOCAL_ONLY = {"click", "mcp"}
+LOCAL_ONLY = {"click", "mcp", "httpx"}  # the CLI, the stdio MCP server, the async client: none in a function
 BASE_RECIPE = ("requirements.txt", "requirements-nodeps.txt")
 
 

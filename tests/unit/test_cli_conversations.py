@@ -253,7 +253,9 @@ def test_search_finds_messages_and_is_refused_on_the_mcp_surface(run: Shell) -> 
                       "shipping")
     # Then the hits name their conversation and seq
     assert everywhere[0].split() == ["CONVERSATION", "SEQ", "ROLE", "WRITTEN", "SCORE", "SNIPPET"]
-    assert {tuple(line.split()[:2]) for line in everywhere[1:]} == {("billing", "1"), ("shipping", "1")}
+    # (the answer "I will fix it." comes too, on its question's words: a message borrows from its neighbours)
+    assert {tuple(line.split()[:2]) for line in everywhere[1:]} == {("billing", "1"), ("billing", "2"),
+                                                                    ("shipping", "1")}
     assert [(h["conversation"], h["seq"]) for h in in_one] == [("shipping", 1)]
     assert run("conversations", "search", "support", "refund", "--user", "user_42").stdout == "no messages found\n"
     # and through the MCP surface the journal is not searchable

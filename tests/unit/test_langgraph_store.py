@@ -4,6 +4,7 @@ runs the same with either. agentmem runs in-process on a fresh embedded data dir
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from typing import Any, TypedDict
@@ -71,7 +72,8 @@ def observe(store: BaseStore, op: tuple[Any, ...]) -> Any:
             return None if item is None else (item.namespace, item.key, item.value)
         case ("search", prefix, filter):
             found = store.search(prefix, filter=filter, limit=100)
-            return sorted((i.namespace, i.key, repr(i.value)) for i in found)
+            # (a value's text with its keys sorted: equal dicts whatever order their keys were written in)
+            return sorted((i.namespace, i.key, json.dumps(i.value, sort_keys=True)) for i in found)
         case ("namespaces", depth):
             if isinstance(store, InMemoryStore):
                 # InMemoryStore still lists a namespace whose items were all deleted (it keeps the empty dict);

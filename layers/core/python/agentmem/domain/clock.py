@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 Clock = Callable[[], datetime]
@@ -68,3 +69,15 @@ that is outside the years 1–9999 in UTC raises ``TimeOutOfRangeError`` (a ``Va
     except OverflowError:  # (9999-12-31T23:59:60Z, 9999-12-31T23:59:59-01:00, 0001-01-01T00:00:00+01:00)
         raise TimeOutOfRangeError(f"{text} is outside the times the service can hold, {FIRST} to {LAST} in "
                                   "UTC") from None
+
+
+@dataclass(frozen=True)
+class TimeRange:
+    """A journal search's ``after`` / ``before``: messages whose time is strictly between them (either may
+    be absent), as stored times (``iso``), which sort as text."""
+
+    after: str | None = None
+    before: str | None = None
+
+    def holds(self, created_at: str) -> bool:
+        return (self.after is None or created_at > self.after) and (self.before is None or created_at < self.before)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, get_args
 
-from .clock import iso, parse_iso
+from .clock import TimeRange, iso, parse_iso
 from .errors import InvalidError
 from .models import Layer
 from .rules import check_user_id
@@ -248,18 +248,6 @@ def with_times(drafts: list[MessageDraft], now: datetime) -> list[MessageDraft]:
     in time order: each keeps its own time, and seq keeps the order they were appended in."""
     return [d if d.created_at is None else replace(d, created_at=check_created_at(
         d.created_at, now, f"messages[{i}].created_at")) for i, d in enumerate(drafts)]
-
-
-@dataclass(frozen=True)
-class TimeRange:
-    """A journal search's ``after`` / ``before``: messages whose time is strictly between them (either may
-    be absent), as stored times (``iso``), which sort as text."""
-
-    after: str | None = None
-    before: str | None = None
-
-    def holds(self, created_at: str) -> bool:
-        return (self.after is None or created_at > self.after) and (self.before is None or created_at < self.before)
 
 
 def check_time_range(after: Any, before: Any) -> TimeRange | None:

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..domain.conversations import TimeRange
+from ..domain.clock import TimeRange
 from ..domain.models import ACCOUNT_LAYER
 
 FieldType = Literal["text", "keyword", "text+keyword", "float", "long", "date"]

@@ -33,7 +33,7 @@ from opensearchpy import OpenSearch, RequestsHttpConnection
 from opensearchpy.exceptions import NotFoundError, RequestError
 from opensearchpy.helpers.signer import AWSV4SignerAuth
 
-from ...domain.conversations import TimeRange
+from ...domain.clock import TimeRange
 from ...observability import logger
 from ...ports.search_index import (
     DOCUMENT_FIELDS,

@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from ...domain.conversations import TimeRange
+from ...domain.clock import TimeRange
 from ...domain.models import ACCOUNT_LAYER
 from ...domain.search import warm
 from ...observability import logger
