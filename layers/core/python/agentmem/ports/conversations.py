@@ -4,6 +4,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..domain.clock import TimeRange
 from ..domain.conversations import (
     AppendResult,
     CheckpointWritten,
@@ -11,7 +12,6 @@ from ..domain.conversations import (
     ConversationRef,
     Message,
     MessageDraft,
-    TimeRange,
 )
 
 

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..domain.agents import AgentRecord, agent_of_memory, check_window_messages
-from ..domain.clock import Clock, iso, parse_iso, utcnow
+from ..domain.clock import Clock, TimeRange, iso, parse_iso, utcnow
 from ..domain.context import (
     PINNED_MAX,
     IndexSection,
@@ -29,7 +29,6 @@ from ..domain.conversations import (
     ConversationRef,
     Message,
     MessageDraft,
-    TimeRange,
     check_batch,
     check_conversation_key,
     check_time_range,

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+from ...domain.clock import TimeRange
 from ...domain.conversations import (
     AppendResult,
     CheckpointWritten,
@@ -21,7 +22,6 @@ from ...domain.conversations import (
     ConversationRef,
     Message,
     MessageDraft,
-    TimeRange,
 )
 from ...domain.errors import NotFoundError, VersionConflictError
 from ...domain.models import ACCOUNT_LAYER

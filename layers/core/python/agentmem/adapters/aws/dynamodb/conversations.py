@@ -74,6 +74,7 @@ from contextlib import suppress
 from dataclasses import replace
 from functools import partial
 
+from ....domain.clock import TimeRange
 from ....domain.conversations import (
     AppendResult,
     CheckpointWritten,
@@ -81,7 +82,6 @@ from ....domain.conversations import (
     ConversationRef,
     Message,
     MessageDraft,
-    TimeRange,
     check_batch,
 )
 from ....domain.errors import AgentmemError, ConflictError, NotFoundError, VersionConflictError
