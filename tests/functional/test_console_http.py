@@ -65,6 +65,20 @@ def test_a_write_sent_by_the_console_is_recorded_as_the_consoles(server: Server)
     ]
 
 
+def test_a_client_label_other_than_the_consoles_is_a_400_naming_it_and_stores_nothing(server: Server) -> None:
+    # Given an account memory
+    memory = f"console-{uuid.uuid4().hex[:8]}"
+    key = auth(server.key)
+    assert requests.put(server.url(f"/v1/memories/{memory}"), headers=key, timeout=10).status_code == 201
+    entry = server.url(f"/v1/memories/{memory}/entries/tone")
+    # When a save carries a misspelt label
+    refused = requests.put(entry, headers={**key, "X-Agentmem-Client": "consol"},
+                           json={"content": "Warm.", "description": "How we write"}, timeout=10)
+    # Then it is refused naming the header, and nothing is stored
+    assert refused.status_code == 400 and refused.json()["error"]["field"] == "X-Agentmem-Client"
+    assert requests.get(entry, headers=key, timeout=10).status_code == 404
+
+
 def test_the_console_label_grants_nothing_a_key_may_not_do(server: Server) -> None:
     memory = f"console-{uuid.uuid4().hex[:8]}"
     key = auth(server.key)

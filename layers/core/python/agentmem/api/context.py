@@ -38,9 +38,14 @@ CLIENT_HEADER = "X-Agentmem-Client"
 def writer(router: Router) -> UpdatedBy:
     """Who a write through the API is recorded as (``updated_by``): ``console`` when the console sent it
     (``X-Agentmem-Client: console``), else ``api``. A label of the caller's own key, not a permission: any
-    client may send it, and it changes nothing of what the key may do (docs/console.md)."""
+    client may send it, and it changes nothing of what the key may do (docs/console.md). Any other value is a
+    400 naming the header: a misspelt label must not be recorded as the API's."""
     sent = header(router, CLIENT_HEADER)
-    return "console" if sent is not None and sent.strip().lower() == "console" else "api"
+    if sent is None:
+        return "api"
+    if sent.strip().lower() != "console":
+        raise InvalidError(f"{CLIENT_HEADER} only takes \"console\" (the console's writes)", field=CLIENT_HEADER)
+    return "console"
 
 
 _ETAG = re.compile(r'^(?:W/)?"?(\d{1,18})"?$')
