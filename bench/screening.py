@@ -40,7 +40,8 @@ PROSE = (
     "see https://example.org/docs?id=42 or write to team@example.org. "
 )
 FRAGMENTS = ["password:", "a@", "1", " 1", "ignore ", "you are now ", "\nsystem x", "key=", "QQ 12 34 56 ",
-             "é", "a b ", "<b>", "**x", "token: ", "DE89 ", "://a:b@"]
+             "é", "a b ", "<b>", "**x", "token: ", "DE89 ", "://a:b@",
+             "writer-7-round-12 "]  # long tokens on one line: the vendor plugins read the line once
 
 
 def best_of(text: str, runs: int = 5) -> float:

@@ -697,6 +697,7 @@ def _scan_numbers(text: str, raw: bytes, found: set[str]) -> None:
 def _scan_tokens(text: str, raw: bytes, found: set[str]) -> None:
     """AWS keys, vendor tokens, JWTs and the codice fiscale, examined in each long token."""
     classes = raw.translate(_TOKEN_CLASS)
+    lines_scanned: set[int] = set()  # each line goes through the vendor plugins once, however many tokens it holds
     start = classes.find(_LONG_TOKEN)
     while start != -1:
         end = classes.find(b" ", start)
@@ -713,9 +714,11 @@ def _scan_tokens(text: str, raw: bytes, found: set[str]) -> None:
             found.add("national_id")
         if "api_token" not in found and not _plain_token(token):
             line_start = text.rfind("\n", 0, start) + 1
-            line_end = text.find("\n", end)
-            if _vendor_plugins_find(text[line_start : line_end if line_end != -1 else len(text)]):
-                found.add("api_token")
+            if line_start not in lines_scanned:
+                lines_scanned.add(line_start)
+                line_end = text.find("\n", end)
+                if _vendor_plugins_find(text[line_start : line_end if line_end != -1 else len(text)]):
+                    found.add("api_token")
         start = classes.find(_LONG_TOKEN, end)
 
 
