@@ -1,7 +1,7 @@
-"""Journal search beyond the two lists (SPEC §4.1, §6.2) on every backend: a message borrows evidence from the
-one before and after it, ``mode=deep`` re-reads the fused top with the query through a ``Reranker``, the answer
-says which stages ran, and a reranker that is missing, fails, hangs or answers garbage leaves the fused order
-standing with the reason named, never an error."""
+"""Search beyond the two lists (SPEC §4.1, §6.2) on every backend: a message borrows evidence from the one before
+and after it, ``mode=deep`` re-reads the fused top with the query through a ``Reranker`` (journal search and
+entry recall alike), the answer says which stages ran, and a reranker that is missing, fails, hangs or answers
+garbage leaves the fused order standing with the reason named, never an error."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from agentmem.domain.agents import Attachment
 from agentmem.domain.conversations import MessageDraft
 from agentmem.domain.errors import InvalidError
 from agentmem.ports.reranker import Reranker
@@ -133,10 +134,77 @@ def test_a_reranker_that_fails_leaves_the_fused_order_and_names_why(world: World
         assert (deep.mode, deep.fallback) == ("keyword", fused.fallback)
 
 
-def test_deep_is_a_journal_mode_only(world: World) -> None:
+# --- entry recall: the same stage over a memory's entries -------------------------------------------------
+
+
+def entries(world: World) -> None:
+    """Entries of which several hold the query's words, so the fused order has a top to re-read."""
+    for name, content in [
+        ("refunds", "Refunds go back to the original card within 30 days of purchase."),
+        ("refund-exceptions", "Gift cards are never refunded; store credit instead."),
+        ("shipping", "Orders ship within two days; refunds of shipping costs only for damaged parcels."),
+        ("greeting", "Greet the customer by first name."),
+    ]:
+        world.save(name, content, description=f"the policy on {name}")
+
+
+def test_deep_entry_recall_reorders_the_fused_top_by_the_reranker_and_says_so(world: World) -> None:
+    # Given entries found by the query, and the order hybrid recall gives them with no cut-off
+    entries(world)
+    fused = world.container.entries.search_page(world.account, world.memory, "refunds card", min_score=0.0)
+    assert len(fused.items) >= 2
+    # When a deep recall asks the same with a reranker that prefers what came last
+    reranker = Reversing()
+    world.container.entries.reranking = Reranking(lambda: reranker, deadline_s=30.0)
+    deep = world.container.entries.search_page(world.account, world.memory, "refunds card", mode="deep")
+    # Then the reranker read each candidate's name, description and content with the query, and its order stands
+    assert reranker.calls == [("refunds card", len(fused.items))]
+    assert [r.entry.name for r in deep.items] == [r.entry.name for r in fused.items][::-1]
+    scores = [r.score for r in deep.items]
+    assert scores == sorted(scores, reverse=True) and all(0 <= s <= 1 for s in scores)
+    assert deep.stages[-1] == "rerank" and deep.stages[0] == "keyword"
+    assert deep.mode == ("deep" if deep.fallback is None else "keyword")
+    # and the other modes never call it
+    world.container.entries.search_page(world.account, world.memory, "refunds card", mode="hybrid")
+    assert len(reranker.calls) == 1
+
+
+@pytest.mark.parametrize(("how", "reason"), [("raise", "rerank_unavailable"), ("hang", "rerank_timeout"),
+                                             ("range", "rerank_unavailable"), ("none", "rerank_not_configured")])
+def test_deep_entry_recall_with_a_failing_reranker_answers_as_hybrid_and_names_why(
+        world: World, how: str, reason: str) -> None:
+    entries(world)
+    fused = world.container.entries.search_page(world.account, world.memory, "refunds card")
+    failing = Failing(how)
+    world.container.entries.reranking = Reranking(lambda: None if how == "none" else failing,
+                                                  deadline_s=0.1 if how == "hang" else 30.0)
+    try:
+        deep = world.container.entries.search_page(world.account, world.memory, "refunds card", mode="deep")
+    finally:
+        failing.release.set()
+    # Then the page is hybrid's, with hybrid's cut-off, and the reason is named
+    assert [r.entry.name for r in deep.items] == [r.entry.name for r in fused.items]
+    assert "rerank" not in deep.stages
+    if fused.fallback is None:
+        assert (deep.mode, deep.fallback) == ("hybrid", reason)
+    else:  # no semantic side here: its reason is said first
+        assert (deep.mode, deep.fallback) == ("keyword", fused.fallback)
+
+
+def test_deep_recall_over_an_agents_memories_and_an_unknown_mode(world: World) -> None:
+    # Given an agent that reads the memory
+    entries(world)
+    world.container.agents.put(world.account, "support", AgentSettings(memories=(Attachment(world.memory),)))
+    reranker = Reversing()
+    world.container.entries.reranking = Reranking(lambda: reranker, deadline_s=30.0)
+    ctx = world.container.agent_memory.context(world.account, "support")
+    # When the agent's recall asks deep, the same stage reads its candidates
+    deep = world.container.agent_memory.search(ctx, "refunds card", mode="deep")
+    assert reranker.calls and deep.stages[-1] == "rerank"
+    # And a mode that does not exist is a 400 naming the field, on entries and journals alike
     journal(world)
-    with pytest.raises(InvalidError) as caught:
-        world.container.entries.search_page(world.account, world.memory, "refund", mode="deep")
-    assert caught.value.details["field"] == "mode"
-    with pytest.raises(InvalidError):
-        search(world, "pharmacy", mode="deeper")
+    for ask in (lambda: world.container.entries.search_page(world.account, world.memory, "refund", mode="deeper"),
+                lambda: search(world, "pharmacy", mode="deeper")):
+        with pytest.raises(InvalidError) as caught:
+            ask()
+        assert caught.value.details["field"] == "mode"

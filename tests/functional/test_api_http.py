@@ -357,6 +357,31 @@ def test_search_finds_words_and_prefixes_with_mode(server: Server, http: request
     assert [e["name"] for e in capped.json()["items"]] == ["refund-policy"]
 
 
+def test_search_says_its_stages_and_takes_deep(server: Server, http: requests.Session, memory: str) -> None:
+    # Given two entries about refunds
+    for name, content in (("refund-policy", "Refunds take 14 days."), ("shipping", "We ship refunds by mail.")):
+        assert save(http, server, memory, name, {"content": content, "description": name}).status_code == 201
+    url = server.url(f"/v1/memories/{memory}/search")
+    # When searched by words, the answer says only the keyword side ran
+    keyword = http.get(url, params={"q": "refund", "mode": "keyword"}).json()
+    assert keyword["stages"] == ["keyword"]
+    # And deep answers the same entries, saying whether the re-ranking stage ran, or why it did not
+    deep = http.get(url, params={"q": "refund", "mode": "deep"})
+    assert deep.status_code == 200, deep.text
+    body = deep.json()
+    assert {e["name"] for e in body["items"]} == {"refund-policy", "shipping"}
+    assert body["stages"][0] == "keyword"
+    if "rerank" in body["stages"]:
+        assert body["mode"] == "deep" and body["stages"][-1] == "rerank"
+    else:
+        assert body["fallback"] in ("rerank_not_configured", "rerank_unavailable", "rerank_timeout",
+                                    "not_configured", "timeout", "index_unavailable"), body
+    # And a mode that does not exist is a 400 naming the field and the four modes
+    wrong = http.get(url, params={"q": "refund", "mode": "deeper"})
+    assert wrong.status_code == 400
+    assert "hybrid, keyword, semantic, deep" in wrong.json()["error"]["message"]
+
+
 def test_user_layers_are_separate_and_search_sees_both(server: Server, http: requests.Session, memory: str) -> None:
     # Given an account entry and alice's entry in the same memory
     assert save(http, server, memory, "greeting", {"content": "hello team", "description": "d"}).status_code == 201

@@ -132,9 +132,9 @@ def test_the_neighbours_of_the_best_keyword_hits_are_read_once_each() -> None:
     assert wanted == {"c": [6, 8], "d": [2]}
 
 
-def test_deep_is_a_mode_of_journal_search_only() -> None:
-    from agentmem.domain.recall import MODES
-
-    assert check_mode("deep", MODES) == "deep"
-    with pytest.raises(InvalidError):
-        check_mode("deep")
+def test_every_search_takes_deep_and_nothing_else_beyond_the_four_modes() -> None:
+    assert [check_mode(mode) for mode in (None, "keyword", "semantic", "deep")] == [
+        "hybrid", "keyword", "semantic", "deep"]
+    with pytest.raises(InvalidError) as caught:
+        check_mode("deeper")
+    assert "hybrid, keyword, semantic, deep" in str(caught.value)

@@ -42,6 +42,7 @@ if TYPE_CHECKING:  # built on first use: the authorizer's cold start needs none 
     from .services.conversations import ConversationService
     from .services.entries import EntryService
     from .services.erasure import ErasureService
+    from .services.recall import Reranking
     from .services.scrub import Removed
     from .services.summary_pass import SummaryPass
     from .services.tools import ToolService
@@ -99,6 +100,9 @@ class Container:
         entries.calibration = build_calibration(self.settings)
         entries.semantic = SemanticSide(lambda: self.embedder, lambda: self.search_index, entries.calibration,
                                         deadline_s=self.settings.recall_deadline_ms / 1000)
+        # the re-ranking stage (mode=deep), shared with journal search: its model is found and loaded on the
+        # first deep search
+        entries.reranking = self.reranking
         # deleting a checkpoint forgets what it covered
         entries.checkpoint_deleted.append(lambda layer, entry: self.conversations.forget_checkpoint(layer, entry))
         return entries
@@ -112,15 +116,19 @@ class Container:
     @cached_property
     def conversations(self) -> ConversationService:
         from .services.conversations import ConversationService
-        from .services.recall import Reranking
 
         service = ConversationService(self.stores.conversations, self.agent_memory, clock=self.memories.clock,
                                       jobs=lambda: self.jobs())
         # purging a conversation takes its workspace
         service.purge_hooks.append(lambda ref: self.workspaces.purge_conversation(ref))
-        # the re-ranking stage (mode=deep): its model is found and loaded on the first deep search
-        service.reranking = Reranking(lambda: self.reranker, deadline_s=self.settings.rerank_deadline_ms / 1000)
+        service.reranking = self.reranking  # mode=deep
         return service
+
+    @cached_property
+    def reranking(self) -> Reranking:
+        from .services.recall import Reranking
+
+        return Reranking(lambda: self.reranker, deadline_s=self.settings.rerank_deadline_ms / 1000)
 
     @cached_property
     def reranker(self) -> Reranker | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..domain.agents import AgentRecord
@@ -83,10 +84,12 @@ def page(items: list[dict[str, Any]], next_cursor: str | None = None, **extra: A
 
 
 def search_page(
-    items: list[dict[str, Any]], next_cursor: str | None, mode: str, fallback: str | None
+    items: list[dict[str, Any]], next_cursor: str | None, mode: str, fallback: str | None,
+    stages: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """A search's answer (SPEC §6.2): the mode that answered, and why it fell back to keyword when it did."""
-    return page(items, next_cursor, mode=mode, **({"fallback": fallback} if fallback else {}))
+    """A search's answer (SPEC §6.2): the mode that answered, why it answered with less when it did, and the
+    stages that ran."""
+    return page(items, next_cursor, mode=mode, **({"fallback": fallback} if fallback else {}), stages=list(stages))
 
 
 def agent_json(agent: AgentRecord) -> dict[str, Any]:

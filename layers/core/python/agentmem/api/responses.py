@@ -31,6 +31,12 @@ _ENTRY_FIELDS: dict[str, Any] = {
 }
 _ENTRY_REQUIRED = ["name", "memory", "category", "importance", "visibility", "version", "created_at", "updated_at"]
 _CONTENT_FIELDS = {"content": {"type": "string"}, "content_hash": {"type": "string"}}
+_SEARCH_MODE = {"type": "string", "enum": ["hybrid", "keyword", "semantic", "deep"],
+                "description": "The mode that answered (deep: hybrid, then the re-ranking stage)"}
+_SEARCH_FALLBACK = {"type": "string", "enum": ["index_unavailable", "timeout", "not_configured", "rerank_unavailable",
+                                               "rerank_timeout", "rerank_not_configured"],
+                    "description": "Why a search answered with less than it was asked for: the semantic side's "
+                                   "reason (it answered by words), or the re-ranking stage's (the fused order stands)"}
 
 
 def _page(item: str, **extra: Any) -> dict[str, Any]:
@@ -62,9 +68,10 @@ SCHEMAS: dict[str, dict[str, Any]] = {
     "EntryPage": _page("EntrySummary"),
     "SearchPage": _page(
         "EntryHit",
-        mode={"type": "string", "enum": ["hybrid", "keyword", "semantic"], "description": "The mode that answered"},
-        fallback={"type": "string", "enum": ["index_unavailable", "timeout", "not_configured"],
-                  "description": "Why a hybrid or semantic search answered by words"},
+        mode=_SEARCH_MODE, fallback=_SEARCH_FALLBACK,
+        stages={"type": "array", "items": {"type": "string", "enum": ["keyword", "semantic", "fusion", "rerank"]},
+                "description": "What ran, in order: the keyword and semantic sides, their fusion, the re-ranking "
+                               "stage"},
     ),
     "WorkspaceFile": {
         "type": "object", "required": ["path", "size_bytes", "modified_at", "url"],
@@ -174,12 +181,7 @@ SCHEMAS.update({
     }),
     "MessageSearchPage": _page(
         "MessageHit",
-        mode={"type": "string", "enum": ["hybrid", "keyword", "semantic", "deep"],
-              "description": "The mode that answered (deep: hybrid, then the re-ranking stage)"},
-        fallback={"type": "string", "enum": ["index_unavailable", "timeout", "not_configured", "rerank_unavailable",
-                                             "rerank_timeout", "rerank_not_configured"],
-                  "description": "Why a search answered with less than it was asked for: the semantic side's "
-                                 "reason (it answered by words), or the re-ranking stage's (the fused order stands)"},
+        mode=_SEARCH_MODE, fallback=_SEARCH_FALLBACK,
         stages={"type": "array", "items": {"type": "string",
                                            "enum": ["keyword", "semantic", "neighbours", "fusion", "rerank"]},
                 "description": "What ran, in order: the keyword and semantic sides, the neighbours' evidence, "

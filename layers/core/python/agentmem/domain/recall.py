@@ -24,7 +24,6 @@ from .errors import InvalidError
 from .text import query_words, words
 
 Mode = Literal["hybrid", "keyword", "semantic", "deep"]  # deep: hybrid, then the re-ranking stage
-SEARCH_MODES: tuple[str, ...] = ("hybrid", "keyword", "semantic")  # what entry search takes (no re-ranking yet)
 Fallback = Literal["index_unavailable", "timeout", "not_configured",
                    "rerank_unavailable", "rerank_timeout", "rerank_not_configured"]
 Stage = Literal["keyword", "semantic", "neighbours", "fusion", "rerank"]
@@ -73,8 +72,8 @@ class Signals:
     importance: float = 0.5
 
 
-def check_mode(value: str | None, allowed: Sequence[str] = SEARCH_MODES) -> Mode:
-    """The mode asked for (default hybrid); one outside ``allowed`` is a 400 (journal search takes ``deep`` too)."""
+def check_mode(value: str | None, allowed: Sequence[str] = MODES) -> Mode:
+    """The mode asked for (default hybrid); one outside ``allowed`` is a 400 naming them."""
     if value is None:
         return "hybrid"
     if value not in allowed:

@@ -64,3 +64,10 @@ def index_text(text: str | None) -> str:
     """What a full-text index holds of ``text``: its words without the stop words, so that a document's length
     counts what it says (BM25's length normalisation) and no function word matches a query."""
     return " ".join(w for w in words(text or "") if w not in STOP_WORDS)
+
+
+def entry_index_text(name: str, description: str | None, content: str | None) -> str:
+    """What an entry stands for when it is read by meaning (its vector, the re-ranking stage): its name's words,
+    its description and its content. Both backends' indexes and recall read an entry through here."""
+    words_of_name = name.replace("-", " ").replace("_", " ").replace(".", " ")
+    return f"{words_of_name}: {description or ''}\n{content or ''}"

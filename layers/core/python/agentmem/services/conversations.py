@@ -43,7 +43,6 @@ from ..domain.recall import (
     KEYWORD_CANDIDATES,
     MODES,
     NEIGHBOUR_SHARE,
-    RERANK_CANDIDATES,
     SEMANTIC_CANDIDATES,
     Fallback,
     Mode,
@@ -441,15 +440,13 @@ class ConversationService:
         ``deep`` when both the semantic side and the stage ran; a semantic fallback is said first."""
         if self.reranking is None:
             return ("hybrid" if mode == "deep" else mode), fallback or "rerank_not_configured", ranked
-        head = ranked[:RERANK_CANDIDATES]
-        outcome = self.reranking.run(query, head, [message_text(found[seat]) for seat, _ in head])
-        if outcome.fallback is not None:  # the fused order stands, with hybrid's cut-off
-            cut = floor if floor is not None else (
-                self.agent_memory.entries.calibration.min_score if mode != "keyword" else 0.0)
-            return ("hybrid" if mode == "deep" else mode), fallback or outcome.fallback, [
-                (seat, score) for seat, score in ranked if score >= cut]
-        stages.append("rerank")
-        return mode, fallback, outcome.ranked + ranked[RERANK_CANDIDATES:]
+        cut = floor if floor is not None else (
+            self.agent_memory.entries.calibration.min_score if mode != "keyword" else 0.0)
+        deep = self.reranking.deepen(query, ranked, lambda seat: message_text(found[seat]), mode=mode,
+                                     fallback=fallback, cut=cut, neighbours=True)
+        if deep.reranked:
+            stages.append("rerank")
+        return deep.mode, deep.fallback, deep.ranked
 
     def _semantic(
         self, account: str, agent: str, user: str | None, conversation: str | None, query: str, k: int,

@@ -28,6 +28,7 @@ from ..domain.recall import (
     Fallback,
     Mode,
     Signals,
+    Stage,
     check_min_score,
     check_mode,
     fuse,
@@ -52,9 +53,10 @@ from ..domain.rules import (
 )
 from ..domain.screening import decide_write, screen
 from ..domain.search import Query, Ranked, check_query
+from ..domain.text import entry_index_text
 from ..ports.entries import EntryStore
 from .memories import MemoryService
-from .recall import PendingAnswer, SemanticAnswer, SemanticSide, answered
+from .recall import PendingAnswer, Reranking, SemanticAnswer, SemanticSide, answered
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,7 @@ class SearchPage:
     next_cursor: str | None
     mode: Mode = "keyword"
     fallback: Fallback | None = None
+    stages: tuple[Stage, ...] = ()  # what ran, in order (keyword, semantic, fusion, rerank)
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,7 @@ class EntryService:
         self.layer_limit = layer_limit
         self.checkpoint_deleted: list[Callable[[Layer, Entry], None]] = []
         self.semantic: SemanticSide | None = None  # recall's semantic side (the composition root sets it)
+        self.reranking: Reranking | None = None  # recall's re-ranking stage, mode=deep (the composition root sets it)
         self.calibration = Calibration()
 
     def save(
@@ -330,12 +334,15 @@ class EntryService:
                 key = (ranked.entry.memory or "", ranked.entry.user_id, ranked.entry.name)
                 found[key], keyword[key] = ranked.entry, ranked.score
 
+        stages: list[Stage] = []
         if wanted_mode != "semantic" and layers:
             by_words()  # while the semantic side embeds and searches
+            stages.append("keyword")
         semantic = pending.answer() if pending is not None else None
         how = answered(wanted_mode, semantic)
         if wanted_mode == "semantic" and how.mode == "keyword" and layers:
             by_words()  # the semantic side fell back: the words answer
+            stages.append("keyword")
         cosine: dict[tuple[str, str | None, str], float] = {}
         if semantic is not None:
             allowed = set(layers)
@@ -351,13 +358,30 @@ class EntryService:
                 if current.conversation is None:
                     found[(layer.memory, layer.user_id, name)] = current
             cosine = {k: score for k, score in near.items() if k in found}
+            if semantic.fallback is None and layers:
+                stages.append("semantic")
+        if "keyword" in stages and "semantic" in stages:
+            stages.append("fusion")
         keep = self._unshadowed(groups, found, now, names_of)
         signals = {k: Signals(keyword.get(k), cosine.get(k), found[k].importance) for k in found if k in keep}
-        fused = fuse(signals, how.mode, self.calibration, min_score=floor)
+        deep = wanted_mode == "deep" and self.reranking is not None
+        # deep: the default cut-off is the re-ranking stage's to make, so it reads the fused top whole
+        fused = fuse(signals, how.mode, self.calibration, min_score=0.0 if deep and floor is None else floor)
+        answered_mode, fallback = how.mode, how.fallback
+        if wanted_mode == "deep" and self.reranking is None:
+            answered_mode, fallback = "hybrid" if how.mode == "deep" else how.mode, fallback or "rerank_not_configured"
+        elif self.reranking is not None and deep:
+            cut = floor if floor is not None else (self.calibration.min_score if how.mode != "keyword" else 0.0)
+            outcome = self.reranking.deepen(
+                query, fused, lambda k: entry_index_text(k[2], found[k].description, found[k].content),
+                mode=how.mode, fallback=how.fallback, cut=cut)
+            answered_mode, fallback, fused = outcome.mode, outcome.fallback, outcome.ranked
+            if outcome.reranked:
+                stages.append("rerank")
         ranked_page = [Ranked(found[k], score) for k, score in fused]
         more = len(ranked_page) > offset + size
         return SearchPage(ranked_page[offset : offset + size], encode_cursor(offset + size) if more else None,
-                          how.mode, how.fallback)
+                          answered_mode, fallback, tuple(stages))
 
     def _semantic_candidates(self, layers: Sequence[Layer], query: str, k: int) -> PendingAnswer:
         if self.semantic is None:

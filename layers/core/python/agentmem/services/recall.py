@@ -18,12 +18,21 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
+from typing import Generic, TypeVar, cast
 
-from ..domain.recall import RERANK_NEIGHBOUR_SHARE, Calibration, Fallback, Mode, Seat, lend_neighbours
+from ..domain.recall import (
+    RERANK_CANDIDATES,
+    RERANK_NEIGHBOUR_SHARE,
+    Calibration,
+    Fallback,
+    Mode,
+    Seat,
+    lend_neighbours,
+)
 from ..observability import count, logger
 from ..ports.embedder import Embedder
 from ..ports.reranker import Reranker
@@ -137,24 +146,56 @@ def answered(mode: Mode, semantic: SemanticAnswer | None) -> Answered:
     return Answered(mode)
 
 
+K = TypeVar("K", bound=Hashable)  # a candidate's key: a message's seat, an entry's (memory, user, name)
+
+
 @dataclass(frozen=True)
-class Reranked:
+class Reranked(Generic[K]):
     """The candidates in the re-ranking stage's order with its scores, or, when it did not run, as they came and
     why (``fallback``)."""
 
-    ranked: list[tuple[Seat, float]]
+    ranked: list[tuple[K, float]]
     fallback: Fallback | None = None
+
+
+@dataclass(frozen=True)
+class DeepAnswer(Generic[K]):
+    """What ``mode=deep`` made of a fused ranking: the mode that answered (``deep`` only when the stage ran over
+    a hybrid answer), why it answered with less, the ranking, and whether the stage ran."""
+
+    mode: Mode
+    fallback: Fallback | None
+    ranked: list[tuple[K, float]]
+    reranked: bool
 
 
 class Reranking:
     def __init__(self, reranker: Callable[[], Reranker | None], *, deadline_s: float = 1.5,
-                 neighbour_share: float = RERANK_NEIGHBOUR_SHARE) -> None:
+                 neighbour_share: float = RERANK_NEIGHBOUR_SHARE, candidates: int = RERANK_CANDIDATES) -> None:
         self._reranker = reranker
         self.deadline_s = deadline_s
         self.neighbour_share = neighbour_share
+        self.candidates = candidates
 
-    def run(self, query: str, head: list[tuple[Seat, float]], texts: list[str]) -> Reranked:
-        """``head``: the fused top candidates, best first, and ``texts`` what each says."""
+    def deepen(
+        self, query: str, ranked: list[tuple[K, float]], text_of: Callable[[K], str], *, mode: Mode,
+        fallback: Fallback | None, cut: float, neighbours: bool = False,
+    ) -> DeepAnswer[K]:
+        """``mode=deep`` over a fused ranking (made with no cut-off, so the stage reads the top whole): the top
+        ``candidates`` read again with the query, the rest after them. When the stage does not run, the fused
+        order stands with ``cut`` (the cut-off the fused mode would have applied) and the answer says why; a
+        semantic fallback is said first. Journal search and entry recall both answer ``deep`` through here."""
+        plain: Mode = "hybrid" if mode == "deep" else mode
+        head = ranked[: self.candidates]
+        outcome = self.run(query, head, [text_of(key) for key, _ in head], neighbours=neighbours)
+        if outcome.fallback is not None:
+            return DeepAnswer(plain, fallback or outcome.fallback, [(k, s) for k, s in ranked if s >= cut], False)
+        return DeepAnswer(mode, fallback, outcome.ranked + ranked[self.candidates:], bool(head))
+
+    def run(self, query: str, head: list[tuple[K, float]], texts: list[str], *,
+            neighbours: bool = True) -> Reranked[K]:
+        """``head``: the fused top candidates, best first, and ``texts`` what each says. With ``neighbours`` the
+        keys are journal seats, and each borrows a share of its neighbours' score."""
         if not head:
             return Reranked(head)
         try:
@@ -180,13 +221,17 @@ class Reranking:
                            and -1e-6 <= x <= 1 + 1e-6 for x in scores)):
             logger.error("the reranker answered something that is not one score per candidate in [0, 1]")
             return self._fell_back(head, "rerank_unavailable")
-        seats = [seat for seat, _ in head]
-        lent = lend_neighbours(dict(zip(seats, map(float, scores), strict=True)), seats, self.neighbour_share)
-        place = {seat: n for n, seat in enumerate(seats)}
-        ordered = sorted(seats, key=lambda seat: (-lent.get(seat, 0.0), place[seat]))
-        return Reranked([(seat, round(min(max(lent.get(seat, 0.0), 0.0), 1.0), 6)) for seat in ordered])
+        keys = [key for key, _ in head]
+        own: dict[K, float] = dict(zip(keys, map(float, scores), strict=True))
+        lent: Mapping[K, float] = own
+        if neighbours:  # the keys are journal seats
+            lent = cast("Mapping[K, float]", lend_neighbours(cast("dict[Seat, float]", own),
+                                                             cast("list[Seat]", keys), self.neighbour_share))
+        place = {key: n for n, key in enumerate(keys)}
+        ordered = sorted(keys, key=lambda key: (-lent.get(key, 0.0), place[key]))
+        return Reranked([(key, round(min(max(lent.get(key, 0.0), 0.0), 1.0), 6)) for key in ordered])
 
     @staticmethod
-    def _fell_back(head: list[tuple[Seat, float]], reason: Fallback) -> Reranked:
+    def _fell_back(head: list[tuple[K, float]], reason: Fallback) -> Reranked[K]:
         count("RecallFallbacks", reason=reason)
         return Reranked(head, reason)

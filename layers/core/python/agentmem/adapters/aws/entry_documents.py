@@ -14,6 +14,7 @@ from decimal import Decimal
 from typing import Any
 
 from ...domain.clock import iso, parse_iso
+from ...domain.text import entry_index_text
 from ...ports.search_index import ENTRY_KIND, entry_doc_id
 from .dynamodb import layout
 
@@ -76,8 +77,9 @@ def entry_fields(key: EntryKey, item: Mapping[str, Any], embedder: str | None = 
 
 
 def entry_text(fields: Mapping[str, Any]) -> str:
-    """What the vector stands for: the name, the one-line description and the content."""
-    return "\n".join(str(fields.get(name) or "") for name in ("name", "description", "content"))
+    """What the vector stands for (``entry_index_text``, as on the embedded backend)."""
+    return entry_index_text(str(fields.get("name") or ""), str(fields.get("description") or ""),
+                            str(fields.get("content") or ""))
 
 
 def is_checkpoint(key: EntryKey, item: Mapping[str, Any]) -> bool:

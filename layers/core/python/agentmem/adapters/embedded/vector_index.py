@@ -46,6 +46,7 @@ import numpy as np
 from ...domain.clock import TimeRange
 from ...domain.models import ACCOUNT_LAYER
 from ...domain.search import warm
+from ...domain.text import entry_index_text
 from ...observability import logger
 from ...ports.embedder import Embedder
 from ...ports.search_index import (
@@ -92,12 +93,6 @@ def entry_partition(account_id: str, memory: str, user_key: str) -> str:
 
 def message_partition(account_id: str, agent: str, user_key: str) -> str:
     return _SEP.join(("message", account_id, agent, user_key))
-
-
-def entry_text(name: str, description: str, content: str) -> str:
-    """What an entry's vector stands for: its name's words, its description and its content."""
-    words = name.replace("-", " ").replace("_", " ").replace(".", " ")
-    return f"{words}: {description}\n{content}"
 
 
 def message_text(content: str, tool_name: str | None) -> str:
@@ -457,8 +452,8 @@ class SqliteVectorIndex(SearchIndex):
         ).fetchall()
         for r in rows:  # the keyword ranking's analysis too, while the text is at hand
             warm(r[2], r[3], r[4], r[5], r[6], r[7])
-        return [_Doc("entry", int(r[0]), entry_partition(r[1], r[2], r[3]), r[4], None, entry_text(r[4], r[5], r[6]))
-                for r in rows]
+        return [_Doc("entry", int(r[0]), entry_partition(r[1], r[2], r[3]), r[4], None,
+                     entry_index_text(r[4], r[5], r[6])) for r in rows]
 
     def _message_docs(self, ids: Sequence[int]) -> list[_Doc]:
         if not ids:

@@ -14,6 +14,7 @@ from ...services.agents import AgentSettings
 from ..context import call, etag, json_response, precondition
 from ..presenters import agent_json, entry_json, page, search_page
 from ..schemas import AgentBody, EmptyBody
+from . import SearchMode
 
 router = Router()
 User = Annotated[str | None, Query(description="Act for this user (a user key implies it); makes a user's agent")]
@@ -97,11 +98,11 @@ def search_agent(
     limit: Annotated[int | None, Query(description="At most 100; default 10")] = None,
     cursor: Annotated[str | None, Query(description="next_cursor of the previous page")] = None,
     surface: Annotated[str | None, Query(description="Where the agent is talking (SPEC §7); default agent")] = None,
-    mode: Annotated[str | None, Query(description="hybrid (default), keyword or semantic")] = None,
+    mode: SearchMode = None,
     min_score: Annotated[float | None, Query(description="Leave out hits scoring under this (0 to 1)")] = None,
 ) -> dict[str, Any]:
     container, principal = call(router, "agents.search")
     ctx = container.agent_memory.context(principal, agent, user=user, surface=surface)
     found = container.agent_memory.search(ctx, q, limit=limit, cursor=cursor, mode=mode, min_score=min_score)
     return search_page([entry_json(r.entry, content=True, score=r.score) for r in found.items], found.next_cursor,
-                       found.mode, found.fallback)
+                       found.mode, found.fallback, found.stages)

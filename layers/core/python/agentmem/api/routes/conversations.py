@@ -14,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 from ..context import call, json_response
 from ..presenters import conversation_json, entry_json, message_json, page, search_page
 from ..schemas import AppendBody, EmptyBody, ModelAppendBody
+from . import SearchMode
 
 router = Router()
 User = Annotated[str | None, Query(description="The user of the conversation (a user key implies it)")]
@@ -105,9 +106,7 @@ def search_messages(
     conversation: Annotated[str | None, Query(description="Only this conversation")] = None,
     limit: Annotated[int | None, Query(description="At most 100; default 10")] = None, surface: Surface = None,
     cursor: Annotated[str | None, Query(description="next_cursor of the previous page (the same q)")] = None,
-    mode: Annotated[str | None, Query(
-        description="hybrid (default), keyword, semantic, or deep: hybrid, then a model re-reads the top 50 "
-                    "with the query (slower; the answer's stages say whether it ran)")] = None,
+    mode: SearchMode = None,
     min_score: Annotated[float | None, Query(description="Leave out hits scoring under this (0 to 1)")] = None,
     after: Annotated[str | None, Query(
         description="Only messages written after this time (ISO 8601; a date alone is its midnight, UTC)")] = None,

@@ -13,6 +13,7 @@ from ...domain.errors import InvalidError, PreconditionFailedError, VersionConfl
 from ..context import call, etag, json_response, precondition, writer
 from ..presenters import entry_json, history_json, page, search_page
 from ..schemas import SaveEntryBody
+from . import SearchMode
 
 router = Router()
 User = Annotated[str | None, Query(description="The user's layer; absent = the account layer")]
@@ -102,7 +103,7 @@ def search_memory(
     memory: str, q: Annotated[str, Query(description="Words to find")], user: User = None,
     limit: Annotated[int | None, Query(description="At most 100; default 10")] = None,
     cursor: Annotated[str | None, Query(description="next_cursor of the previous page")] = None,
-    mode: Annotated[str | None, Query(description="hybrid (default), keyword or semantic")] = None,
+    mode: SearchMode = None,
     min_score: Annotated[float | None, Query(description="Leave out hits scoring under this (0 to 1)")] = None,
 ) -> dict[str, Any]:
     container, principal = call(router, "entries.search")
@@ -110,4 +111,4 @@ def search_memory(
         principal, memory, q, user=user, limit=limit, cursor=cursor, mode=mode, min_score=min_score
     )
     return search_page([entry_json(r.entry, content=True, score=r.score) for r in found.items], found.next_cursor,
-                       found.mode, found.fallback)
+                       found.mode, found.fallback, found.stages)
