@@ -87,3 +87,32 @@ def test_a_file_that_is_not_an_export_is_refused_naming_the_line(written: list[s
 def test_blank_lines_after_the_header_are_skipped() -> None:
     read = read_export(lines(MEMORY, "\n", entry(), "   \n"))
     assert [e.line for e in read.entries] == [4]
+
+
+def test_a_walk_waits_out_a_429_and_gives_up_on_anything_else(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentmem.client import RateLimited, ServerError
+    from agentmem.client.exports import drive
+    from agentmem.client.rules import Call, Op
+
+    waits: list[float] = []
+    monkeypatch.setattr("agentmem.client.exports.time.sleep", waits.append)
+    answers: list[Any] = [RateLimited("slow down", 429, "rate_limited", {"retry_after": 2}), "page",
+                          ServerError("boom", 500, "internal")]
+
+    def run(op: Op[Any]) -> Any:
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    def steps() -> Any:
+        got = yield Op(Call("GET", "/memories"), lambda response: None)
+        yield f"got {got}"
+        try:
+            yield Op(Call("GET", "/memories"), lambda response: None)
+        except ServerError as error:
+            yield f"gave up: {error.code}"
+
+    # a 429 is sent again after the wait the service asked for; a 500 comes back to the walk at once
+    assert list(drive(steps(), run)) == ["got page", "gave up: internal"]
+    assert waits == [2.0]

@@ -16,18 +16,20 @@ requests, the same decisions; only the sending differs.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import math
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from .errors import AgentmemError, Conflict, Forbidden, Invalid, NotFound, Rejected
+from .errors import AgentmemError, Conflict, Forbidden, Invalid, NotFound, RateLimited, Rejected
 from .memory import MemoryRequests
 from .models import Health, MemoryInfo, Page
-from .rules import Call, CursorWalk, Op, json_object, json_op, page_of
+from .rules import Call, CursorWalk, Op, RetryPolicy, json_object, json_op, page_of
 
 FORMAT = "agentmem-export"
 FORMAT_VERSION = 1
@@ -448,6 +450,16 @@ def _import_one(
 # --- drivers ------------------------------------------------------------------------------------------------
 
 
+RATE_LIMITED = RetryPolicy(attempts=8, backoff_s=0.5, max_wait_s=10.0)
+"""How long a walk waits when the service says it is going too fast (429, with ``Retry-After``): a long import
+on AWS meets the account's usage plan. Only a 429 is sent again: it was not applied, while a save that got no
+answer may have been (sent again with its version, it would be refused as a conflict it caused itself)."""
+
+
+def _wait_after(attempt: int, error: AgentmemError) -> float | None:
+    return RATE_LIMITED.wait_before_retry(attempt, error) if isinstance(error, RateLimited) else None
+
+
 def drive(steps: Step, run: Callable[[Op[Any]], Any]) -> Iterator[Any]:
     """Run ``steps`` on a blocking client's ``run``: each ``Op`` sent and answered (its typed error thrown back
     in), everything else yielded."""
@@ -460,10 +472,16 @@ def drive(steps: Step, run: Callable[[Op[Any]], Any]) -> Iterator[Any]:
             return
         answer, error = None, None
         if isinstance(item, Op):
-            try:
-                answer = run(item)
-            except AgentmemError as failed:
-                error = failed
+            for attempt in range(1, RATE_LIMITED.attempts + 1):
+                try:
+                    answer, error = run(item), None
+                    break
+                except AgentmemError as failed:
+                    error = failed
+                    wait = _wait_after(attempt, failed)
+                    if wait is None:
+                        break
+                    time.sleep(wait)
         else:
             yield item
 
@@ -479,10 +497,16 @@ async def drive_async(steps: Step, run: Callable[[Op[Any]], Awaitable[Any]]) -> 
             return
         answer, error = None, None
         if isinstance(item, Op):
-            try:
-                answer = await run(item)
-            except AgentmemError as failed:
-                error = failed
+            for attempt in range(1, RATE_LIMITED.attempts + 1):
+                try:
+                    answer, error = await run(item), None
+                    break
+                except AgentmemError as failed:
+                    error = failed
+                    wait = _wait_after(attempt, failed)
+                    if wait is None:
+                        break
+                    await asyncio.sleep(wait)
         else:
             yield item
 
