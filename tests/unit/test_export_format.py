@@ -63,6 +63,7 @@ def test_the_content_hash_is_the_one_the_service_keeps() -> None:
     ([json.dumps({"format": FORMAT}) + "\n"], 1, "format version None"),
     (lines(MEMORY, entry(), "{not json\n"), 4, "not JSON"),
     (lines(MEMORY, "[1, 2]\n"), 3, "not a JSON object"),
+    (lines(MEMORY, "[" * 100_000 + "\n"), 3, "not JSON (nested too deep)"),
     (lines(MEMORY, {"type": "agent", "name": "x"}), 3, "unknown record type"),
     (lines(entry()), 2, "before its memory line"),
     (lines(MEMORY, entry(), entry()), 4, "appears twice"),

@@ -129,10 +129,11 @@ def read_export(lines: Iterable[str]) -> ExportFile:
             continue
         try:
             record = json.loads(text)
-        except ValueError as error:
+        except (ValueError, RecursionError) as error:  # RecursionError: brackets nested past the parser's depth
             if header is None:
                 raise ExportFileError(number, "not an agentmem export (the first line is not JSON)") from None
-            raise ExportFileError(number, f"not JSON ({error.msg})") from None
+            why = error.msg if isinstance(error, json.JSONDecodeError) else "nested too deep"
+            raise ExportFileError(number, f"not JSON ({why})") from None
         if header is None:
             header = _check_header(record)
             continue
