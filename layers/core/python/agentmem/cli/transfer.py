@@ -60,11 +60,14 @@ def _bar(label: str, show: bool) -> Iterator[_Bar]:
               help="Write the export here (default: standard output).")
 @click.option("--memory", "memories", multiple=True, metavar="NAME",
               help="Export this memory only (repeat for more); default: every memory of the account.")
-@click.option("--user", default=None, help="Only this user's data: their layer of each memory and their memories.")
+@click.option("--user", default=None, metavar="USER",
+              help="Only this user's data: their layer of each memory and their own memories.")
 @json_option
 @click.pass_context
 def export(ctx: click.Context, output: str, memories: tuple[str, ...], user: str | None, as_json: bool) -> None:
-    """Export memories as JSON Lines: every layer, each entry's content, metadata, version and expiry."""
+    """Export memories to JSON Lines (every layer; content, metadata, version, expiry).
+
+    Every memory of the account unless --memory names some; with --user, that user's data only."""
     quiet = wants_json(ctx, as_json)
     to_stdout = output == "-"
     with _bar("exporting", show=not quiet and not to_stdout) as bar:
@@ -116,9 +119,10 @@ def _read(path: str) -> list[str]:
 @json_option
 @click.pass_context
 def import_(ctx: click.Context, file: str, dry_run: bool, as_json: bool) -> None:
-    """Import an export (FILE, or - for standard input): idempotent; refusals reported, the rest imported.
+    """Import an export file (idempotent; - reads standard input).
 
-    The whole file is checked before anything is written. Exit status 1 when any entry was refused."""
+    The whole file is checked before anything is written. An entry the service refuses is reported and the rest
+    is imported; the exit status is then 1."""
     quiet = wants_json(ctx, as_json)
     lines = _read(file)
     try:
