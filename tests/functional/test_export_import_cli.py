@@ -147,22 +147,44 @@ def test_a_file_that_is_not_an_export_writes_nothing_and_names_the_line(
     assert http(other).get(other.url(f"/v1/memories/{company}")).status_code == 404
 
 
-def test_a_users_export_holds_that_users_data_only(server: Server, company: str) -> None:
-    # Given ana's own memory and bo's data beside ana's
+def test_a_users_export_holds_that_users_data_only(server: Server, other: Server, company: str,
+                                                  tmp_path: Path) -> None:
+    # Given ana's own memory, ana's conversation with an agent, and bo's data beside ana's
     own = f"ana-notes-{uuid.uuid4().hex[:6]}"
+    agent = f"desk-{uuid.uuid4().hex[:6]}"
     assert http(server).put(server.url(f"/v1/memories/{own}"), params={"user": "ana"}).status_code == 201
     save(server, own, "city", "Lisbon", user="ana")
     save(server, company, "dog", "Bo has a dog.", user="bo")
+    assert http(server).put(server.url(f"/v1/agents/{agent}"), json={}).status_code == 201
+    for user, said in (("ana", "Hi, I'm Ana — ✓"), ("bo", "Hi, I'm Bo.")):
+        appended = http(server).post(server.url(f"/v1/agents/{agent}/conversations/t-1/messages"),
+                                     params={"user": user}, json={"messages": [{"role": "user", "content": said}]})
+        assert appended.status_code == 201, appended.text
     # When ana's data is exported (to standard output)
     done = cli(server, "export", "--user", "ana")
     assert done.returncode == 0, done.stderr
     records = [json.loads(line) for line in done.stdout.splitlines()]
-    # Then it holds ana's layer of each memory and ana's own memory, nothing of the account layer or of bo
+    # Then it holds ana's layer of each memory, ana's own memory and ana's conversations, nothing of the account
+    # layer or of bo
     assert records[0]["scope"] == {"user": "ana"}
     entries = [(r["memory"], r["layer"], r["name"]) for r in records if r.get("type") == "entry"]
     assert (company, "ana", "tea") in entries and (own, "ana", "city") in entries
     assert {layer for _, layer, _ in entries} == {"ana"}
     assert {"memory": own, "owner": "ana", "type": "memory"} in records
+    assert {"type": "conversation", "agent": agent, "user": "ana", "key": "t-1"} in records
+    said = [(r["conversation"], r["seq"], r["role"], r["content"]) for r in records
+            if r.get("type") == "message" and r["agent"] == agent]
+    assert said == [("t-1", 1, "user", "Hi, I'm Ana — ✓")]
+    assert "Bo" not in done.stdout
+    # and an import brings its memories and says it leaves the conversations out
+    file = tmp_path / "ana.jsonl"
+    file.write_text(done.stdout)
+    imported = cli(other, "import", str(file))
+    assert imported.returncode == 0, imported.stderr
+    conversations = sum(r.get("type") == "conversation" for r in records)
+    messages = sum(r.get("type") == "message" for r in records)
+    assert f"left out: {messages} messages of {conversations} conversation(s)" in imported.stdout
+    assert read(other, own, "city", user="ana").json()["content"] == "Lisbon"
 
 
 def test_expiry_is_carried_and_an_expired_entry_is_not_brought_back(

@@ -85,6 +85,15 @@ def test_a_file_that_is_not_an_export_is_refused_naming_the_line(written: list[s
     assert says in str(refused.value)
 
 
+def test_a_users_conversations_are_read_and_counted() -> None:
+    read = read_export(lines(MEMORY, entry(), {"type": "conversation", "agent": "support", "user": "ana", "key": "t1"},
+                             {"type": "message", "agent": "support", "user": "ana", "conversation": "t1", "seq": 1,
+                              "role": "user", "content": "Hi"}))
+    assert (len(read.entries), read.conversations, read.messages) == (1, 1, 1)
+    with pytest.raises(ExportFileError, match="line 3: a message line without 'seq'"):
+        read_export(lines(MEMORY, {"type": "message", "agent": "support", "conversation": "t1", "role": "user"}))
+
+
 def test_blank_lines_after_the_header_are_skipped() -> None:
     read = read_export(lines(MEMORY, "\n", entry(), "   \n"))
     assert [e.line for e in read.entries] == [4]

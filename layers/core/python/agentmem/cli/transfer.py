@@ -134,7 +134,9 @@ def import_(ctx: click.Context, file: str, dry_run: bool, as_json: bool) -> None
         report = client(ctx).import_entries(lines, dry_run=dry_run, progress=bar)
     if quiet:
         print_json({"dry_run": report.dry_run, "memories_created": report.memories_created,
-                    "counts": report.counts, "outcomes": report.outcomes})
+                    "counts": report.counts, "outcomes": report.outcomes,
+                    "left_out": {"conversations": report.conversations_left_out,
+                                 "messages": report.messages_left_out}})
     else:
         _print_report(report)
     if not report.ok:
@@ -154,6 +156,9 @@ def _print_report(report: EntryImportReport) -> None:
             click.echo(f"refused: {_where(outcome.memory, outcome.layer, outcome.name)}: {outcome.reason}", err=True)
         elif report.dry_run and outcome.action in verbs:
             click.echo(f"{verbs[outcome.action]}: {_where(outcome.memory, outcome.layer, outcome.name)}")
+    if report.conversations_left_out:
+        click.echo(f"left out: {report.messages_left_out} messages of {report.conversations_left_out} "
+                   f"conversation(s) (an import brings memories only)")
     counts = report.counts
     done = "would import" if report.dry_run else "imported"
     click.echo(f"{done}: {counts['created']} created, {counts['updated']} updated, {counts['unchanged']} unchanged, "

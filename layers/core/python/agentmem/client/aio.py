@@ -42,6 +42,7 @@ from .exports import (
     export_steps,
     import_steps,
     lines_of,
+    new_report,
     read_export,
     record,
     single_memory,
@@ -237,8 +238,8 @@ class AsyncClient:
     ) -> EntryImportReport:
         """``Client.import_entries``: an export imported, memories created when missing; idempotent."""
         export = read_export(lines_of(source))
-        return await _report(drive_async(import_steps(export, dry_run=dry_run), self.run), dry_run,
-                             len(export.entries), progress)
+        return await _report(drive_async(import_steps(export, dry_run=dry_run), self.run),
+                             new_report(export, dry_run), len(export.entries), progress)
 
     async def health(self) -> Health:
         return Health.from_dict(await self.request_json("GET", "/health", auth=False))
@@ -267,9 +268,8 @@ async def _export_lines(items: AsyncIterator[Any], progress: Callable[[Progress]
             yield item
 
 
-async def _report(items: AsyncIterator[Any], dry_run: bool, total: int,
+async def _report(items: AsyncIterator[Any], report: EntryImportReport, total: int,
                   progress: Callable[[Progress], None] | None) -> EntryImportReport:
-    report = EntryImportReport(dry_run=dry_run)
     async for item in items:
         record(report, item, total, progress)
     return report
@@ -379,7 +379,8 @@ class AsyncMemory(MemoryRequests):
         checked first)."""
         export = single_memory(read_export(lines_of(source)), self.name)
         steps = import_steps(export, dry_run=dry_run, into=self.name)
-        return await _report(drive_async(steps, self.client.run), dry_run, len(export.entries), progress)
+        return await _report(drive_async(steps, self.client.run), new_report(export, dry_run), len(export.entries),
+                             progress)
 
 
 # --- agents ---------------------------------------------------------------------------------------

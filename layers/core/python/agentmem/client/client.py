@@ -204,11 +204,11 @@ class Client:
     ) -> EntryImportReport:
         """Import an export (a path, or its lines): memories created when missing, entries saved layer by layer
         as ``Memory.import_entries`` does; idempotent; ``dry_run`` writes nothing."""
-        from .exports import collect_report, drive, import_steps, lines_of, read_export
+        from .exports import collect_report, drive, import_steps, lines_of, new_report, read_export
 
         export = read_export(lines_of(source))
-        return collect_report(drive(import_steps(export, dry_run=dry_run), self.run), dry_run, len(export.entries),
-                              progress)
+        return collect_report(drive(import_steps(export, dry_run=dry_run), self.run), new_report(export, dry_run),
+                              len(export.entries), progress)
 
     def health(self) -> Health:
         """The service's liveness (needs no API key)."""

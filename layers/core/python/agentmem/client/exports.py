@@ -30,6 +30,7 @@ from .errors import AgentmemError, Conflict, Forbidden, Invalid, NotFound, RateL
 from .memory import MemoryRequests
 from .models import Health, MemoryInfo, Page
 from .rules import Call, CursorWalk, Op, RetryPolicy, json_object, json_op, page_of
+from .transport import segment
 
 FORMAT = "agentmem-export"
 FORMAT_VERSION = 1
@@ -87,9 +88,13 @@ class EntryLine:
 
 @dataclass(frozen=True)
 class ExportFile:
+    """A checked export. Its conversations (a user's export holds them) are counted, not imported."""
+
     header: dict[str, Any]
     memories: list[MemoryLine]
     entries: list[EntryLine]
+    conversations: int = 0
+    messages: int = 0
 
 
 def _optional(record: dict[str, Any], key: str, kind: type | tuple[type, ...], line: int) -> Any:
@@ -101,7 +106,8 @@ def _optional(record: dict[str, Any], key: str, kind: type | tuple[type, ...], l
 
 def _required(record: dict[str, Any], key: str, kind: type | tuple[type, ...], line: int) -> Any:
     if key not in record or record[key] is None:
-        raise ExportFileError(line, f"an {record.get('type', 'entry')} line without {key!r}")
+        what = str(record.get("type", "entry"))
+        raise ExportFileError(line, f"{'an' if what[:1] in 'aeiou' else 'a'} {what} line without {key!r}")
     return _optional(record, key, kind, line)
 
 
@@ -122,6 +128,7 @@ def read_export(lines: Iterable[str]) -> ExportFile:
     memories: dict[str, MemoryLine] = {}
     entries: list[EntryLine] = []
     seen: set[tuple[str, str | None, str]] = set()
+    conversations = messages = 0
     for number, text in enumerate(lines, start=1):
         if not text.strip():
             if header is None:
@@ -152,11 +159,22 @@ def read_export(lines: Iterable[str]) -> ExportFile:
                 raise ExportFileError(number, f"entry {entry.name!r} appears twice in the same layer")
             seen.add(key)
             entries.append(entry)
+        elif kind == "conversation":
+            _required(record, "agent", str, number)
+            _required(record, "key", str, number)
+            conversations += 1
+        elif kind == "message":
+            _required(record, "agent", str, number)
+            _required(record, "conversation", str, number)
+            _required(record, "seq", int, number)
+            _required(record, "role", str, number)
+            messages += 1
         else:
-            raise ExportFileError(number, f"unknown record type {kind!r} (expected 'memory' or 'entry')")
+            raise ExportFileError(number, f"unknown record type {kind!r} (expected 'memory', 'entry', "
+                                          f"'conversation' or 'message')")
     if header is None:
         raise ExportFileError(1, "empty: an export starts with its header line")
-    return ExportFile(header, list(memories.values()), entries)
+    return ExportFile(header, list(memories.values()), entries, conversations, messages)
 
 
 def _entry_line(record: dict[str, Any], line: int) -> EntryLine:
@@ -195,6 +213,11 @@ def memory_line(name: str, owner: str | None) -> str:
 
 ENTRY_FIELDS = ("name", "description", "content", "content_hash", "category", "importance", "visibility", "version",
                 "expires_at", "created_at", "updated_at", "updated_by")
+
+
+MESSAGE_FIELDS = ("seq", "turn", "role", "content", "tool_name", "tool_call_id", "arguments", "result", "client_id",
+                  "created_at")
+MESSAGES_PAGE = 1000
 
 
 def entry_line(memory: str, layer: str | None, entry: dict[str, Any]) -> str:
@@ -264,8 +287,9 @@ def _is_checkpoint(entry: dict[str, Any]) -> bool:
 
 def export_steps(url: str, memories: Sequence[str] | None = None, user: str | None = None) -> Step:
     """The export's lines: of the named ``memories`` (every memory of the account when ``None``), each with all
-    its layers, or with ``user`` only that user's layers (and that user's own memories). Checkpoints stay with
-    their conversations; memories in the trash are not exported."""
+    its layers, or with ``user`` only that user's layers (and that user's own memories); a user's whole export
+    (``user`` without ``memories``) ends with their conversations, each with its journal's messages. Checkpoints
+    stay with their conversations; memories in the trash are not exported."""
     health: Health = yield _health_op()
     listed: list[dict[str, Any]] = yield from _walk(CursorWalk("/memories"))
     infos = [MemoryInfo.from_dict(item) for item in listed]
@@ -287,6 +311,12 @@ def export_steps(url: str, memories: Sequence[str] | None = None, user: str | No
             if not layers and info.user_id != user:
                 continue  # nothing of this user's in it
         plan.append((info, layers))
+    conversations: list[tuple[str, str]] = []
+    if user is not None and memories is None:  # all of a user's data holds their conversations too (SPEC §6.3)
+        for agent in (yield from _walk(CursorWalk("/agents", {"user": user}))):
+            path = f"/agents/{segment(str(agent['name']))}/conversations"
+            for conversation in (yield from _walk(CursorWalk(path, {"user": user}))):
+                conversations.append((str(agent["name"]), str(conversation["key"])))
     total = sum(held for _, layers in plan for _, held in layers)
     yield Progress(0, total)
     yield header_line({"url": url, "backend": health.backend, "version": health.version}, user, _now_iso())
@@ -303,6 +333,18 @@ def export_steps(url: str, memories: Sequence[str] | None = None, user: str | No
                     yield entry_line(info.name, layer, entry)
                     done += 1
             yield Progress(done, max(total, done))
+    for agent_name, key in conversations:
+        yield dump({"type": "conversation", "agent": agent_name, "user": user, "key": key})
+        path = f"/agents/{segment(agent_name)}/conversations/{segment(key)}/messages"
+        after: str | None = None
+        while True:
+            page = yield _page_op(Call("GET", path, {"user": user, "after": after, "limit": MESSAGES_PAGE}))
+            for message in page.items:
+                yield dump({"type": "message", "agent": agent_name, "user": user, "conversation": key,
+                            **{field: message.get(field) for field in MESSAGE_FIELDS}})
+            if page.next_cursor is None or page.next_cursor == after:
+                break
+            after = page.next_cursor
 
 
 # --- import -------------------------------------------------------------------------------------------------
@@ -329,9 +371,14 @@ class EntryImportOutcome:
 
 @dataclass
 class EntryImportReport:
+    """What an import did: the memories it created, each entry's outcome, and the conversations (and their
+    messages) of a user's export, which an import leaves out."""
+
     dry_run: bool = False
     memories_created: list[str] = field(default_factory=list)
     outcomes: list[EntryImportOutcome] = field(default_factory=list)
+    conversations_left_out: int = 0
+    messages_left_out: int = 0
 
     @property
     def counts(self) -> dict[str, int]:
@@ -522,10 +569,14 @@ def export_lines(items: Iterable[Any], progress: Callable[[Progress], None] | No
             yield item
 
 
-def collect_report(items: Iterable[Any], dry_run: bool, total: int,
+def new_report(export: ExportFile, dry_run: bool) -> EntryImportReport:
+    return EntryImportReport(dry_run=dry_run, conversations_left_out=export.conversations,
+                             messages_left_out=export.messages)
+
+
+def collect_report(items: Iterable[Any], report: EntryImportReport, total: int,
                    progress: Callable[[Progress], None] | None) -> EntryImportReport:
     """A driven import's outcomes gathered into its report (``progress`` told after each entry)."""
-    report = EntryImportReport(dry_run=dry_run)
     for item in items:
         record(report, item, total, progress)
     return report

@@ -348,8 +348,9 @@ class Memory(MemoryRequests):
         that differs is saved as the next version, an expired one is left out, and one the service refuses
         (screening, layer rules) is reported with its reason while the rest goes on. ``dry_run``: what would
         change, nothing written."""
-        from .exports import collect_report, drive, import_steps, lines_of, read_export, single_memory
+        from .exports import collect_report, drive, import_steps, lines_of, new_report, read_export, single_memory
 
         export = single_memory(read_export(lines_of(source)), self.name)
         steps = import_steps(export, dry_run=dry_run, into=self.name)
-        return collect_report(drive(steps, self.client.run), dry_run, len(export.entries), progress)
+        return collect_report(drive(steps, self.client.run), new_report(export, dry_run), len(export.entries),
+                              progress)
