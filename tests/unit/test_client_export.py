@@ -118,3 +118,15 @@ def test_a_file_of_many_memories_does_not_go_into_one_and_a_bad_file_writes_noth
     with pytest.raises(ExportFileError, match="line 3: not JSON"):
         sync.import_entries([*lines[:2], "{oops\n", *lines[2:]])
     assert target.entries() == []
+
+
+def test_exporting_a_memory_that_is_not_there_says_so_and_a_name_given_twice_is_exported_once(
+    clients: tuple[Client, AsyncClient],
+) -> None:
+    from agentmem.client import NotFound
+
+    sync, _ = clients
+    sync.memories.create("company").save("tone", "Warm.", description="How we write")
+    with pytest.raises(NotFound, match="no memory named 'nothing-here'"):
+        list(sync.export(memories=["company", "nothing-here"]))
+    assert sum('"type":"memory"' in line for line in sync.export(memories=["company", "company"])) == 1

@@ -295,11 +295,10 @@ def export_steps(url: str, memories: Sequence[str] | None = None, user: str | No
     infos = [MemoryInfo.from_dict(item) for item in listed]
     if memories is not None:
         by_name = {info.name: info for info in infos}
-        missing = [name for name in memories if name not in by_name]
-        if missing:  # a user's memory listed under another name, or none at all: one answer, the API's
-            info = yield MemoryOps(missing[0])._info_op()
+        for name in [name for name in memories if name not in by_name]:  # not listed: the API's answer (404)
+            info = yield MemoryOps(name)._info_op()
             by_name[info.name] = info
-        infos = [by_name[name] for name in memories]
+        infos = [by_name[name] for name in dict.fromkeys(memories)]
     plan: list[tuple[MemoryInfo, list[tuple[str | None, int]]]] = []
     for info in infos:
         if user is not None and info.user_id not in (None, user):
