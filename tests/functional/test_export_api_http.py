@@ -89,3 +89,15 @@ def test_a_bad_content_flag_is_refused(memory: tuple[Server, requests.Session, s
     answer = http.get(server.url(f"/v1/memories/{name}/entries"), params={"content": "maybe"})
     assert answer.status_code == 400, answer.text
     assert "content" in answer.text
+
+
+def test_the_answers_are_the_shapes_the_api_document_names(memory: tuple[Server, requests.Session, str]) -> None:
+    from jsonschema import Draft202012Validator
+
+    server, http, name = memory
+    document = http.get(server.url("/v1/openapi.json")).json()
+    for path, params in ((f"/v1/memories/{name}/layers", {}), (f"/v1/memories/{name}/entries", {"content": "true"})):
+        operation = document["paths"][path.replace(name, "{memory}")]["get"]
+        schema = operation["responses"]["200"]["content"]["application/json"]["schema"]
+        Draft202012Validator({**schema, "components": document["components"]}).validate(
+            http.get(server.url(path), params=params).json())
