@@ -141,6 +141,7 @@ ENDPOINTS: dict[str, tuple[str, str]] = {
     "memories.delete": ("DELETE", "/v1/memories/{m}"),
     "memories.restore": ("POST", "/v1/memories/{t}/restore"),
     "entries.list": ("GET", "/v1/memories/{m}/entries"),
+    "entries.layers": ("GET", "/v1/memories/{m}/layers"),
     "entries.get": ("GET", "/v1/memories/{m}/entries/note"),
     "entries.put": ("PUT", "/v1/memories/{m}/entries/note"),
     "entries.delete": ("DELETE", "/v1/memories/{m}/entries/note"),
@@ -225,8 +226,8 @@ for endpoint in ENDPOINTS:
 
 # --- a user key asking for another user or for account-only things --------------------------------
 
-for endpoint in ("memories.list", "memories.put", "memories.get", "entries.list", "entries.get", "entries.put",
-                 "entries.delete", "entries.history", "entries.search"):
+for endpoint in ("memories.list", "memories.put", "memories.get", "entries.list", "entries.layers", "entries.get",
+                 "entries.put", "entries.delete", "entries.history", "entries.search"):
     case = _valid(endpoint)
     add(f"{endpoint}-user-key-for-bob", _with(case, key=KEY_USER, params={**case.params, "user": "bob"},
                                               status=(403,), code="forbidden"))
@@ -251,7 +252,7 @@ BAD_NAMES = {
     "three-dots": "...",
 }
 for endpoint in ("memories.put", "memories.get", "memories.delete", "memories.restore", "entries.list",
-                 "entries.get", "entries.put", "entries.delete", "entries.history", "entries.search"):
+                 "entries.layers", "entries.get", "entries.put", "entries.delete", "entries.history", "entries.search"):
     case = _valid(endpoint)
     for name_id, bad in {**BAD_NAMES, "checkpoint": "context.x"}.items():
         path = case.path.replace("{m}", bad).replace("{t}", bad)
@@ -273,7 +274,8 @@ for endpoint in ("entries.get", "entries.delete", "entries.history"):
 BAD_USERS = {"empty": "", "space": "a b", "129-chars": "u" * 129, "slash": "a/b", "accented": "ü", "tab": "a\tb",
              "dot": ".", "dot-dot": ".."}
 for endpoint in ("memories.list", "memories.put", "memories.get", "memories.delete", "memories.restore",
-                 "entries.list", "entries.get", "entries.put", "entries.delete", "entries.history", "entries.search"):
+                 "entries.list", "entries.layers", "entries.get", "entries.put", "entries.delete", "entries.history",
+                 "entries.search"):
     case = _valid(endpoint)
     for user_id, bad in BAD_USERS.items():
         add(f"{endpoint}-user-{user_id}", _with(case, params={**case.params, "user": bad}, field="user"))
@@ -295,6 +297,7 @@ for q_id, q in {"empty": "", "blank": "   ", "1001-chars": "w" * 1001}.items():
 add("entries.search-q-missing", _with(_valid("entries.search"), params={}, field="q"))
 for since in ("garbage", "2026-13-01", "yesterday"):
     add(f"usage-since-{since}", _with(_valid("usage"), params={"since": since}, field="since"))
+add("entries.list-content-maybe", _with(_valid("entries.list"), params={"content": "maybe"}, field="content"))
 add("memories.list-trash-maybe", _with(_valid("memories.list"), params={"trash": "maybe"}, field="trash"))
 
 # --- bodies of the endpoints that take one ---------------------------------------------------------

@@ -65,7 +65,21 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         "properties": {**_ENTRY_FIELDS, **_CONTENT_FIELDS, "score": {"type": "number", "minimum": 0, "maximum": 1}},
     },
     "EntrySummary": {"type": "object", "required": _ENTRY_REQUIRED, "properties": _ENTRY_FIELDS},
-    "EntryPage": _page("EntrySummary"),
+    "EntryListed": {
+        "type": "object", "required": _ENTRY_REQUIRED,
+        "description": "An entry of a listing: with its content and content_hash only when asked (content=true)",
+        "properties": {**_ENTRY_FIELDS, **_CONTENT_FIELDS},
+    },
+    "EntryPage": _page("EntryListed"),
+    "Layer": {
+        "type": "object", "required": ["user", "entry_count"],
+        "properties": {
+            "user": {**_NULLABLE_STRING, "description": "The user whose layer it is; null: the account layer"},
+            "entry_count": {"type": "integer", "minimum": 1,
+                            "description": "The entries it holds (expired ones not yet removed counted in)"},
+        },
+    },
+    "LayerPage": _page("Layer"),
     "SearchPage": _page(
         "EntryHit",
         mode=_SEARCH_MODE, fallback=_SEARCH_FALLBACK,
@@ -222,6 +236,7 @@ TYPED: dict[tuple[str, str], dict[str, str]] = {
     ("put", _ENTRY): {"200": "EntrySaved", "201": "EntrySaved"},
     ("get", _ENTRY): {"200": "Entry"},
     ("get", "/v1/memories/{memory}/entries"): {"200": "EntryPage"},
+    ("get", "/v1/memories/{memory}/layers"): {"200": "LayerPage"},
     ("get", "/v1/memories/{memory}/search"): {"200": "SearchPage"},
     ("put", _FILE): {"200": "WorkspaceFile"},
     ("get", "/v1/agents/{agent}/conversations/{key}/workspace/files"): {"200": "WorkspaceFilePage"},

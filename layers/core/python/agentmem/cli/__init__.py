@@ -8,8 +8,8 @@ short line) by default and JSON with ``--json``. API errors print one line to st
 and exit 1; usage errors exit 2.
 
 One module per command group: ``serve``, ``emulated`` (``serve-emulated``), ``accounts``, ``keys``, ``memories``,
-``entries``, ``agents``, ``conversations``, ``workspace``, ``users``, ``mcp``, ``reindex``; ``output`` prints,
-``connection`` builds the SDK client.
+``entries``, ``agents``, ``conversations``, ``workspace``, ``users``, ``mcp``, ``reindex``, ``transfer`` (``export``
+and ``import``); ``output`` prints, ``connection`` builds the SDK client.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from .memories import memories
 from .output import render_table
 from .reindex import reindex
 from .serve import serve
+from .transfer import export, import_
 from .users import users
 from .workspace import workspace
 
@@ -128,7 +129,7 @@ def version() -> None:
 
 
 for _command in (version, serve, serve_emulated, accounts, keys, memories, entries, agents, conversations, workspace,
-                 users, mcp, reindex):
+                 users, mcp, reindex, export, import_):
     cli.add_command(_command)
 
 

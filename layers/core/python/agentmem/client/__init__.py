@@ -45,6 +45,7 @@ from .errors import (
     Unreachable,
     Unsupported,
 )
+from .exports import EntryImportOutcome, EntryImportReport, ExportFileError
 from .keys import Keys
 from .memory import Memories, Memory
 from .models import (
@@ -110,7 +111,10 @@ __all__ = [
     "ConversationInfo",
     "ConversationReceipt",
     "Entry",
+    "EntryImportOutcome",
+    "EntryImportReport",
     "ErasureReceipt",
+    "ExportFileError",
     "Forbidden",
     "Health",
     "HistoryItem",

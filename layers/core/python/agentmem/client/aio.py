@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from datetime import datetime
+from os import PathLike
 from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar, Unpack
 
 from .agent import AgentRequests
@@ -34,6 +35,18 @@ from .agent_settings import AgentSettings, settings_body
 from .client import DEFAULT_URL, ENV_URL
 from .conversation import ConversationRequests, MessageLike, append_bodies, appended
 from .errors import AgentmemError, Conflict, NotFound, Unreachable, error_from_response
+from .exports import (
+    EntryImportReport,
+    Progress,
+    drive_async,
+    export_steps,
+    import_steps,
+    lines_of,
+    new_report,
+    read_export,
+    record,
+    single_memory,
+)
 from .memory import MemoryRequests
 from .models import (
     AgentInfo,
@@ -211,6 +224,23 @@ class AsyncClient:
     def agents(self) -> AsyncAgents:
         return AsyncAgents(self)
 
+    def export(
+        self, *, memories: Sequence[str] | None = None, user: str | None = None,
+        progress: Callable[[Progress], None] | None = None,
+    ) -> AsyncIterator[str]:
+        """``Client.export``: the account's memories (or ``memories``; or ``user``'s data only) as an export's
+        lines, an async iterator."""
+        return _export_lines(drive_async(export_steps(self.url, memories, user), self.run), progress)
+
+    async def import_entries(
+        self, source: Iterable[str] | str | PathLike[str], *, dry_run: bool = False,
+        progress: Callable[[Progress], None] | None = None,
+    ) -> EntryImportReport:
+        """``Client.import_entries``: an export imported, memories created when missing; idempotent."""
+        export = read_export(lines_of(source))
+        return await _report(drive_async(import_steps(export, dry_run=dry_run), self.run),
+                             new_report(export, dry_run), len(export.entries), progress)
+
     async def health(self) -> Health:
         return Health.from_dict(await self.request_json("GET", "/health", auth=False))
 
@@ -226,6 +256,23 @@ class AsyncClient:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+
+async def _export_lines(items: AsyncIterator[Any], progress: Callable[[Progress], None] | None
+                        ) -> AsyncIterator[str]:
+    async for item in items:
+        if isinstance(item, Progress):
+            if progress is not None:
+                progress(item)
+        else:
+            yield item
+
+
+async def _report(items: AsyncIterator[Any], report: EntryImportReport, total: int,
+                  progress: Callable[[Progress], None] | None) -> EntryImportReport:
+    async for item in items:
+        record(report, item, total, progress)
+    return report
 
 
 async def _collect(items: AsyncIterator[T]) -> list[T]:
@@ -317,6 +364,23 @@ class AsyncMemory(MemoryRequests):
         return await _collect(self.client.iterate(path, HistoryItem.from_dict, self._layer(user)))
 
     list = entries  # as ``memory.list()`` on a sync handle: the layer's entries
+
+    def export(self, *, user: str | None = None, progress: Callable[[Progress], None] | None = None
+               ) -> AsyncIterator[str]:
+        """``Memory.export``: the memory as an export's lines, an async iterator."""
+        return _export_lines(drive_async(export_steps(self.client.url, [self.name], user), self.client.run),
+                             progress)
+
+    async def import_entries(
+        self, source: Iterable[str] | str | PathLike[str], *, dry_run: bool = False,
+        progress: Callable[[Progress], None] | None = None,
+    ) -> EntryImportReport:
+        """``Memory.import_entries``: an export of one memory imported into this one (the file is read whole and
+        checked first)."""
+        export = single_memory(read_export(lines_of(source)), self.name)
+        steps = import_steps(export, dry_run=dry_run, into=self.name)
+        return await _report(drive_async(steps, self.client.run), new_report(export, dry_run), len(export.entries),
+                             progress)
 
 
 # --- agents ---------------------------------------------------------------------------------------

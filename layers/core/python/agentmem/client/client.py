@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import date, datetime
+from os import PathLike
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from .models import ErasureReceipt, Health, Page, UsageRecord
@@ -34,6 +35,7 @@ from .transport import HttpTransport, Transport, TransportResponse, segment
 
 if TYPE_CHECKING:
     from .agent import Agent, Agents
+    from .exports import EntryImportReport, Progress
     from .keys import Keys
     from .memory import Memories, Memory
 
@@ -184,6 +186,29 @@ class Client:
         their conversations' journals, checkpoints, workspaces and index documents, and their API keys.
         Returns what went, counted by kind."""
         return ErasureReceipt.from_dict(self.request_json("DELETE", f"/users/{segment(user)}"))
+
+    def export(
+        self, *, memories: Sequence[str] | None = None, user: str | None = None,
+        progress: Callable[[Progress], None] | None = None,
+    ) -> Iterator[str]:
+        """The account's memories as an export's lines (JSON Lines, a header first): every memory and every layer
+        (or only ``memories``); with ``user``, only that user's data (their layer of each memory, their own
+        memories) — the answer to a user's data request. Memories in the trash and conversations are left out."""
+        from .exports import drive, export_lines, export_steps
+
+        return export_lines(drive(export_steps(self.url, memories, user), self.run), progress)
+
+    def import_entries(
+        self, source: Iterable[str] | str | PathLike[str], *, dry_run: bool = False,
+        progress: Callable[[Progress], None] | None = None,
+    ) -> EntryImportReport:
+        """Import an export (a path, or its lines): memories created when missing, entries saved layer by layer
+        as ``Memory.import_entries`` does; idempotent; ``dry_run`` writes nothing."""
+        from .exports import collect_report, drive, import_steps, lines_of, new_report, read_export
+
+        export = read_export(lines_of(source))
+        return collect_report(drive(import_steps(export, dry_run=dry_run), self.run), new_report(export, dry_run),
+                              len(export.entries), progress)
 
     def health(self) -> Health:
         """The service's liveness (needs no API key)."""

@@ -14,7 +14,8 @@ instance lists that memory's entries (``entries()`` is the same).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
+from os import PathLike
 from typing import TYPE_CHECKING, Any, Protocol, overload
 
 from .client import default_client
@@ -24,6 +25,7 @@ from .transport import TransportResponse, segment
 
 if TYPE_CHECKING:
     from .client import Client
+    from .exports import EntryImportReport, Progress
     from .rules import ParamValue
 
 EntryList = list[Entry]
@@ -321,3 +323,34 @@ class Memory(MemoryRequests):
         """The entry's changes, newest first, as kept (30 days)."""
         path = self._entry_path(name) + "/history"
         return [*self.client.iterate(path, HistoryItem.from_dict, self._layer(user))]
+
+    # --- export and import --------------------------------------------------------------
+
+    def export(self, *, user: str | None = None, progress: Callable[[Progress], None] | None = None) -> Iterator[str]:
+        """The memory as an export's lines (JSON Lines, a header first): every layer with an account key, or with
+        ``user`` that user's layer only; each entry's current content, metadata, version and expiry.
+
+            with open("company.jsonl", "w") as file:
+                file.writelines(company.export())
+        """
+        from .exports import drive, export_lines, export_steps
+
+        return export_lines(drive(export_steps(self.client.url, [self.name], user), self.client.run), progress)
+
+    def import_entries(
+        self, source: Iterable[str] | str | PathLike[str], *, dry_run: bool = False,
+        progress: Callable[[Progress], None] | None = None,
+    ) -> EntryImportReport:
+        """Import an export of one memory (a path, or its lines) into this memory, layer by layer; idempotent.
+
+        The whole file is checked first (``ExportFileError`` names the bad line; nothing is written). Each entry
+        goes through the ordinary save: one whose content and metadata are already there is ``unchanged``, one
+        that differs is saved as the next version, an expired one is left out, and one the service refuses
+        (screening, layer rules) is reported with its reason while the rest goes on. ``dry_run``: what would
+        change, nothing written."""
+        from .exports import collect_report, drive, import_steps, lines_of, new_report, read_export, single_memory
+
+        export = single_memory(read_export(lines_of(source)), self.name)
+        steps = import_steps(export, dry_run=dry_run, into=self.name)
+        return collect_report(drive(steps, self.client.run), new_report(export, dry_run), len(export.entries),
+                              progress)

@@ -93,6 +93,12 @@ class EntryStore(ABC):
         """One layer's live entries without content, newest ``updated_at`` first."""
 
     @abstractmethod
+    def layers(self, account_id: str, memory: str) -> list[tuple[str | None, int]]:
+        """The memory's layers that hold entries: ``(user_id or None for the account layer, entries held)``, the
+        account layer first, then by user id. The count is what the layer's counter holds (checkpoints left out,
+        expired entries not yet removed counted in); a layer whose entries are all gone is left out."""
+
+    @abstractmethod
     def history(self, layer: Layer, name: str, now: str, *, limit: int | None = None) -> list[HistoryItem]:
         """The entry's kept history (``keep_until`` after ``now``), newest first, expired or not:
         the service decides what an expiry hides. With ``limit``, only the newest ``limit`` (and no more read

@@ -237,11 +237,28 @@ class EntryService:
 
     def list_entries(
         self, principal: Principal, memory: str, *, user: str | None = None, limit: int | None = None,
-        cursor: str | None = None,
+        cursor: str | None = None, content: bool = False,
     ) -> Page:
+        """One page of a layer, newest first; with ``content``, each entry read whole (an export's walk): one
+        batch of reads for the page, and an entry deleted or expired since the listing is left out."""
         size = check_limit(limit, default=LIST_LIMIT_DEFAULT, maximum=LIST_LIMIT_MAX)
         now = iso(self.clock())
-        return self.store.list_layer(self._layer(principal, memory, user, now), now, limit=size, cursor=cursor)
+        layer = self._layer(principal, memory, user, now)
+        page = self.store.list_layer(layer, now, limit=size, cursor=cursor)
+        if not content or not page.items:
+            return page
+        whole = self.store.get_many([(layer, entry.name) for entry in page.items], now)
+        return Page([whole[(layer, e.name)] for e in page.items if (layer, e.name) in whole], page.next_cursor)
+
+    def layers(self, principal: Principal, memory: str, *, user: str | None = None) -> list[tuple[str | None, int]]:
+        """The memory's layers that hold entries, as ``(user or None, entries held)``: every layer for an account
+        key without ``user``; else the account layer and that user's only (a user key: its own user's)."""
+        acting = acting_user(principal, user)
+        record = self.memories.get(principal, memory, acting, counts=False)
+        found = self.store.layers(principal.account_id, record.name)
+        if principal.kind == "account" and acting is None:
+            return found
+        return [layer for layer in found if layer[0] is None or layer[0] == acting]
 
     def delete(
         self, principal: Principal, memory: str, name: str, *, user: str | None = None, version: int | None = None,

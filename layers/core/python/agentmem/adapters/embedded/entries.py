@@ -19,7 +19,7 @@ from typing import Any, cast
 
 from ...domain.cursor import decode_cursor, encode_cursor
 from ...domain.errors import InvalidError, LayerFullError, NotFoundError, VersionConflictError
-from ...domain.models import Entry, EntryDraft, HistoryItem, Layer, Page
+from ...domain.models import ACCOUNT_LAYER, Entry, EntryDraft, HistoryItem, Layer, Page
 from ...domain.rules import DEFAULT_CATEGORY, DEFAULT_IMPORTANCE
 from ...domain.search import FIELD_WEIGHTS
 from ...ports.entries import EntryStore
@@ -323,6 +323,13 @@ class SqliteEntryStore(EntryStore):
             key = (row[15], *_place(row))  # (account_id is the column after the entry's)
             found[wanted[key]] = _row_to_entry(row, with_content=True)
         return found
+
+    def layers(self, account_id: str, memory: str) -> list[tuple[str | None, int]]:
+        rows = self.db.connection().execute(
+            "SELECT layer_user, entries FROM layer_entry_counts WHERE account_id=? AND memory=? AND entries > 0 "
+            "ORDER BY layer_user", (account_id, memory),
+        ).fetchall()
+        return [(None if row[0] == ACCOUNT_LAYER else str(row[0]), int(row[1])) for row in rows]
 
     def list_layer(self, layer: Layer, now: str, *, limit: int, cursor: str | None) -> Page:
         params: list[Any] = [layer.account_id, layer.memory, layer.user_key, now]

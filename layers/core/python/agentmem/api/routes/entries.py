@@ -23,11 +23,25 @@ Limit = Annotated[int | None, Query(description="Page size, at most 100")]
 @router.get("/v1/memories/<memory>/entries", summary="One layer's entries, newest first, without content",
             tags=["entries"], operation_id="list_entries")
 def list_entries(
-    memory: str, user: User = None, limit: Limit = None, cursor: Annotated[str | None, Query()] = None
+    memory: str, user: User = None, limit: Limit = None, cursor: Annotated[str | None, Query()] = None,
+    content: Annotated[bool, Query(description="Each entry with its content and content_hash (an export's walk)")]
+    = False,
 ) -> dict[str, Any]:
     container, principal = call(router, "entries.list")
-    result = container.entries.list_entries(principal, memory, user=user, limit=limit, cursor=cursor)
-    return page([entry_json(e, content=False) for e in result.items], result.next_cursor)
+    result = container.entries.list_entries(principal, memory, user=user, limit=limit, cursor=cursor, content=content)
+    return page([entry_json(e, content=content) for e in result.items], result.next_cursor)
+
+
+@router.get("/v1/memories/<memory>/layers", summary="The memory's layers that hold entries, with their counts",
+            tags=["entries"], operation_id="list_layers")
+def list_layers(
+    memory: str,
+    user: Annotated[str | None, Query(description="Only the account layer and this user's (a user key implies it)")]
+    = None,
+) -> dict[str, Any]:
+    container, principal = call(router, "entries.layers")
+    return page([{"user": layer_user, "entry_count": held}
+                 for layer_user, held in container.entries.layers(principal, memory, user=user)])
 
 
 @router.get("/v1/memories/<memory>/entries/<name>", summary="Read an entry (or an old version)", tags=["entries"],

@@ -410,6 +410,18 @@ class DynamoEntryStore(EntryStore):
                 found[by_key[key]] = to_entry(row, with_content=True)
         return found
 
+    def layers(self, account_id: str, memory: str) -> list[tuple[str | None, int]]:
+        """The memory partition's counters (one consistent query): a counter records that its layer exists."""
+        found: list[tuple[str | None, int]] = []
+        for row in self.models.counter.query(
+            layout.memory_pk(account_id, memory), self.models.counter.sk.startswith(layout.COUNTER_PREFIX),
+            consistent_read=True,
+        ):
+            held = int(row.entries or 0)
+            if held > 0:
+                found.append((layout.user_of_suffix(row.sk[len(layout.COUNTER_PREFIX):]), held))
+        return sorted(found, key=lambda layer: (layer[0] is not None, layer[0] or ""))
+
     def list_layer(self, layer: Layer, now: str, *, limit: int, cursor: str | None) -> Page:
         after = None
         if cursor:
