@@ -525,7 +525,6 @@ pages.erase = async () => {
   render("Erase a user", h("p", { class: "muted" }, "Removes a user's agents, memories, layers, conversations, workspace files and keys (account key only)."), form, out);
 };
 
-route();
 
 // ---------- conversations: journal, tool calls, checkpoint, next context, compact; workspace files ----------
 pages.conversations = async (parts, query) => {
@@ -739,10 +738,14 @@ async function conversationPage(agentName, key, user) {
       drop);
   }
 
+  // every part is filled before the page shows: nothing below a part moves when its data comes
+  await Promise.all([loadJournal(), loadCheckpoint(), loadContext(), loadFiles()]);
   render(`Conversation ${key}`,
     h("p", {}, h("a", { href: link(["conversations", agentName], { user }) }, `← ${agentName}'s conversations`),
       " · own memory ", h("a", { href: link(["memories", agent.data.own_memory], { user }) }, agent.data.own_memory)),
     info, h("div", { class: "row" }, compactBtn), compactStatus,
     checkpointBox, contextBox, h("h2", {}, "Journal"), journal, more, filesBox);
-  await Promise.all([loadJournal(), loadCheckpoint(), loadContext(), loadFiles()]);
 }
+
+// every page is registered: the first one can be routed (a reload of any address opens its page)
+route();
