@@ -234,7 +234,10 @@ def test_agent_settings_show_the_apis_validation_next_to_the_field(page: Any, co
         "instructions": "Answer billing questions.", "memories": [{"name": memory}]}).status_code == 201
     sign_in(page, console)
     page.get_by_role("link", name="Agents", exact=True).click()
-    page.get_by_role("link", name=agent).click()
+    # the memories list links the agent's own memory (agent:<name>): the agents list must be there first
+    page.get_by_role("heading", name="Agents", exact=True).wait_for()
+    page.get_by_role("link", name=agent, exact=True).click()
+    page.get_by_role("heading", name=f"Agent {agent}").wait_for()  # the list's New agent form has the field too
     page.get_by_label("Window (messages, 1–20; empty: default)").fill("21")
     page.get_by_role("button", name="Save settings").click()
     page.get_by_text("window_messages 21 is above the platform's 20").wait_for()
