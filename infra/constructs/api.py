@@ -282,7 +282,7 @@ class AgentmemApi(Construct):
                 "uses the API-key Lambda authorizer instead of a Cognito user pool.",
             )
         console = root.add_resource(CONSOLE_PATHS[0].strip("/"))
-        public = [(f"/v1/{path}", v1.add_resource(path)) for path in PUBLIC_PATHS]
+        public: list[tuple[str, apigw.IResource]] = [(f"/v1/{path}", v1.add_resource(path)) for path in PUBLIC_PATHS]
         public += [(CONSOLE_PATHS[0], console), (CONSOLE_PATHS[1], console.add_resource("{proxy+}")), (ROOT_PATH, root)]
         for path, resource in public:
             method = resource.add_method("ANY", integration, authorization_type=apigw.AuthorizationType.NONE)

@@ -68,7 +68,7 @@ def _s3_origin(bucket: str, region: str | None, endpoint_override: str | None) -
 
     presigner = S3BlobStore(bucket, boto3_session=boto3.Session(region_name=region)).presigner  # no call is made
     endpoint = urlsplit(presigner.meta.endpoint_url)
-    virtual = (presigner.meta.config.s3 or {}).get("addressing_style") == "virtual"
+    virtual = (getattr(presigner.meta.config, "s3", None) or {}).get("addressing_style") == "virtual"
     return f"{endpoint.scheme}://{bucket + '.' if virtual else ''}{endpoint.netloc}"
 
 
