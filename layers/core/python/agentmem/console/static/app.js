@@ -96,6 +96,13 @@ async function api(method, path, { body, query, headers = {}, key } = {}) {
   return { data, etag: res.headers.get("ETag"), status: res.status };
 }
 const seg = (s) => encodeURIComponent(s);
+// an upload link of this server (/v1/links/…, the embedded backend's) goes to the page's own origin, whatever
+// host name it was made with (localhost or 127.0.0.1: the policy lets the page reach its own origin only);
+// any other link (S3's, on AWS) as it is
+function uploadTarget(url) {
+  const target = new URL(url, API_BASE), own = new URL("v1/links/", API_BASE);
+  return target.pathname.startsWith(own.pathname) ? own.origin + target.pathname + target.search : target.href;
+}
 
 // ---------- routing ----------
 function parseHash() {
@@ -768,7 +775,7 @@ async function conversationPage(agentName, key, user) {
       for (const f of files) {
         try {
           const { data: linkData } = await api("POST", `${base}/workspace/links`, { query: { user }, body: { path: f.name, method: "PUT", size_bytes: f.size } });
-          const res = await fetch(linkData.url, { method: "PUT", body: f, credentials: "omit" });
+          const res = await fetch(uploadTarget(linkData.url), { method: "PUT", body: f, credentials: "omit" });
           if (!res.ok) { const t = await res.text(); throw new Error(`upload of ${f.name} refused: ${t}`); }
         } catch (e) { say(box, e.message); return; }
       }
