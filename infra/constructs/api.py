@@ -4,8 +4,8 @@ Every path goes to the API function except ``/v1/mcp``, which goes to the MCP fu
 handler code (``agentmem.api.app.lambda_handler`` serves every route), with a third layer holding the
 MCP SDK and what it brings (cryptography, starlette, uvicorn, ...). The API function never imports
 them, so they stay out of its layer (under 60 MB) and off its cold start.
-``/v1/health``, ``/v1/openapi.json``, ``/v1/docs`` and the console's files (``/console``, ``/console/*``,
-which hold no data) are routed without the authorizer; everything
+``/v1/health``, ``/v1/openapi.json``, ``/v1/docs``, the console's files (``/console``, ``/console/*``,
+which hold no data) and ``/`` (a redirect to the console) are routed without the authorizer; everything
 else, ``/v1/mcp`` included, passes it first, and the function trusts the principal it puts in the
 request context.
 
@@ -53,6 +53,8 @@ from .rate_limit_waf import RateLimitWaf
 PUBLIC_PATHS = ("health", "openapi.json", "docs")  # under /v1; agentmem.api.app.PUBLIC_PATHS
 # the console's page and files (agentmem.console): public like the docs; the page then calls /v1 with a key
 CONSOLE_PATHS = ("/console", "/console/{proxy+}")
+# the root: a redirect to the console, as `agentmem serve` answers it (agentmem.api.app.root)
+ROOT_PATH = "/"
 MCP_PATH = "mcp"  # under /v1: agentmem.api.routes.mcp, served by the MCP function
 # Every body passes through as bytes (base64 to the function, which decodes JSON itself): a workspace file
 # of any type (text/csv with Latin-1 bytes, curl's default form type) arrives byte for byte, and a file read
@@ -264,7 +266,6 @@ class AgentmemApi(Construct):
             return resource.add_method("ANY", target, authorizer=self.authorizer, api_key_required=True)
 
         protected = [
-            keyed(root),
             keyed(root.add_resource("{proxy+}")),
             keyed(v1),
             # a sibling of the public resources: API Gateway does not fall back from /v1/* to /{proxy+}
@@ -281,14 +282,15 @@ class AgentmemApi(Construct):
                 "uses the API-key Lambda authorizer instead of a Cognito user pool.",
             )
         console = root.add_resource(CONSOLE_PATHS[0].strip("/"))
-        public = [(f"/v1/{path}", v1.add_resource(path)) for path in PUBLIC_PATHS]
-        public += [(CONSOLE_PATHS[0], console), (CONSOLE_PATHS[1], console.add_resource("{proxy+}"))]
+        public: list[tuple[str, apigw.IResource]] = [(f"/v1/{path}", v1.add_resource(path)) for path in PUBLIC_PATHS]
+        public += [(CONSOLE_PATHS[0], console), (CONSOLE_PATHS[1], console.add_resource("{proxy+}")), (ROOT_PATH, root)]
         for path, resource in public:
             method = resource.add_method("ANY", integration, authorization_type=apigw.AuthorizationType.NONE)
             acknowledge(
                 method, "AwsSolutions-APIG4",
-                f"{path} is public by contract (SPEC §10: liveness, the API's own documentation and the console's "
-                "files need no key); the function answers 405 for any method it does not serve there.",
+                f"{path} is public by contract (SPEC §10: liveness, the API's own documentation, the console's "
+                "files and the root's redirect to it need no key); the function answers 405 for any method it does "
+                "not serve there.",
             )
             acknowledge(
                 method, "AwsSolutions-COG4",

@@ -5,7 +5,7 @@ Everything here is retained when the stack is deleted (see docs/deploying.md, "T
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Aws, Duration, RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
@@ -29,6 +29,10 @@ _PROJECTIONS = {
 ABORT_INCOMPLETE_UPLOADS = s3.LifecycleRule(
     id="abort-incomplete-uploads", abort_incomplete_multipart_upload_after=Duration.days(1)
 )
+# the API's origin (the console's): https://<api id>.execute-api.<region>.amazonaws.com
+CONSOLE_ORIGIN = f"https://*.execute-api.{Aws.REGION}.{Aws.URL_SUFFIX}"
+# what the console's fetch(PUT, file) sends that CORS asks about: the file's type (Content-Length is the browser's)
+CONSOLE_UPLOAD_HEADERS = ("content-type",)
 _TYPES = {"S": dynamodb.AttributeType.STRING, "N": dynamodb.AttributeType.NUMBER}
 
 
@@ -112,7 +116,20 @@ class Storage(Construct):
                     allowed_headers=["*"],
                     exposed_headers=["ETag"],
                     max_age=3600,
-                )
+                ),
+                # the console (served by the API at /console) uploads a dropped file with a PUT to an upload link:
+                # whatever workspaceCorsOrigins says, its origin may. That origin is the REST API's, whose id the
+                # stateless stack makes after this one: any REST API's of the region is as close as this stack can
+                # name it. CORS guards nothing here (an upload link is its own credential, good for one path and
+                # size); it lets a browser send what the link allows.
+                s3.CorsRule(
+                    id="console-uploads",
+                    allowed_methods=[s3.HttpMethods.PUT, s3.HttpMethods.POST],
+                    allowed_origins=[CONSOLE_ORIGIN],
+                    allowed_headers=list(CONSOLE_UPLOAD_HEADERS),
+                    exposed_headers=["ETag"],
+                    max_age=3600,
+                ),
             ],
             lifecycle_rules=[
                 ABORT_INCOMPLETE_UPLOADS,

@@ -234,7 +234,10 @@ def test_agent_settings_show_the_apis_validation_next_to_the_field(page: Any, co
         "instructions": "Answer billing questions.", "memories": [{"name": memory}]}).status_code == 201
     sign_in(page, console)
     page.get_by_role("link", name="Agents", exact=True).click()
-    page.get_by_role("link", name=agent).click()
+    # the memories list links the agent's own memory (agent:<name>): the agents list must be there first
+    page.get_by_role("heading", name="Agents", exact=True).wait_for()
+    page.get_by_role("link", name=agent, exact=True).click()
+    page.get_by_role("heading", name=f"Agent {agent}").wait_for()  # the list's New agent form has the field too
     page.get_by_label("Window (messages, 1–20; empty: default)").fill("21")
     page.get_by_role("button", name="Save settings").click()
     page.get_by_text("window_messages 21 is above the platform's 20").wait_for()
@@ -383,6 +386,25 @@ def test_a_file_dropped_into_the_workspace_downloads_byte_identical_and_is_delet
     page.get_by_text("No files.").wait_for()
     listed = console.api("GET", f"/v1/agents/{agent}/conversations/{key}/workspace/files", params={"user": user})
     assert listed.json()["items"] == []
+
+
+def test_a_page_opened_by_another_name_of_the_server_still_uploads(page: Any, console: Console) -> None:
+    # Given the console opened at localhost while the server makes its links for 127.0.0.1
+    agent, user, key = f"files-{uuid.uuid4().hex[:6]}", "ana", "ticket-10"
+    assert console.api("PUT", f"/v1/agents/{agent}", json={"instructions": "Files."}).status_code == 201
+    conversation(console, agent, user, key, turns=1)
+    local = Console(console.base_url.replace("127.0.0.1", "localhost"), console.key)
+    assert "127.0.0.1" in console.base_url and "localhost" in local.base_url
+    sign_in(page, local)
+    page.goto(local.base_url + f"/console#/conversations/{agent}/{key}?user={user}")
+    page.get_by_role("heading", name="Workspace files").wait_for()
+    # When a file is chosen
+    page.get_by_label("Files to upload").set_input_files(
+        {"name": "note.txt", "mimeType": "text/plain", "buffer": b"paper invoices"})
+    # Then it is uploaded through the link, on the page's own origin
+    page.get_by_text("Uploaded note.txt.").wait_for()
+    read = console.api("GET", f"/v1/agents/{agent}/conversations/{key}/workspace/files/note.txt", params={"user": user})
+    assert read.content == b"paper invoices"
 
 
 def test_a_user_key_sees_only_its_users_layer(page: Any, console: Console) -> None:

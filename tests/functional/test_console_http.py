@@ -4,6 +4,7 @@ recorded as ``updated_by: "console"`` (SPEC §2.1)."""
 from __future__ import annotations
 
 import uuid
+from urllib.parse import urlsplit
 
 import requests
 from functional_support import Server, auth
@@ -37,10 +38,33 @@ def test_anything_else_under_console_is_a_404_not_a_file_of_the_disk(server: Ser
         assert answer.json()["error"]["code"] in ("not_found", "invalid")
 
 
-def test_the_root_leads_to_the_console(server: Server) -> None:
-    answer = requests.get(server.url("/"), allow_redirects=False, timeout=10)
-    assert answer.status_code == 302
-    assert requests.get(server.url("/"), timeout=10).url == server.url("/console")
+def test_the_root_leads_to_the_console_without_a_key_on_either_backend(target: Server) -> None:
+    answer = requests.get(target.url("/"), allow_redirects=False, timeout=10)
+    assert answer.status_code == 302 and answer.headers["Location"] == "/console"
+    assert requests.get(target.url("/"), timeout=10).url == target.url("/console")
+
+
+def test_the_page_may_reach_where_its_upload_links_point_on_either_backend(target: Server) -> None:
+    # Given an upload link the API makes for a conversation's workspace
+    key = auth(target.key)
+    agent = f"console-{uuid.uuid4().hex[:8]}"
+    made = requests.put(target.url(f"/v1/agents/{agent}"), headers=key, json={"instructions": "Files."}, timeout=10)
+    assert made.status_code == 201, made.text
+    posted = requests.post(target.url(f"/v1/agents/{agent}/conversations/c1/messages"), headers=key,
+                           json={"messages": [{"role": "user", "content": "Here is the file."}]}, timeout=10)
+    assert posted.status_code in (200, 201), posted.text
+    link = requests.post(target.url(f"/v1/agents/{agent}/conversations/c1/workspace/links"), headers=key,
+                         json={"path": "a.txt", "method": "PUT", "size_bytes": 3}, timeout=10)
+    assert link.status_code == 201, link.text
+    url = urlsplit(link.json()["url"])
+    # Then the console's policy lets the page send to that origin: the bucket's endpoint on AWS (moto's here);
+    # on the embedded backend the server's own /v1/links, the page's own origin
+    policy = requests.get(target.url("/console"), timeout=10).headers["Content-Security-Policy"]
+    connect = next(part.strip() for part in policy.split(";") if part.strip().startswith("connect-src"))
+    if target.backend == "aws":
+        assert connect == f"connect-src 'self' {url.scheme}://{url.netloc}"
+    else:
+        assert connect == "connect-src 'self'" and url.path.startswith("/v1/links/")
 
 
 def test_the_console_is_not_part_of_the_api_document(server: Server) -> None:

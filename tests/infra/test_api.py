@@ -10,11 +10,11 @@ from agentmem.settings import Settings
 from aws_cdk.assertions import Match
 
 from infra.config import DeploymentConfig
-from infra.constructs.api import BINARY_MEDIA_TYPES, CONSOLE_PATHS, MCP_PATH, PUBLIC_PATHS
+from infra.constructs.api import BINARY_MEDIA_TYPES, CONSOLE_PATHS, MCP_PATH, PUBLIC_PATHS, ROOT_PATH
 
 MCP = f"/v1/{MCP_PATH}"
-# the paths API Gateway routes without the authorizer: the docs, liveness and the console's files
-PUBLIC = {*(f"/v1/{p}" for p in PUBLIC_PATHS), *CONSOLE_PATHS}
+# the paths API Gateway routes without the authorizer: the docs, liveness, the console's files and the root
+PUBLIC = {*(f"/v1/{p}" for p in PUBLIC_PATHS), *CONSOLE_PATHS, ROOT_PATH}
 
 
 def _paths(synthesis: Any) -> dict[str, str]:
@@ -89,6 +89,17 @@ def test_public_paths_skip_the_authorizer_and_the_rest_require_it(synthesis: Any
         else:
             assert method["AuthorizationType"] == "CUSTOM", path
             assert method["AuthorizerId"] == {"Ref": authorizer_id}, path
+
+
+def test_the_root_reaches_the_function_without_a_key_like_the_local_server(synthesis: Any) -> None:
+    # Given the root of the API (the stage's address), Then API Gateway asks no key of it: the function answers
+    # it with its redirect to the console, as `agentmem serve` does (a 401 before)
+    root = _methods(synthesis)["/"]
+    assert root["AuthorizationType"] == "NONE" and "AuthorizerId" not in root
+    assert not root.get("ApiKeyRequired", False)
+    assert "ApiFunction" in json.dumps(root["Integration"]["Uri"])
+    # And every other path outside /v1 and /console still needs one
+    assert _methods(synthesis)["/{proxy+}"]["AuthorizationType"] == "CUSTOM"
 
 
 def test_authorizer_reads_the_bearer_header_with_the_authorizer_function_and_caches(stateless: Any) -> None:

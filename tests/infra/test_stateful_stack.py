@@ -110,10 +110,46 @@ def test_data_buckets_are_versioned_log_their_access_and_clean_up(synthesis: Any
 
 def test_workspace_bucket_accepts_presigned_browser_uploads(stateful: Any) -> None:
     stateful.has_resource_properties("AWS::S3::Bucket", {
-        "CorsConfiguration": {"CorsRules": [Match.object_like({
+        "CorsConfiguration": {"CorsRules": Match.array_with([Match.object_like({
             "AllowedMethods": Match.array_with(["GET", "PUT"]),
-        })]},
+        })])},
     })
+
+
+def test_the_console_may_upload_to_the_workspace_bucket_from_the_apis_origin(synthesis: Any) -> None:
+    # Given the workspace bucket (the one bucket with CORS)
+    (bucket,) = [b for b in synthesis.resources("Stateful", "AWS::S3::Bucket").values()
+                 if "CorsConfiguration" in b["Properties"]]
+    rules = {rule.get("Id"): rule for rule in bucket["Properties"]["CorsConfiguration"]["CorsRules"]}
+    # Then a rule of its own lets the console's page, on the REST API's origin in the stack's region, PUT (or
+    # POST) a file with its type to an upload link, and read the ETag S3 answers
+    console = rules["console-uploads"]
+    assert sorted(console["AllowedMethods"]) == ["POST", "PUT"]
+    assert console["AllowedHeaders"] == ["content-type"]
+    assert console["ExposedHeaders"] == ["ETag"]
+    (origin,) = console["AllowedOrigins"]
+    assert origin == {"Fn::Join": ["", [
+        "https://*.execute-api.", {"Ref": "AWS::Region"}, ".", {"Ref": "AWS::URLSuffix"},
+    ]]}
+
+
+def test_the_consoles_rule_stays_when_the_workspace_origins_are_narrowed() -> None:
+    # Given a deployment that lets only its own site use workspace links from a browser
+    from aws_cdk import App, Stack
+    from aws_cdk.assertions import Template
+
+    from infra.application import cdk_json_context
+    from infra.config import DeploymentConfig
+    from infra.constructs.storage import Storage
+
+    stack = Stack(App(context=cdk_json_context()), "Narrow")  # the app's feature flags
+    Storage(stack, "Storage", config=DeploymentConfig(workspace_cors_origins=("https://app.example",)))
+    (bucket,) = [b for b in Template.from_stack(stack).find_resources("AWS::S3::Bucket").values()
+                 if "CorsConfiguration" in b["Properties"]]
+    origins = [rule["AllowedOrigins"] for rule in bucket["Properties"]["CorsConfiguration"]["CorsRules"]]
+    # Then the console's origin is still allowed beside it
+    assert ["https://app.example"] in origins
+    assert any("execute-api" in str(o) for o in origins)
 
 
 def test_collection_is_vectorsearch_with_encryption_and_network_policies(synthesis: Any, stateful: Any) -> None:

@@ -23,7 +23,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from ..adapters.aws.failures import is_transient
 from ..bootstrap import Container, get_container
 from ..console import PREFIX as CONSOLE
-from ..console import SECURITY_HEADERS, asset, is_console_path
+from ..console import asset, is_console_path, security_headers
 from ..domain.errors import (
     AgentmemError,
     InvalidError,
@@ -88,9 +88,18 @@ def swagger_ui() -> Response[str]:
 
 
 # the console's files (agentmem/console): public like the docs, outside the OpenAPI document
+_STAGE_PATH = re.compile(r"(/[\w.~-]+)*")
+
+
 @app.get("/", include_in_schema=False)
 def root() -> Response[str]:
-    return Response(status_code=302, body="", headers={"Location": CONSOLE.lstrip("/"), "Cache-Control": "no-cache"})
+    # behind API Gateway the stage (or a custom domain's base path) comes before the path: /prod and /prod/ lead
+    # to /prod/console (a relative "console" from /prod would leave the stage out)
+    stage = str((app.current_event.get("requestContext") or {}).get("path") or "/").rstrip("/")
+    if not _STAGE_PATH.fullmatch(stage):  # never a Location of another host (//elsewhere)
+        stage = ""
+    return Response(status_code=302, body="", headers={"Location": stage + CONSOLE,
+                                                       "Cache-Control": "no-cache"})
 
 
 @app.get(CONSOLE, include_in_schema=False)
@@ -109,7 +118,7 @@ def _console_file(name: str) -> Response[str]:
     found = asset(name) if name != "index.html" or app.current_event.path.rstrip("/") == CONSOLE else None
     if found is None:
         raise NotFoundError(f"no such console file: {name}")
-    headers = {**SECURITY_HEADERS, "ETag": found.etag}
+    headers = {**security_headers(get_container().settings), "ETag": found.etag}
     if app.current_event.headers.get("if-none-match") == found.etag:
         return Response(status_code=304, body="", headers=headers)
     return Response(status_code=200, content_type=found.content_type, body=found.body, headers=headers)

@@ -39,6 +39,27 @@ function showFieldError(control, message) {
   if (err) { err.textContent = message || ""; err.hidden = !message; }
 }
 const errorBox = () => h("p", { class: "error", role: "alert", hidden: true });
+// the API's refusal next to the control of the field it names (else in the form's box), the text kept
+function showApiError(e, controls, box) {
+  const target = controls[(e.details && e.details.field) || ""];
+  if (target) { showFieldError(target, e.message); target.focus(); } else say(box, e.message);
+}
+// a form that creates one thing by name (If-None-Match: *): the API's messages next to their fields
+function createForm(label, fields, submitText, create) {
+  const box = errorBox();
+  const form = h("form", { novalidate: true, "aria-label": label, onsubmit: async (ev) => {
+    ev.preventDefault();
+    for (const c of Object.values(fields)) showFieldError(c.control, "");
+    say(box, "");
+    const controls = Object.fromEntries(Object.values(fields).map((c) => [c.field, c.control]));
+    try { await create(); } catch (e) {
+      // a name already taken (412 to If-None-Match: *) is the name's problem
+      showApiError(e.status === 412 ? Object.assign(e, { details: { ...e.details, field: fields.name.field } }) : e, controls, box);
+    }
+  } }, Object.values(fields).map((c) => c.row || field(c.label, c.control, c.hint)),
+    h("div", { class: "row" }, h("button", { type: "submit" }, submitText)), box);
+  return form;
+}
 function say(box, message, ok) {
   box.className = ok ? "ok" : "error";
   box.textContent = message || "";
@@ -75,6 +96,13 @@ async function api(method, path, { body, query, headers = {}, key } = {}) {
   return { data, etag: res.headers.get("ETag"), status: res.status };
 }
 const seg = (s) => encodeURIComponent(s);
+// an upload link of this server (/v1/links/…, the embedded backend's) goes to the page's own origin, whatever
+// host name it was made with (localhost or 127.0.0.1: the policy lets the page reach its own origin only);
+// any other link (S3's, on AWS) as it is
+function uploadTarget(url) {
+  const target = new URL(url, API_BASE), own = new URL("v1/links/", API_BASE);
+  return target.pathname.startsWith(own.pathname) ? own.origin + target.pathname + target.search : target.href;
+}
 
 // ---------- routing ----------
 function parseHash() {
@@ -160,7 +188,22 @@ async function memoriesList() {
     h("div", { class: "scroll" }, h("table", {},
       h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Memory"), h("th", { scope: "col" }, "Scope"),
         h("th", { scope: "col" }, "Entries"), h("th", { scope: "col" }, "Attached to"))),
-      h("tbody", {}, rows.length ? rows : h("tr", {}, h("td", { colspan: 4 }, "No memories yet."))))));
+      h("tbody", {}, rows.length ? rows : h("tr", {}, h("td", { colspan: 4 }, "No memories yet."))))),
+    h("h2", {}, "New memory"), newMemoryForm());
+}
+
+function newMemoryForm() {
+  const name = h("input", { type: "text", name: "memory", autocomplete: "off", spellcheck: "false" });
+  const user = h("input", { type: "text", name: "user", autocomplete: "off" });
+  const fields = { name: { field: "memory", label: "Name (lowercase letters, digits and . _ -)", control: name } };
+  if (!userKey()) fields.user = { field: "user", label: "User id (empty: an account memory, shared by its users)", control: user };
+  return createForm("New memory", fields, "Create memory", async () => {
+    const path = `v1/memories/${seg(name.value.trim())}`;
+    const res = await api("PUT", path, { query: { user: user.value.trim() } });
+    // the API answers an existing memory with itself (200): creating it again is not what was meant
+    if (res.status === 200) return showFieldError(name, `memory '${res.data.name}' already exists`);
+    location.hash = link(["memories", res.data.name], { user: res.data.user_id });
+  });
 }
 
 async function memoryPage(memory, user) {
@@ -411,7 +454,26 @@ async function agentsList() {
     h("td", {}, a.capabilities.memory ? "writes memory" : "reads only")));
   render("Agents", h("div", { class: "scroll" }, h("table", {},
     h("thead", {}, h("tr", {}, ["Agent", "Scope", "Attached memories", "Memory capability"].map((t) => h("th", { scope: "col" }, t)))),
-    h("tbody", {}, rows.length ? rows : h("tr", {}, h("td", { colspan: 4 }, "No agents yet."))))));
+    h("tbody", {}, rows.length ? rows : h("tr", {}, h("td", { colspan: 4 }, "No agents yet."))))),
+    h("h2", {}, "New agent"), newAgentForm());
+}
+
+function newAgentForm() {
+  const name = h("input", { type: "text", name: "agent", autocomplete: "off", spellcheck: "false" });
+  const user = h("input", { type: "text", name: "user", autocomplete: "off" });
+  const instructions = h("textarea", { name: "instructions" });
+  const windowMessages = h("input", { type: "number", name: "window_messages", min: "1", max: "20" });
+  const fields = { name: { field: "agent", label: "Name (lowercase letters, digits and . _ -)", control: name } };
+  if (!userKey()) fields.user = { field: "user", label: "User id (empty: an account agent)", control: user };
+  fields.instructions = { field: "instructions", label: "Instructions", control: instructions };
+  fields.window = { field: "window_messages", label: "Window (messages, 1–20; empty: default)", control: windowMessages };
+  return createForm("New agent", fields, "Create agent", async () => {
+    const body = { instructions: instructions.value,
+      window_messages: windowMessages.value === "" ? undefined : Number(windowMessages.value) };
+    const { data } = await api("PUT", `v1/agents/${seg(name.value.trim())}`,
+      { body, query: { user: user.value.trim() }, headers: { "If-None-Match": "*" } });
+    location.hash = link(["agents", data.name], { user: data.user_id });
+  });
 }
 
 async function agentPage(name, user) {
@@ -525,7 +587,6 @@ pages.erase = async () => {
   render("Erase a user", h("p", { class: "muted" }, "Removes a user's agents, memories, layers, conversations, workspace files and keys (account key only)."), form, out);
 };
 
-route();
 
 // ---------- conversations: journal, tool calls, checkpoint, next context, compact; workspace files ----------
 pages.conversations = async (parts, query) => {
@@ -714,7 +775,7 @@ async function conversationPage(agentName, key, user) {
       for (const f of files) {
         try {
           const { data: linkData } = await api("POST", `${base}/workspace/links`, { query: { user }, body: { path: f.name, method: "PUT", size_bytes: f.size } });
-          const res = await fetch(linkData.url, { method: "PUT", body: f, credentials: "omit" });
+          const res = await fetch(uploadTarget(linkData.url), { method: "PUT", body: f, credentials: "omit" });
           if (!res.ok) { const t = await res.text(); throw new Error(`upload of ${f.name} refused: ${t}`); }
         } catch (e) { say(box, e.message); return; }
       }
@@ -739,10 +800,14 @@ async function conversationPage(agentName, key, user) {
       drop);
   }
 
+  // every part is filled before the page shows: nothing below a part moves when its data comes
+  await Promise.all([loadJournal(), loadCheckpoint(), loadContext(), loadFiles()]);
   render(`Conversation ${key}`,
     h("p", {}, h("a", { href: link(["conversations", agentName], { user }) }, `← ${agentName}'s conversations`),
       " · own memory ", h("a", { href: link(["memories", agent.data.own_memory], { user }) }, agent.data.own_memory)),
     info, h("div", { class: "row" }, compactBtn), compactStatus,
     checkpointBox, contextBox, h("h2", {}, "Journal"), journal, more, filesBox);
-  await Promise.all([loadJournal(), loadCheckpoint(), loadContext(), loadFiles()]);
 }
+
+// every page is registered: the first one can be routed (a reload of any address opens its page)
+route();
