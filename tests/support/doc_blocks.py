@@ -56,7 +56,9 @@ def check_printed(block: str, printed: str, where: str) -> None:
 
 
 def _says(value: str, line: str) -> bool:
-    return value == line or value.startswith(line + ": ") or re.fullmatch(re.escape(line) + r" {2,}\S.*", value) is not None
+    if value == line or value.startswith(line + ": "):
+        return True
+    return re.fullmatch(re.escape(line) + r" {2,}\S.*", value) is not None
 
 
 def run_block(block: str, namespace: dict[str, Any], where: str) -> str:

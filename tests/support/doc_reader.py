@@ -34,21 +34,24 @@ def _wait_for(answer: Path, process: subprocess.Popen[Any], timeout: float, wher
 
 class Reader:
     """The page's sessions, started on first use; ``run`` runs one block and raises ``BlockFailed`` naming
-    the page and the block's line when it fails (a Python error or a comment's value not printed; a bash
-    command that exits non-zero, as ``set -e -o pipefail`` would stop at it)."""
+    the page and the block's line when it fails (a Python error, a warning of the SDK, or a comment's value
+    not printed; a bash command that exits non-zero, as ``set -e -o pipefail`` would stop at it)."""
 
     def __init__(self, page: str, folder: Path, env: dict[str, str], scratch: Path, timeout: float = 120.0) -> None:
         self.page, self.folder, self.env, self.scratch, self.timeout = page, folder, env, scratch, timeout
         self.python: subprocess.Popen[str] | None = None
         self.bash: subprocess.Popen[str] | None = None
         self.count = 0
+        self.seconds: dict[str, float] = {}
 
     def run(self, block: Block) -> str:
         self.count += 1
         where = f"{self.page}:{block.line}"
-        if block.language == "python":
-            return self._python(block, where)
-        return self._bash(block, where)
+        started = time.monotonic()
+        try:
+            return self._python(block, where) if block.language == "python" else self._bash(block, where)
+        finally:
+            self.seconds[where] = time.monotonic() - started
 
     def _python(self, block: Block, where: str) -> str:
         if self.python is None:
@@ -65,6 +68,8 @@ class Reader:
         result = json.loads(answer.read_text())
         if result["error"]:
             raise BlockFailed(f"{where}: the block raised\n{result['error']}\nit printed:\n{result['printed']}")
+        if result["warnings"]:
+            raise BlockFailed(f"{where}: the SDK warned: " + "\n".join(result["warnings"]))
         check_printed(block.body, result["printed"], where)
         return str(result["printed"])
 
@@ -80,7 +85,8 @@ class Reader:
         assert self.bash.stdin is not None
         script = self.scratch / f"bash-{self.count}.sh"
         script.write_text("\n" * block.line + block.body)
-        out, err, failed, answer = (self.scratch / f"bash-{self.count}.{name}" for name in ("out", "err", "failed", "rc"))
+        out, err, failed, answer = (self.scratch / f"bash-{self.count}.{suffix}"
+                                    for suffix in ("out", "err", "failed", "rc"))
         self.bash.stdin.write(f"{{ source {script}; }} >{out} 2>{err} 3>{failed} </dev/null; "
                               f"echo $? >{answer}.tmp; mv {answer}.tmp {answer}\n")
         self.bash.stdin.flush()
