@@ -80,7 +80,8 @@ class Reader:
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True, start_new_session=True)
             assert self.bash.stdin is not None
             # a failing command is reported on descriptor 3 with the page's line, the way `set -e` stops at it
-            self.bash.stdin.write("set -E -o pipefail\n"
+            # and a variable the page never set stops it (`set -u`): a page must not lean on another page's
+            self.bash.stdin.write("set -E -u -o pipefail\n"
                                   "trap 'echo \"line $LINENO: $BASH_COMMAND (exit $?)\" >&3' ERR\n")
         assert self.bash.stdin is not None
         script = self.scratch / f"bash-{self.count}.sh"
@@ -90,7 +91,10 @@ class Reader:
         self.bash.stdin.write(f"{{ source {script}; }} >{out} 2>{err} 3>{failed} </dev/null; "
                               f"echo $? >{answer}.tmp; mv {answer}.tmp {answer}\n")
         self.bash.stdin.flush()
-        _wait_for(answer, self.bash, self.timeout, where)
+        try:
+            _wait_for(answer, self.bash, self.timeout, where)
+        except BlockFailed as failure:
+            raise BlockFailed(f"{failure}\nstderr:\n{err.read_text() if err.exists() else ''}") from None
         printed, errors, failures = out.read_text(), err.read_text(), failed.read_text()
         if failures:
             first = failures.splitlines()[0]
