@@ -29,7 +29,6 @@ from doc_blocks import fenced_blocks, run_block
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = (ROOT / "docs" / "agents.md").read_text()
-README = (ROOT / "README.md").read_text()
 
 PLAN = "Ana is on the Team plan, billed yearly."
 FINAL = "You're on the Team plan, billed yearly; it includes priority support."
@@ -237,16 +236,6 @@ def test_the_loop_stops_on_failures_the_model_cannot_fix(service: agentmem.Clien
     assert result["toolResult"]["toolUseId"] == "save-1"
     assert result["toolResult"]["content"][0]["json"]["entry"]["user_id"] == "user_42"
     assert entries("agent:support", user="user_42")["plan"].content == PLAN
-
-
-def test_the_readme_agent_example_runs(service: agentmem.Client) -> None:
-    # Given the README's agent example (its second Python block)
-    [example] = [block for block in fenced_blocks(README, "python") if "Agent.from_name" in block]
-    # When it runs
-    out = run_block(example, {"__name__": "readme"}, "README.md agent example")
-    # Then the save landed in user_42's layer of the agent's own memory, as it prints
-    assert out.strip() == "agent:support user_42"
-    assert entries("agent:support", user="user_42")["plan"].content == "Team plan, billed yearly."
 
 
 def test_the_mcp_client_config_starts_the_stdio_server_for_the_agent_and_user(

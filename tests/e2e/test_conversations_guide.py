@@ -28,7 +28,6 @@ from serving import served_as_make_run
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = (ROOT / "docs" / "conversations.md").read_text()
-README = (ROOT / "README.md").read_text()
 PICTURE = ROOT / "docs" / "img" / "conversation-memory.svg"
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -131,23 +130,6 @@ def test_the_picture_is_on_the_page_and_shows_the_context_in_order() -> None:
     # and stacks the context's four parts top to bottom in the order of SPEC §5
     stack = ["1 · Pinned block", "2 · Memory index", "3 · Summary", "4 · Recent window"]
     assert [texts[name] for name in stack] == sorted(texts[name] for name in stack)
-
-
-# --- the README --------------------------------------------------------------------------------------
-
-
-def test_the_readme_conversation_example_runs(service: agentmem.Client) -> None:
-    # Given the README's agent example (which makes `support`) and its conversation example
-    [agent_example] = [b for b in fenced_blocks(README, "python") if "Agent.from_name" in b]
-    [example] = [b for b in fenced_blocks(README, "python") if ".conversation(" in b]
-    assert "docs/conversations.md" in README
-    # When both run
-    namespace: dict[str, Any] = {"__name__": "readme"}
-    run_block(agent_example, namespace, "README.md agent example")
-    run_block(example, {"__name__": "readme"}, "README.md conversation example")
-    # Then the conversation holds the two messages it appended
-    chat = agentmem.Agent("support").conversation("ticket-7", user="user_42")
-    assert [m.role for m in chat.messages()] == ["user", "assistant"]
 
 
 # --- over HTTP and from the command line ----------------------------------------------------------

@@ -33,7 +33,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]
 
 
 def test_the_python_example_runs_and_shows_a_conflict(served: dict[str, str]) -> None:
-    # Given the README's SDK example (the first Python block; the agent example is run by test_agents_guide)
+    # Given the README's SDK example (the first Python block; test_docs_in_order runs every block in order)
     example = _blocks("python")[0]
     # When it runs as a script against the server
     result = subprocess.run(

@@ -269,12 +269,10 @@ def test_the_cli_examples_run(served: dict[str, str]) -> None:
     requests.put(f"{served['AGENTMEM_URL']}/v1/agents/support", headers=auth, json={}, timeout=10)
     workdir = Path(served["WORKDIR"])
     (workdir / "invoices.csv").write_text("date,amount\n2026-11-03,120.00\n")
-    (workdir / "project" / "src").mkdir(parents=True, exist_ok=True)
-    (workdir / "project" / "README.md").write_text("# Project\n")
-    (workdir / "project" / "src" / "main.py").write_text("print('hello')\n")
     lines = [line.split("  #")[0].strip().replace(".venv/bin/agentmem", "agentmem") for line in block.splitlines()]
-    setup, *commands = filter(None, lines)
-    assert setup.startswith("WS=")
+    setup, folder, *commands = filter(None, lines)
+    assert setup.startswith("WS=") and folder.startswith("mkdir -p project/src")  # the folder it syncs
+    assert _bash(folder, served).returncode == 0
     # When each command runs
     outputs: list[str] = []
     for command in commands:
@@ -290,7 +288,7 @@ def test_the_cli_examples_run(served: dict[str, str]) -> None:
     assert url.strip().startswith(served["AGENTMEM_URL"] + "/v1/links/") and "expires=" in url
     assert up.startswith("uploaded 2 files, ")
     assert down.startswith("downloaded ")
-    assert (workdir / "ticket-9" / "project" / "src" / "main.py").read_text() == "print('hello')\n"
+    assert (workdir / "ticket-9" / "project" / "src" / "main.py").read_text() == "print('hi')\n"
     assert (workdir / "ticket-9" / "reports" / "invoices.csv").exists()
     assert removed.strip() == "deleted reports/invoices.csv"
 

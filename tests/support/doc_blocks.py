@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import re
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -43,14 +44,21 @@ def expected_output(block: str) -> list[str]:
 
 
 def check_printed(block: str, printed: str, where: str) -> None:
-    """Each value the comments promise was printed, in order (a value may add ``: explanation``)."""
+    """Each value the comments promise was printed, in order (a value may add ``: explanation``, or an
+    explanation set off by two spaces or more)."""
     lines = printed.splitlines()
     position = 0
     for value in expected_output(block):
-        while position < len(lines) and not (value == lines[position] or value.startswith(lines[position] + ": ")):
+        while position < len(lines) and not _says(value, lines[position]):
             position += 1
         assert position < len(lines), f"{where}: the comment says it prints {value!r}; it printed:\n{printed}"
         position += 1
+
+
+def _says(value: str, line: str) -> bool:
+    if value == line or value.startswith(line + ": "):
+        return True
+    return re.fullmatch(re.escape(line) + r" {2,}\S.*", value) is not None
 
 
 def run_block(block: str, namespace: dict[str, Any], where: str) -> str:
@@ -70,3 +78,54 @@ def section(page: str, title: str) -> str:
     start = page.index(f"\n## {title}\n")
     following = headings[headings.index(title) + 1 :]
     return page[start : page.index(f"\n## {following[0]}\n") if following else len(page)]
+
+
+# --- every block of a page, as a reader meets them ------------------------------------------------------
+
+RUNNABLE = {"python": "python", "bash": "bash", "sh": "bash"}
+NOT_RUN = re.compile(r"^\s*<!--\s*not run:\s*(?P<reason>.+?)\s*-->\s*$")
+PAGE_NOT_RUN = re.compile(r"^<!--\s*page not run:\s*(?P<reason>.+?)\s*-->\s*$", flags=re.M)
+FENCE = re.compile(r"^(?P<indent>[ \t]*)```(?P<info>[^`\n]*)$")
+
+
+@dataclass(frozen=True)
+class Block:
+    """One fenced block of a page: where it starts (the fence's line, 1-based), its language (the fence's
+    first word: ``python``, ``bash``; ``sh`` counts as ``bash``), its body with the list indentation taken
+    off, and why it is not run, when the page says so (``<!-- not run: reason -->`` on the line before the
+    fence, or ``<!-- page not run: reason -->`` anywhere on the page for all of its blocks)."""
+
+    line: int
+    language: str
+    body: str
+    not_run: str | None
+
+    @property
+    def runs(self) -> bool:
+        return self.language in RUNNABLE and self.not_run is None
+
+
+def page_blocks(markdown: str) -> list[Block]:
+    """Every fenced block of the page in page order, indented ones (in a list item) included."""
+    page_reason = PAGE_NOT_RUN.search(markdown)
+    lines = markdown.splitlines()
+    blocks: list[Block] = []
+    number = 0
+    while number < len(lines):
+        opening = FENCE.match(lines[number])
+        if not opening:
+            number += 1
+            continue
+        indent, info = opening["indent"], opening["info"].strip()
+        body: list[str] = []
+        end = number + 1
+        while end < len(lines) and lines[end].strip() != "```":
+            body.append(lines[end][len(indent):] if lines[end].startswith(indent) else lines[end].lstrip())
+            end += 1
+        previous = next((line for line in reversed(lines[:number]) if line.strip()), "")
+        marked = NOT_RUN.match(previous)
+        reason = marked["reason"] if marked else page_reason["reason"] if page_reason else None
+        language = info.split()[0] if info else ""
+        blocks.append(Block(number + 1, RUNNABLE.get(language, language), "\n".join(body) + "\n", reason))
+        number = end + 1
+    return blocks
