@@ -50,7 +50,9 @@ class FakeClock:
 
 @contextmanager
 def build_embedded(data_dir: Path, clock: FakeClock) -> Iterator[Container]:
-    yield build_container(Settings(backend="embedded", data_dir=data_dir), clock=clock)
+    # the semantic side given all the time it needs (tests of its deadline set their own): on a loaded machine
+    # the 300 ms default would let a search answer by words at random, and a test compare two different modes
+    yield build_container(Settings(backend="embedded", data_dir=data_dir, recall_deadline_ms=30_000), clock=clock)
 
 
 _boto3_session: boto3.Session | None = None

@@ -138,7 +138,8 @@ def test_keyless_slow_bodies_from_one_address_leave_health_checks_answered(serve
     # its connections told the address has its share (503), or closed over that
     assert attack.opened >= ATTACK_CONNECTIONS
     assert attack.answers["401"] > 0 and attack.answers["413"] > 0, attack.answers
-    assert set(attack.answers) <= {"401", "413", "503", "closed"}, attack.answers
+    # (a connection the kernel refused, its backlog full, is the attacker's loss too)
+    assert set(attack.answers) <= {"401", "413", "503", "closed", "refused to connect"}, attack.answers
     print(f"\nhealth: {Counter(probes)}; attacker: {attack.opened} connections, answers {dict(attack.answers)}")
 
 
