@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import warnings
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -338,3 +339,26 @@ def test_the_async_names_are_the_packages() -> None:
     assert {"AsyncClient", "AsyncMemory", "AsyncAgent", "AsyncConversation", "AsyncWorkspace"} <= set(
         agentmem.__all__)
     assert agentmem.AsyncClient is AsyncClient
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_from_name_warns_alike_when_the_stored_agent_has_other_settings(served: Callable[[str], Sdk],
+                                                                        mode: str) -> None:
+    # Given an agent made with some instructions
+    sdk = served(mode)
+    sdk.do(sdk.client.agents.create("support", instructions="Answer billing questions."))
+    # When from_name asks for it with others, through either client
+    async def awaited() -> Any:  # as an application awaits it, from a coroutine of its own
+        return await sdk.client.agents.from_name("support", create_if_missing=True, instructions="Other")
+
+    with pytest.warns(agentmem.SettingsDifferWarning, match="with other instructions than given") as warned:
+        found = (sdk.do(awaited()) if mode == "async"
+                 else sdk.client.agents.from_name("support", create_if_missing=True, instructions="Other"))
+    # Then it is returned as stored, and the warning points at the caller's line, not into the SDK
+    assert sdk.do(found.info()).instructions == "Answer billing questions."
+    assert len(warned.list) == 1 and warned.list[0].filename == __file__
+    # and the same settings say nothing
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sdk.do(sdk.client.agents.from_name("support", create_if_missing=True,
+                                           instructions="Answer billing questions."))

@@ -13,7 +13,7 @@ support.workspace("ticket-7", user="user_42").write("notes/plan.md", "# Plan")  
 from __future__ import annotations
 
 from .agent import Agent, Agents
-from .agent_settings import AgentSettings
+from .agent_settings import AgentSettings, SettingsDifferWarning
 from .aio import (
     AsyncAgent,
     AsyncAgents,
@@ -138,6 +138,7 @@ __all__ = [
     "RateLimited",
     "Rejected",
     "ServerError",
+    "SettingsDifferWarning",
     "Skipped",
     "TooLarge",
     "ToolCall",

@@ -16,19 +16,11 @@ handle on user U's own agent, and its calls act for U.
 
 from __future__ import annotations
 
-import sys
-import warnings
 from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Unpack
 
-from .agent_settings import (
-    AgentSettings,
-    SettingsDifferWarning,
-    differing_settings,
-    settings_body,
-    settings_differ_message,
-)
+from .agent_settings import AgentSettings, settings_body, warn_when_settings_differ
 from .client import default_client
 from .errors import Conflict, NotFound
 from .memory import Memory
@@ -103,32 +95,19 @@ class Agents:
         one that was made.
         """
         try:
-            return self._as_stored(self.get(name, user=user), settings)
+            return _as_stored(self.get(name, user=user), settings)
         except NotFound:
             if not create_if_missing:
                 raise
         try:
             return self.create(name, user=user, **settings)
         except Conflict:  # created meanwhile by someone else: use theirs
-            return self._as_stored(self.get(name, user=user), settings)
-
-    @staticmethod
-    def _as_stored(agent: Agent, settings: Mapping[str, Any]) -> Agent:
-        """The agent found; a warning when the settings given differ from its stored ones (none are applied)."""
-        if settings and agent.last_info is not None:
-            differ = differing_settings(agent.last_info, settings)
-            if differ:
-                warnings.warn(settings_differ_message(agent.name, agent.last_info, differ), SettingsDifferWarning,
-                              stacklevel=_outside_the_sdk())
-        return agent
+            return _as_stored(self.get(name, user=user), settings)
 
 
-def _outside_the_sdk() -> int:
-    """The ``stacklevel`` of a warning raised by this frame's caller that names the first frame outside the SDK."""
-    level, frame = 2, sys._getframe(2)  # level 1 is the frame that warns, 2 its caller
-    while frame.f_back is not None and frame.f_globals.get("__name__", "").startswith("agentmem.client"):
-        level, frame = level + 1, frame.f_back
-    return level
+def _as_stored(agent: Agent, settings: Mapping[str, Any]) -> Agent:
+    warn_when_settings_differ(agent.name, agent.last_info, settings)
+    return agent
 
 
 class AgentRequests:

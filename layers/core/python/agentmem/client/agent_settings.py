@@ -8,6 +8,8 @@ or any ``(name, writable)`` pair) attaches writable. ``capabilities={"memory": F
 
 from __future__ import annotations
 
+import sys
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, Union
 
@@ -112,6 +114,25 @@ def differing_settings(info: AgentInfo, settings: Mapping[str, Any]) -> list[str
         if stored != wanted:
             differ.append(key)
     return differ
+
+
+def warn_when_settings_differ(name: str, info: AgentInfo | None, settings: Mapping[str, Any]) -> None:
+    """``from_name``'s rule, sync and async alike: the agent found is returned as stored, with a
+    ``SettingsDifferWarning`` when the settings given differ from its stored ones (none are applied)."""
+    if settings and info is not None:
+        differ = differing_settings(info, settings)
+        if differ:
+            warnings.warn(settings_differ_message(name, info, differ), SettingsDifferWarning,
+                          stacklevel=_outside_the_sdk())
+
+
+def _outside_the_sdk() -> int:
+    """The ``stacklevel`` of a warning raised by this frame's caller that names the first frame outside the SDK
+    (an awaiting coroutine's frame is its caller's too)."""
+    level, frame = 2, sys._getframe(2)  # level 1 is the frame that warns, 2 its caller
+    while frame.f_back is not None and frame.f_globals.get("__name__", "").startswith("agentmem.client"):
+        level, frame = level + 1, frame.f_back
+    return level
 
 
 def settings_differ_message(name: str, info: AgentInfo, differ: Sequence[str]) -> str:

@@ -31,7 +31,7 @@ from os import PathLike
 from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar, Unpack
 
 from .agent import AgentRequests
-from .agent_settings import AgentSettings, settings_body
+from .agent_settings import AgentSettings, settings_body, warn_when_settings_differ
 from .client import DEFAULT_URL, ENV_URL
 from .conversation import ConversationRequests, MessageLike, append_bodies, appended
 from .errors import AgentmemError, Conflict, NotFound, Unreachable, error_from_response
@@ -409,15 +409,22 @@ class AsyncAgents:
 
     async def from_name(self, name: str, *, create_if_missing: bool = False, user: str | None = None,
                         **settings: Unpack[AgentSettings]) -> AsyncAgent:
+        """``Agents.from_name``, awaited: an agent found is returned as stored, with a ``SettingsDifferWarning``
+        when the settings given differ from its stored ones."""
         try:
-            return await self.get(name, user=user)
+            found = await self.get(name, user=user)
         except NotFound:
             if not create_if_missing:
                 raise
+        else:
+            warn_when_settings_differ(found.name, found.last_info, settings)
+            return found
         try:
             return await self.create(name, user=user, **settings)
         except Conflict:  # created meanwhile by someone else: use theirs
-            return await self.get(name, user=user)
+            found = await self.get(name, user=user)
+            warn_when_settings_differ(found.name, found.last_info, settings)
+            return found
 
 
 class AsyncAgent(AgentRequests):
