@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import tomllib
 from pathlib import Path
@@ -59,3 +60,21 @@ def test_make_clean_data_asks_first_and_removes_the_data_dir(tmp_path: Path) -> 
     at_once = subprocess.run([*make, "YES=1"], capture_output=True, text=True, check=False)
     assert at_once.returncode == 0 and not (tmp_path / ".agentmem").exists()
     assert "remove .agentmem" not in at_once.stdout
+
+
+def test_make_synth_installs_only_what_synthesis_needs(tmp_path: Path) -> None:
+    # Given a fresh clone's pyproject and no virtualenv yet
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    # When make says what `make synth` would run
+    planned = subprocess.run(["make", "--no-print-directory", "-n", "-C", str(tmp_path), "-f", str(ROOT / "Makefile"),
+                              "synth"], capture_output=True, text=True, check=False)
+    assert planned.returncode == 0, planned.stderr
+    installs = [line for line in planned.stdout.splitlines() if "pip install" in line and "-e" in line]
+    # Then it installs the aws extra and the synth extra only: no test tools, no emulators, no npm
+    assert len(installs) == 1 and '".[aws,synth]"' in installs[0], installs
+    assert "npm" not in planned.stdout and "[dev" not in planned.stdout and "emulators" not in planned.stdout
+    assert "app.py" in planned.stdout
+    # And the synth extra holds the CDK and its checks, which the dev extra takes from it
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert {spec.split(">")[0] for spec in extras["synth"]} == {"aws-cdk-lib", "constructs", "cdk-nag"}
+    assert "agentmem-server[synth]" in extras["dev"]
