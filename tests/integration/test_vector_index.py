@@ -316,9 +316,12 @@ LONG_PARAGRAPHS = [
 ] * 4
 
 
-def test_a_long_message_is_indexed_whole_and_by_passage_and_answers_once_naming_its_passage(tmp_path: Path) -> None:
+@pytest.mark.parametrize("graph_above", [vector_index.ANN_THRESHOLD, 2])  # a matrix, and a graph
+def test_a_long_message_is_indexed_whole_and_by_passage_and_answers_once_naming_its_passage(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, graph_above: int) -> None:
     from agentmem.domain.passages import passages
 
+    monkeypatch.setattr(vector_index, "ANN_THRESHOLD", graph_above)
     container, account, index = make(tmp_path)
     container.agents.put(account, "support", AgentSettings())
     long_text = "\n\n".join(f"{i}. {p}" for i, p in enumerate(LONG_PARAGRAPHS))

@@ -643,12 +643,24 @@ class SqliteVectorIndex(SearchIndex):
                 messages[(part.name, source)] = (part, row)
         scored: list[tuple[float, int, _Partition, int]] = []
         passage_of: dict[tuple[str, int], int] = {}
+        rows_of = {key: np.array([r for r in part.by_source.get(key[1], ()) if part.alive[r]], dtype=np.int64)
+                   for key, (part, _) in messages.items()}
+        cosine_of: dict[tuple[str, int], np.ndarray[Any, np.dtype[np.float64]]] = {}
+        for part in {id(p): p for p, _ in messages.values()}.values():  # one read of the vectors a partition
+            keys = [key for key, (p, _) in messages.items() if p is part and rows_of[key].size > 1]
+            if keys:
+                cosines = (self._vectors_of(part, np.concatenate([rows_of[key] for key in keys])) @ query)
+                at = 0
+                for key in keys:
+                    cosine_of[key] = cosines[at : at + rows_of[key].size].astype(np.float64)
+                    at += rows_of[key].size
+        best_row = {(h[2].name, h[1]): h[0] for h in reversed(found)}  # the best row's score of each message
         for (name, source), (part, row) in messages.items():
-            rows = np.array([r for r in part.by_source.get(source, ()) if part.alive[r]], dtype=np.int64)
-            if rows.size <= 1:
-                scored.append((next(h[0] for h in found if h[2] is part and h[1] == source), source, part, row))
+            rows = rows_of[(name, source)]
+            if (name, source) not in cosine_of:
+                scored.append((best_row[(name, source)], source, part, row))
                 continue
-            cosines = (self._vectors_of(part, rows) @ query).astype(np.float64)
+            cosines = cosine_of[(name, source)]
             parts = part.parts[rows]
             whole = [float(c) for c, p in zip(cosines, parts, strict=True) if p == 0]
             pieces = [(float(c), int(p)) for c, p in zip(cosines, parts, strict=True) if p > 0]
