@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from agentmem.domain.passages import MAX_PASSAGES, PASSAGE_CHARS, WHOLE_CHARS, Passage, best_passage, passages
+from agentmem.domain.search import Query
 
-PROSE = " ".join(f"Sentence number {i} talks about topic {i} at some length, so that it fills the line." for i in range(40))
+PROSE = " ".join(f"Sentence number {i} talks about topic {i} at some length, so that it fills the line."
+                 for i in range(40))
 
 
 def test_a_short_message_is_one_passage_itself() -> None:
@@ -27,7 +31,7 @@ def test_a_long_message_is_cut_between_sentences_into_overlapping_passages_that_
         covered.update(range(passage.start, passage.end))
     assert all(i in covered for i, c in enumerate(PROSE) if not c.isspace())
     # each passage after the first starts inside the one before: a sentence at a boundary is whole in one
-    assert all(b.start < a.end for a, b in zip(found, found[1:], strict=False))
+    assert all(b.start < a.end for a, b in itertools.pairwise(found))
     assert found == sorted(found)
 
 
@@ -74,10 +78,9 @@ def test_the_passage_shown_is_the_one_holding_most_query_words_the_semantic_one_
     text = PROSE[:900] + " The invoice for Porto was paid by card on Friday. " + PROSE[:900]
     found = passages(text)
 
-    def held(piece: str) -> int:
-        return sum(word in piece for word in ("invoice", "porto"))
-
+    held = Query("invoice porto").held_at(text)
+    assert {word for _, word in held} == {"invoice", "porto"}
     shown = best_passage(text, held)
     assert shown is not None and "The invoice for Porto was paid" in shown.of(text)
-    assert best_passage(text, lambda piece: 0, found[-1]) == found[-1]
+    assert best_passage(text, [], found[-1]) == found[-1]
     assert best_passage("short text", held) is None

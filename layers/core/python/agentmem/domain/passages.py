@@ -19,8 +19,9 @@ A passage is ``(start, end)``, offsets into the original text (Python string ind
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 PASSAGE_CHARS = 600  # a passage's most characters: a few sentences, a short list or a small code block
 OVERLAP_CHARS = 160  # the next passage starts with the sentences that end the last one, up to this long
@@ -48,9 +49,16 @@ def passages(text: str, *, size: int = PASSAGE_CHARS, overlap: int = OVERLAP_CHA
     whole = WHOLE_CHARS if whole is None else whole
     if len(text) <= max(whole, size):
         return [Passage(0, len(text))]
+    return list(_cut(text, size, overlap))
+
+
+@lru_cache(maxsize=4096)
+def _cut(text: str, size: int, overlap: int) -> tuple[Passage, ...]:
+    """A long text's passages (kept for the texts cut lately: a search cuts the messages it shows, and cuts
+    them again for the next page)."""
     units = _units(text, size)
     if not units:
-        return [Passage(0, len(text))]
+        return (Passage(0, len(text)),)
     found: list[Passage] = []
     first = 0
     while first < len(units):
@@ -67,7 +75,7 @@ def passages(text: str, *, size: int = PASSAGE_CHARS, overlap: int = OVERLAP_CHA
         while following - 1 > first and units[last][1] - units[following - 1][0] <= overlap:
             following -= 1
         first = following
-    return found
+    return tuple(found)
 
 
 def _units(text: str, size: int) -> list[tuple[int, int]]:
@@ -137,17 +145,18 @@ def _fit(text: str, start: int, end: int, size: int) -> list[tuple[int, int]]:
     return pieces
 
 
-def best_passage(text: str, held: Callable[[str], int], near: Passage | None = None) -> Passage | None:
-    """The passage of a long ``text`` a search hit shows: the one holding most query words (``held`` counts
-    them), the passage the semantic side found nearest (``near``, offsets into ``text``) winning a tie and worth
-    half a word; the first on a tie still. None when ``text`` is one passage (its snippet is a window around
-    the first word found)."""
+def best_passage(text: str, held: Sequence[tuple[int, str]], near: Passage | None = None) -> Passage | None:
+    """The passage of a long ``text`` a search hit shows: the one holding most distinct query words (``held``:
+    where ``text`` holds which, ``Query.held_at``), the passage the semantic side found nearest (``near``,
+    offsets into ``text``) winning a tie and worth half a word; the first on a tie still. None when ``text`` is
+    one passage (its snippet is a window around the first word found)."""
     found = passages(text)
     if len(found) == 1:
         return None
 
     def worth(passage: Passage) -> float:
+        words = len({word for at, word in held if passage.start <= at < passage.end})
         overlap = 0 if near is None else min(passage.end, near.end) - max(passage.start, near.start)
-        return held(passage.of(text)) + (0.5 if near is not None and overlap > (near.end - near.start) // 2 else 0.0)
+        return words + (0.5 if near is not None and overlap > (near.end - near.start) // 2 else 0.0)
 
     return max(found, key=lambda p: (worth(p), -p.start))

@@ -455,8 +455,10 @@ class ConversationService:
 
         def shown(key: tuple[str, int]) -> Passage | None:
             """A long message's passage that matched: holding most query words, the nearest by meaning on a tie."""
-            return best_passage(message_text(found[key]), lambda piece: len(compiled.held(piece)),
-                                _semantic_passage(found[key], nearest_passage.get(key)))
+            text = message_text(found[key])
+            if len(passages(text)) == 1:
+                return None
+            return best_passage(text, compiled.held_at(text), _semantic_passage(found[key], nearest_passage.get(key)))
 
         if wanted_mode == "deep":
             answered_mode, fallback, ranked = self._rerank(query, ranked, found, how.mode, how.fallback, stages,
