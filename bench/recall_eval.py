@@ -59,6 +59,9 @@ SYSTEMS: dict[str, dict[str, str]] = {
     "deep": {"mode": "deep"},
 }
 BASELINE = "bm25"
+# questions whose gold holds a message longer than one passage (domain/passages.py WHOLE_CHARS), and the others
+GOLD_SIZES = ("long", "short")
+LONG_MESSAGE_CHARS = 750
 MESSAGE_FIELDS = ("role", "content", "tool_name", "tool_call_id", "arguments", "result")
 
 
@@ -175,8 +178,16 @@ class Answers:
         self.answered[how] = self.answered.get(how, 0) + 1
 
 
-def summarise(answers: Answers, questions: dict[str, Question], meta: dict[str, tuple[str, str]]) -> dict[str, Any]:
-    """Means over a split: all, per kind, per style (``meta``: qid -> (split, style))."""
+def gold_size(conversation: Conversation, question: Question) -> str:
+    """"long" when one of the question's gold messages is longer than one passage, else "short"."""
+    lengths = {m["id"]: len(m.get("content") or "") for m in conversation.messages}
+    return "long" if any(lengths[g] > LONG_MESSAGE_CHARS for g in question.gold) else "short"
+
+
+def summarise(answers: Answers, questions: dict[str, Question], meta: dict[str, tuple[str, str, str]]
+              ) -> dict[str, Any]:
+    """Means over a split: all, per kind, per style, and by the length of the gold messages (``meta``: qid ->
+    (split, style, "long" when a gold message is longer than one passage, else "short"))."""
     out: dict[str, Any] = {}
     for split in SPLITS:
         rows = {qid: row for qid, row in answers.per_question.items() if meta[qid][0] == split}
@@ -186,10 +197,13 @@ def summarise(answers: Answers, questions: dict[str, Question], meta: dict[str, 
             {questions[q].kind for q in rows}, KINDS)}
         by_style = {style: [r for q, r in rows.items() if meta[q][1] == style] for style in _order(
             {meta[q][1] for q in rows}, STYLES)}
+        by_gold = {size: [r for q, r in rows.items() if meta[q][2] == size] for size in _order(
+            {meta[q][2] for q in rows}, GOLD_SIZES)}
         out[split] = {
             "all": mean_scores(list(rows.values())) | {"n": len(rows)},
             "by_kind": {k: mean_scores(v) | {"n": len(v)} for k, v in by_kind.items()},
             "by_style": {s: mean_scores(v) | {"n": len(v)} for s, v in by_style.items()},
+            "by_gold": {s: mean_scores(v) | {"n": len(v)} for s, v in by_gold.items()},
         }
     out["latency"] = percentiles(answers.latencies_ns)
     out["answered"] = answers.answered
@@ -327,16 +341,16 @@ def print_split(split: str, systems: dict[str, dict[str, Any]]) -> None:
         print(f"  {name:<10} {fmt(a.get('r@5')):>6} {fmt(a.get('r@10')):>6} {fmt(a.get('r@20')):>6} "
               f"{fmt(a.get('mrr')):>6} {fmt(a.get('ndcg@10')):>8}   {lat.get('p50_ms', 0):>7.2f} "
               f"{lat.get('p99_ms', 0):>7.2f}   {answered}")
-    for group in ("by_kind", "by_style"):
+    for group in ("by_kind", "by_style", "by_gold"):
         print(f"\n  {group.replace('_', ' ')}: R@10 (R@20)")
         names = list(present)
         print(f"  {'':<13} {'n':>4}  " + "  ".join(f"{name:>15}" for name in names))
-        keys = list(next(iter(present.values()))[group])
+        keys = list(next(iter(present.values())).get(group, {}))
         for key in keys:
             cells = []
             count = 0
             for name in names:
-                row = present[name][group].get(key)
+                row = present[name].get(group, {}).get(key)
                 count = row["n"] if row else count
                 cells.append((f"{row['r@10']:.3f} ({row['r@20']:.3f})" if row else "–").rjust(15))
             print(f"  {key:<13} {count:>4}  " + "  ".join(cells))
@@ -432,7 +446,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             + (f"; its times moved back {convo.shifted_days} days, out of the future" if convo.shifted_days else ""))
         loaded.append(run_conversation(convo, server, systems, answers))
     questions = {q.qid: q for c in conversations for q in c.questions}
-    meta = {q.qid: (c.split, c.style) for c in conversations for q in c.questions}
+    meta = {q.qid: (c.split, c.style, gold_size(c, q)) for c in conversations for q in c.questions}
     summary = {name: summarise(run, questions, meta) for name, run in answers.items()
                if run.per_question or name == BASELINE}
     results: dict[str, Any] = {

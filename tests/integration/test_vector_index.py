@@ -306,3 +306,86 @@ def test_beside_the_indexer_a_search_answers_hybrid_over_what_is_indexed_and_say
         worker.stop()
     # and a search in keyword mode does not ask the index (no lag to tell)
     assert service.search_page(account, "support", "wedding", user="ana", mode="keyword").index_lag is None
+
+
+LONG_PARAGRAPHS = [
+    "The web tier runs on four containers behind the load balancer, and deploys take about six minutes.",
+    "Logging goes to the central collector; alerts page whoever is on call when errors stay above two percent.",
+    "The nightly backup runs at two in the morning from the Frankfurt replica and a restore is tested monthly.",
+    "Costs went down by a fifth since the move, mostly the smaller database and reserved container capacity.",
+] * 4
+
+
+@pytest.mark.parametrize("graph_above", [vector_index.ANN_THRESHOLD, 2])  # a matrix, and a graph
+def test_a_long_message_is_indexed_whole_and_by_passage_and_answers_once_naming_its_passage(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, graph_above: int) -> None:
+    from agentmem.domain.passages import passages
+
+    monkeypatch.setattr(vector_index, "ANN_THRESHOLD", graph_above)
+    container, account, index = make(tmp_path)
+    container.agents.put(account, "support", AgentSettings())
+    long_text = "\n\n".join(f"{i}. {p}" for i, p in enumerate(LONG_PARAGRAPHS))
+    cut = passages(long_text)
+    assert len(cut) > 2
+    container.conversations.append(account, "support", "ops", [
+        MessageDraft("assistant", long_text), MessageDraft("user", "Thanks, and the backup?")], user="ana")
+    index.catch_up()
+    # Then the long message has its whole text's vector and one for each passage; the short one, one
+    assert index.vectors() == 1 + len(cut) + 1
+    messages = {"kind": "message", "account": account.account_id, "agent": "support", "user": "ana"}
+    hits = near(index, container, "Frankfurt replica nightly backup restore", messages, k=5)
+    seats = [(h.fields["conversation"], h.fields["seq"]) for h in hits]
+    assert len(seats) == len(set(seats)) == 2  # each message once, however many passages were near
+    long_hit = next(h for h in hits if h.fields["seq"] == 1)
+    assert "Frankfurt" in cut[long_hit.fields["passage"]].of(long_text)
+    assert "passage" not in next(h for h in hits if h.fields["seq"] == 2).fields
+    # and the same from a process that loads the partition afresh (and a conversation named)
+    again = build_container(Settings(data_dir=tmp_path)).search_index
+    assert isinstance(again, SqliteVectorIndex)
+    vector = container.embedder.embed_one("Frankfurt replica nightly backup restore")  # type: ignore[union-attr]
+    fresh = again.query(None, vector, {**messages, "conversation": "ops", "embedder": index.embedder.name}, 5)
+    assert [(h.fields["seq"], h.fields.get("passage")) for h in fresh] == [
+        (h.fields["seq"], h.fields.get("passage")) for h in hits]
+
+
+def test_an_index_made_before_passages_keeps_its_vectors_and_adds_the_passages_of_long_messages(
+        tmp_path: Path) -> None:
+    import sqlite3
+
+    from agentmem.adapters.embedded.migrations import MIGRATIONS
+
+    container, account, index = make(tmp_path)
+    container.agents.put(account, "support", AgentSettings())
+    long_text = "\n\n".join(LONG_PARAGRAPHS)
+    container.conversations.append(account, "support", "ops", [
+        MessageDraft("assistant", long_text), MessageDraft("user", "short one")], user="ana")
+    index.catch_up()
+    # Given a data dir whose index was made whole-message only (the schema before migration 20)
+    db = sqlite3.connect(tmp_path / "agentmem.db")
+    db.executescript(
+        "DELETE FROM vectors WHERE part > 0; DROP TRIGGER vectors_removed;"
+        "CREATE TABLE old_vectors AS SELECT id, kind, source, partition, embedder, text_hash, label, seq, vector "
+        "FROM vectors; DROP TABLE vectors;"
+        "CREATE TABLE vectors (id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, source INTEGER NOT NULL,"
+        " partition TEXT NOT NULL, embedder TEXT NOT NULL, text_hash TEXT NOT NULL, label TEXT NOT NULL, seq INTEGER,"
+        " vector BLOB NOT NULL, UNIQUE (kind, source));"
+        "INSERT INTO vectors SELECT * FROM old_vectors; DROP TABLE old_vectors;"
+        "CREATE INDEX vectors_by_partition ON vectors(partition, embedder);"
+        "CREATE TABLE old_removals AS SELECT id, partition, source FROM vector_removals; DROP TABLE vector_removals;"
+        "CREATE TABLE vector_removals (id INTEGER PRIMARY KEY AUTOINCREMENT, partition TEXT NOT NULL,"
+        " source INTEGER NOT NULL);"
+        "CREATE TRIGGER vectors_removed AFTER DELETE ON vectors BEGIN"
+        " INSERT INTO vector_removals (partition, source) VALUES (old.partition, old.source); END;"
+        f"PRAGMA user_version = {len(MIGRATIONS) - 1};")
+    newest = db.execute("SELECT max(id) FROM vectors").fetchone()[0]
+    db.close()
+    # When the server starts on it
+    upgraded = build_container(Settings(data_dir=tmp_path)).search_index
+    assert isinstance(upgraded, SqliteVectorIndex)
+    assert upgraded.vectors() == 2 and upgraded.pending() == 2  # the old vectors kept, every message queued
+    upgraded.catch_up()
+    # Then the long message gains its passages' vectors, numbered after the old ones, and nothing else changed
+    db = sqlite3.connect(tmp_path / "agentmem.db")
+    rows = db.execute("SELECT id, source, part FROM vectors ORDER BY id").fetchall()
+    assert [r[2] for r in rows if r[0] <= newest] == [0, 0]
+    assert len(rows) > 3 and all(r[0] > newest and r[2] > 0 for r in rows[2:])

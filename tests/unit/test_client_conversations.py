@@ -373,6 +373,22 @@ def test_journal_search_finds_messages_by_words_in_one_or_every_conversation(sup
         support.search_messages("invoice", user="user_42", surface="mcp")
 
 
+def test_a_long_message_is_found_with_its_matching_passage_and_where_it_sits(support: Agent) -> None:
+    # Given a long answer whose refund rule sits in its fourth paragraph
+    filler = [f"Paragraph {i} goes over the shipping options, the parcel sizes and the delivery windows in turn. "
+              * 2 for i in range(3)]
+    rule = "Refunds for annual plans are prorated by the month and paid back to the original card."
+    text = "\n\n".join([*filler, rule, *filler])
+    support.conversation("billing", user="user_42").append(Message.user("How do refunds work?"),
+                                                          Message.assistant(text))
+    # When it is searched through the SDK
+    hit = next(h for h in support.search_messages("prorated annual refunds", user="user_42") if h.seq == 2)
+    # Then the snippet is the passage holding the rule, and its offsets say where it is in the message
+    assert rule in hit.snippet
+    assert hit.snippet_start <= text.index(rule) < text.index(rule) + len(rule) <= hit.snippet_end
+    assert text[hit.snippet_start : hit.snippet_end].replace("\n", " ") == hit.snippet.strip("…")
+
+
 # --- the summary and the checkpoint --------------------------------------------------------------
 
 

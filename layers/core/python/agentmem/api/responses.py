@@ -188,10 +188,18 @@ SCHEMAS.update({
             "index": {**_INTEGER, "description": "The message's place in the body's `messages`"},
             "reason": _STRING}), "description": "With `format=`: the parts of the messages that hold no journal row"},
     }, "200: every row was there already (a retry); 201: rows were added"),
-    "MessageHit": _object(["conversation", "seq", "role", "snippet", "score", "created_at"], {
+    "MessageHit": _object(["conversation", "seq", "role", "snippet", "score", "created_at", "snippet_start",
+                           "snippet_end"], {
         "conversation": _STRING, "seq": {"type": "integer", "minimum": 1},
-        "role": _MESSAGE["role"], "snippet": _STRING,
+        "role": _MESSAGE["role"],
+        "snippet": {"type": "string", "description": "A long message's passage that matched (a few sentences); "
+                    "a short message's text around the first word found. \"…\" marks a cut, a space each line break"},
         "score": {"type": "number", "minimum": 0, "maximum": 1}, "created_at": _TIME,
+        "snippet_start": {"type": "integer", "minimum": 0,
+                          "description": "Where the snippet starts in the message's text (characters)"},
+        "snippet_end": {"type": "integer", "minimum": 0,
+                        "description": "Where it ends: text[snippet_start:snippet_end] is the snippet, without "
+                                       "its \"…\" and with its line breaks"},
     }),
     "MessageSearchPage": _page(
         "MessageHit",

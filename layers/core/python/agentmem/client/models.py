@@ -551,8 +551,9 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class MessageHit:
-    """A journal search hit: the message ``seq`` of ``conversation``, with a ``snippet`` around the
-    words found and a ``score`` (the share of the query's words it holds)."""
+    """A journal search hit: the message ``seq`` of ``conversation``, with a ``snippet`` (a long message's
+    passage that matched, a short one's text around the words found), where it is in the message's text
+    (``snippet_start``, ``snippet_end``: character offsets) and a ``score``."""
 
     conversation: str
     seq: int
@@ -560,6 +561,8 @@ class MessageHit:
     snippet: str = ""
     score: float = 0.0
     created_at: str | None = None
+    snippet_start: int = 0
+    snippet_end: int = 0
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> MessageHit:

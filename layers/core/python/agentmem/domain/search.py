@@ -20,6 +20,7 @@ return every entry that can match; this module decides.
 from __future__ import annotations
 
 import math
+import re
 import threading
 from bisect import bisect_left
 from collections import Counter, OrderedDict
@@ -161,6 +162,7 @@ class Query:
         self.words = query_words(text)
         self.terms = [stem(w) for w in self.words]
         self._pairs = list(zip(self.words, self.terms, strict=True))
+        self._starts: re.Pattern[str] | None = None  # held_at's pattern, made on its first use
 
     def held(self, text: str) -> set[str]:
         """The query words ``text`` holds: its stem, or a word it starts."""
@@ -168,6 +170,31 @@ class Query:
             return set()
         field = _Field(text)
         return {word for word, term in zip(self.words, self.terms, strict=True) if field.tf(word, term) > 0}
+
+    def held_at(self, text: str) -> list[tuple[int, str]]:
+        """Where ``text`` holds a query word, as ``held`` reads it (its stem, or a word it starts): the offset of
+        each word of ``text`` that does, and the query word."""
+        found: list[tuple[int, str]] = []
+        if not self.words:
+            return found
+        by_term = {term: word for word, term in reversed(self._pairs)}  # the first query word of a stem
+        by_word = {word: word for word in self.words}
+        lengths = sorted({len(word) for word in self.words})
+        seen: dict[str, str | None] = {}  # a token read before: its query word (tokens repeat)
+        if self._starts is None:  # the words that start with a query word or its stem: the only ones to read
+            starts = sorted({*self.words, *self.terms}, key=len, reverse=True)
+            self._starts = re.compile(r"(?<![^\W_])(?:" + "|".join(map(re.escape, starts)) + r")[^\W_]*",
+                                      re.IGNORECASE)
+        for match in self._starts.finditer(text):
+            token = match.group().lower()
+            if token not in seen:
+                held = by_term.get(stem(token))
+                if held is None:
+                    held = next((by_word[token[:n]] for n in lengths if token[:n] in by_word), None)
+                seen[token] = held
+            if (word := seen[token]) is not None:
+                found.append((match.start(), word))
+        return found
 
     def _weighted_tfs(self, analysed: _Analysed) -> list[tuple[float, bool]]:
         """For each query word: its field-weighted term frequency, and whether the name or description holds it.

@@ -19,7 +19,7 @@ from functools import lru_cache
 
 import Stemmer
 
-_WORD = re.compile(r"[^\W_]+")
+WORD = re.compile(r"[^\W_]+")  # a word (``words``): letters and digits
 _STEMMER = Stemmer.Stemmer("porter")
 _STEMMING = threading.Lock()  # a Stemmer object is not thread-safe: requests and summary passes share it
 
@@ -39,7 +39,7 @@ STOP_WORDS: frozenset[str] = frozenset(_STOP_TEXT.split())
 
 def words(text: str) -> list[str]:
     """The lower-cased words of ``text``, in order, repeats kept."""
-    return _WORD.findall(text.lower())
+    return WORD.findall(text.lower())
 
 
 @lru_cache(maxsize=65536)

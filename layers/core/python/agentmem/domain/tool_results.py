@@ -114,7 +114,8 @@ def journal_search_result(
 ) -> tuple[dict[str, Any], str]:
     """journal_message_search: the messages found, each with its conversation and seq."""
     items = [{"conversation": h.conversation, "seq": h.seq, "role": h.role, "snippet": h.snippet, "score": h.score,
-              "created_at": h.created_at} for h in hits]
+              "created_at": h.created_at, "snippet_start": h.snippet_start, "snippet_end": h.snippet_end}
+             for h in hits]
     if not items:
         return {"items": [], **_answered(mode, fallback)}, f"No message of these conversations matches {query!r}."
     lines = [f"{n}. [{i['conversation']} #{i['seq']}, {i['role']}, {i['created_at'][:16].replace('T', ' ')} UTC] "

@@ -39,6 +39,7 @@ from ..domain.errors import ForbiddenError, InvalidError, NotFoundError, NotImpl
 from ..domain.model_formats import check_model_format, render
 from ..domain.model_messages import Skipped, parse_messages
 from ..domain.models import Entry, Layer, MemoryRecord, Principal
+from ..domain.passages import Passage, best_passage, passages
 from ..domain.recall import (
     KEYWORD_CANDIDATES,
     MODES,
@@ -155,6 +156,12 @@ class JournalHit:
     snippet: str
     score: float
     created_at: str
+    # where the snippet's text is in the message's (``message_text``: its content, and a tool row's name and
+    # JSON), as character offsets: ``text[snippet_start:snippet_end]`` is the snippet without its "…" marks and
+    # with its line breaks (the snippet shows each as a space). A long message's snippet is the passage that
+    # matched (domain/passages.py), a short one's about SNIPPET_CHARS characters around the first word found.
+    snippet_start: int = 0
+    snippet_end: int = 0
 
 
 def message_text(draft: MessageDraft | Message) -> str:
@@ -164,11 +171,32 @@ def message_text(draft: MessageDraft | Message) -> str:
 
 def snippet(text: str, words: Sequence[str]) -> str:
     """About SNIPPET_CHARS characters of ``text`` around the first query word it holds."""
-    low = text.lower()
-    positions = [p for p in (low.find(w) for w in words) if p >= 0]
-    start = max(0, min(positions) - SNIPPET_CHARS // 4) if positions else 0
-    piece = text[start : start + SNIPPET_CHARS].replace("\n", " ")
-    return ("…" if start > 0 else "") + piece + ("…" if start + SNIPPET_CHARS < len(text) else "")
+    return snippet_at(text, words)[0]
+
+
+def snippet_at(text: str, words: Sequence[str], passage: Passage | None = None) -> tuple[str, int, int]:
+    """The snippet of ``text`` and where it is in it: the ``passage`` when given (a long message's that matched),
+    else about SNIPPET_CHARS characters around the first query word it holds."""
+    if passage is not None:
+        start, end = passage.start, passage.end
+    else:
+        low = text.lower()
+        positions = [p for p in (low.find(w) for w in words) if p >= 0]
+        start = max(0, min(positions) - SNIPPET_CHARS // 4) if positions else 0
+        end = min(start + SNIPPET_CHARS, len(text))
+    piece = text[start:end].replace("\n", " ")
+    return ("…" if start > 0 else "") + piece + ("…" if end < len(text) else ""), start, end
+
+
+def _semantic_passage(message: Message, index: int | None) -> Passage | None:
+    """The passage the semantic side found nearest (its place in the message's passages), as offsets into the
+    message's text: the index cut the text it embedded (content, and a tool row's name) by the same rule, and
+    that text begins the message's."""
+    if index is None or not message.content:
+        return None
+    embedded = f"{message.content}\n{message.tool_name}" if message.tool_name else message.content
+    found = passages(embedded)
+    return found[index] if 0 <= index < len(found) else None
 
 
 class ConversationService:
@@ -392,9 +420,13 @@ class ConversationService:
             by_words()  # the semantic side fell back: the words answer
             stages.append("keyword")
         cosine: dict[tuple[str, int], float] = {}
+        nearest_passage: dict[tuple[str, int], int] = {}  # the passage of a long message the semantic side found
         if semantic is not None:
             near = {(str(h.fields.get("conversation")), int(h.fields.get("seq") or 0)): h.score
                     for h in reversed(semantic.hits)}  # the best score of a message wins
+            nearest_passage = {(str(h.fields.get("conversation")), int(h.fields.get("seq") or 0)):
+                               int(h.fields["passage"])
+                               for h in semantic.hits if isinstance(h.fields.get("passage"), int)}
             unread: dict[str, list[int]] = {}
             for conversation_key, seq in near:
                 if (conversation_key, seq) not in found:
@@ -419,15 +451,23 @@ class ConversationService:
                                     keyword_scale=bm25_scale(total, held)),
                                lambda key: (found[key].role, " ".join(message_text(found[key]).casefold().split())))
         answered_mode, fallback = how.mode, how.fallback
+
+        def shown(key: tuple[str, int]) -> Passage | None:
+            """A long message's passage that matched: holding most query words, the nearest by meaning on a tie."""
+            text = message_text(found[key])
+            if len(passages(text)) == 1:
+                return None
+            return best_passage(text, compiled.held_at(text), _semantic_passage(found[key], nearest_passage.get(key)))
+
         if wanted_mode == "deep":
             answered_mode, fallback, ranked = self._rerank(query, ranked, found, how.mode, how.fallback, stages,
-                                                           floor)
+                                                           floor, shown)
         hits = []
         for key, score in ranked[offset : offset + size]:  # snippets for the page only
             message = found[key]
             text = message_text(message)
-            hits.append(JournalHit(key[0], message.seq, message.role, snippet(text, sorted(compiled.held(text))),
-                                   score, message.created_at))
+            piece, start, end = snippet_at(text, sorted(compiled.held(text)), shown(key))
+            hits.append(JournalHit(key[0], message.seq, message.role, piece, score, message.created_at, start, end))
         more = len(ranked) > offset + size
         next_cursor = encode_cursor({"offset": offset + size, **asked})
         return JournalPage(hits, next_cursor if more else None, answered_mode, fallback, lag, tuple(stages))
@@ -435,15 +475,21 @@ class ConversationService:
     def _rerank(
         self, query: str, ranked: list[tuple[tuple[str, int], float]], found: dict[tuple[str, int], Message],
         mode: Mode, fallback: Fallback | None, stages: list[Stage], floor: float | None,
+        shown: Callable[[tuple[str, int]], Passage | None] = lambda seat: None,
     ) -> tuple[Mode, Fallback | None, list[tuple[tuple[str, int], float]]]:
-        """mode=deep: the fused top read again with the query by the re-ranking stage. The mode that answered is
+        """mode=deep: the fused top read again with the query by the re-ranking stage (a long message's passage
+        that matched, ``shown``: a model reads a few hundred tokens of a text). The mode that answered is
         ``deep`` when both the semantic side and the stage ran; a semantic fallback is said first."""
         if self.reranking is None:
             return ("hybrid" if mode == "deep" else mode), fallback or "rerank_not_configured", ranked
         cut = floor if floor is not None else (
             self.agent_memory.entries.calibration.min_score if mode != "keyword" else 0.0)
-        deep = self.reranking.deepen(query, ranked, lambda seat: message_text(found[seat]), mode=mode,
-                                     fallback=fallback, cut=cut, neighbours=True)
+
+        def text_of(seat: tuple[str, int]) -> str:  # a long message is read by the passage that matched
+            text, passage = message_text(found[seat]), shown(seat)
+            return passage.of(text) if passage is not None else text
+
+        deep = self.reranking.deepen(query, ranked, text_of, mode=mode, fallback=fallback, cut=cut, neighbours=True)
         if deep.reranked:
             stages.append("rerank")
         return deep.mode, deep.fallback, deep.ranked

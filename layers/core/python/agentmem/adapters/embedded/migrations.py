@@ -58,6 +58,33 @@ def _history_beside_the_entry(conn: sqlite3.Connection) -> None:
     )
 
 
+def _passages(conn: sqlite3.Connection) -> None:
+    """Migration 20 (its comment in MIGRATIONS): ``vectors`` keyed by (kind, source, part), the removal log naming
+    the part, every message queued again. It can run again over a database that has them (a part is kept).
+    Statement by statement: the migrations run in one transaction, which ``executescript`` would commit."""
+    part = "part" if "part" in {row[1] for row in conn.execute("PRAGMA table_info(vectors)")} else "0"
+    statements = [
+        "CREATE TABLE vectors_next (id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, source INTEGER NOT NULL, "
+        "part INTEGER NOT NULL DEFAULT 0, partition TEXT NOT NULL, embedder TEXT NOT NULL, text_hash TEXT NOT NULL, "
+        "label TEXT NOT NULL, seq INTEGER, vector BLOB NOT NULL, UNIQUE (kind, source, part))",
+        "INSERT INTO sqlite_sequence (name, seq) SELECT 'vectors_next', seq FROM sqlite_sequence "
+        "WHERE name = 'vectors'",
+        "INSERT INTO vectors_next (id, kind, source, part, partition, embedder, text_hash, label, seq, vector) "
+        f"SELECT id, kind, source, {part}, partition, embedder, text_hash, label, seq, vector FROM vectors",
+        "DROP TABLE vectors",
+        "ALTER TABLE vectors_next RENAME TO vectors",
+        "CREATE INDEX vectors_by_partition ON vectors(partition, embedder)",
+    ]
+    if "part" not in {row[1] for row in conn.execute("PRAGMA table_info(vector_removals)")}:
+        statements.append("ALTER TABLE vector_removals ADD COLUMN part INTEGER NOT NULL DEFAULT 0")
+    statements += [
+        "CREATE TRIGGER vectors_removed AFTER DELETE ON vectors BEGIN INSERT INTO vector_removals (partition, source, "
+        "part) VALUES (old.partition, old.source, old.part); END",
+        "INSERT INTO index_queue (kind, source) SELECT 'message', id FROM messages",
+    ]
+    for statement in statements:
+        conn.execute(statement)
+
 MIGRATIONS: list[Migration] = [
     # 1: accounts, keys, memories, entries, history, usage
     """
@@ -470,4 +497,11 @@ MIGRATIONS: list[Migration] = [
     """
     INSERT INTO entries_fts (entries_fts, rank) VALUES ('pgsz', 2000);
     """,
+    # 20: a long journal message is searched by its passages too (domain/passages.py): beside the vector of its
+    # whole text (``part`` 0, as an entry's and a short message's), one for each passage (parts 1, 2, ...). Every
+    # vector is kept as part 0 and every message is queued again, so a journal indexed whole moves to passages as
+    # the indexer catches up, embedding only the long messages' passages (this migration is the index's version:
+    # it runs once, on the first start after an upgrade). The counter of vector ids goes on from where it was,
+    # and the removal log names the part that left.
+    _passages,
 ]

@@ -22,8 +22,11 @@ text's vector land last.
   well under a millisecond. It holds each distinct vector once (copies of a line share one node); a query that
   names one conversation is answered exactly from that conversation's vectors, read from the database.
 
-Each vector records the embedder that wrote it; vectors of another embedder are never compared
-(``agentmem reindex`` rebuilds them).
+A journal message longer than a passage has, beside the vector of its whole text (``part`` 0), a vector for each
+of its passages (``domain/passages.py``: a few sentences each, overlapping; parts 1, 2, ...); a query answers
+each message once, its score made of its whole's and its best passage's (``domain/recall.py``
+``passage_score``), and names that passage. Each vector records the embedder that wrote it; vectors of another
+embedder are never compared (``agentmem reindex`` rebuilds them).
 """
 
 from __future__ import annotations
@@ -45,6 +48,8 @@ import numpy as np
 
 from ...domain.clock import TimeRange
 from ...domain.models import ACCOUNT_LAYER
+from ...domain.passages import passages
+from ...domain.recall import passage_score
 from ...domain.search import warm
 from ...domain.text import entry_index_text
 from ...observability import logger
@@ -84,6 +89,8 @@ KEEP_REMOVALS = 100_000  # removals logged at most; a process further behind rel
 GRAPH_THREADS = 2
 GRAPH_EXPANSION_ADD = 96
 Vectors = np.ndarray[Any, np.dtype[np.float32]]
+PART_SPAN = 1 << 8  # a row's key in a partition: source × PART_SPAN + part (domain.passages.MAX_PASSAGES < it)
+PASSAGE_ROWS = 3  # a journal query reads this many nearest rows per message asked for (passages of one message)
 _SEP = "\x1f"
 
 
@@ -107,6 +114,7 @@ class _Doc:
     label: str  # an entry's name, or a message's conversation key
     seq: int | None
     text: str
+    part: int = 0  # which passage of a message (0: the first, or the whole)
 
     @property
     def text_hash(self) -> str:
@@ -130,12 +138,14 @@ class _Partition:
     name: str
     dimension: int
     sources: np.ndarray[Any, np.dtype[np.int64]] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    parts: np.ndarray[Any, np.dtype[np.int64]] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     labels: list[str] = field(default_factory=list)
     seqs: np.ndarray[Any, np.dtype[np.int64]] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     alive: np.ndarray[Any, np.dtype[np.bool_]] = field(default_factory=lambda: np.zeros(0, dtype=bool))
     matrix: Vectors | None = None  # small partitions: one row per node (a gone node's row stays, never found)
     graph: Any = None  # large ones: a usearch Index keyed by node
     by_label: dict[str, list[int]] = field(default_factory=dict)  # rows of each name or conversation
+    by_source: dict[int, list[int]] = field(default_factory=dict)  # rows of each source (its whole and passages)
     node_of: np.ndarray[Any, np.dtype[np.int64]] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     node_first: array[int] = field(default_factory=lambda: array("q"))  # a node's first row (-1: the node is gone)
     node_more: dict[int, list[int]] = field(default_factory=dict)  # a node's other rows
@@ -154,20 +164,30 @@ class _Partition:
     def nodes(self) -> int:
         return len(self.node_by_key)
 
-    def add(self, sources: Sequence[int], labels: Sequence[str], seqs: Sequence[int], vectors: Vectors) -> None:
-        """Add rows, or replace the rows of sources already held (an entry's new version)."""
+    def keys(self) -> np.ndarray[Any, np.dtype[np.int64]]:
+        """Each row's (source, part) as one number."""
+        keyed: np.ndarray[Any, np.dtype[np.int64]] = self.sources * PART_SPAN + self.parts
+        return keyed
+
+    def add(self, sources: Sequence[int], labels: Sequence[str], seqs: Sequence[int], vectors: Vectors,
+            parts: Sequence[int] | None = None) -> None:
+        """Add rows, or replace the rows of (source, part) already held (an entry's new version); ``parts``
+        None: each row is its source's part 0."""
         if not len(sources):
             return
         incoming = np.asarray(sources, dtype=np.int64)
-        held = np.flatnonzero(np.isin(self.sources, incoming) & self.alive)
+        incoming_parts = np.asarray(parts if parts is not None else [0] * len(sources), dtype=np.int64)
+        held = np.flatnonzero(np.isin(self.keys(), incoming * PART_SPAN + incoming_parts) & self.alive)
         if held.size:
             self._drop(held)
         start = len(self.sources)
         self.sources = np.concatenate([self.sources, incoming])
+        self.parts = np.concatenate([self.parts, incoming_parts])
         for offset, label in enumerate(labels):
             label = sys.intern(label)
             self.labels.append(label)
             self.by_label.setdefault(label, []).append(start + offset)
+            self.by_source.setdefault(int(incoming[offset]), []).append(start + offset)
         self.seqs = np.concatenate([self.seqs, np.asarray(seqs, dtype=np.int64)])
         self.alive = np.concatenate([self.alive, np.ones(len(incoming), dtype=bool)])
         nodes, fresh, offsets = self._nodes_for(start, vectors)
@@ -204,8 +224,11 @@ class _Partition:
             nodes[offset] = node
         return nodes, fresh, offsets
 
-    def remove(self, sources: Sequence[int]) -> None:
-        rows = np.flatnonzero(np.isin(self.sources, np.asarray(sources, dtype=np.int64)) & self.alive)
+    def remove(self, sources: Sequence[int], parts: Sequence[int] | None = None) -> None:
+        """Drop the rows of these (source, part)s (``parts`` None: part 0 of each)."""
+        keys = np.asarray(sources, dtype=np.int64) * PART_SPAN + np.asarray(
+            parts if parts is not None else [0] * len(sources), dtype=np.int64)
+        rows = np.flatnonzero(np.isin(self.keys(), keys) & self.alive)
         if rows.size:
             self._drop(rows)
 
@@ -364,26 +387,25 @@ class SqliteVectorIndex(SearchIndex):
         entries = sorted({r[2] for r in queued if r[1] == "entry"})
         messages = sorted({r[2] for r in queued if r[1] == "message"})
         docs = self._entry_docs(entries) + self._message_docs(messages)
-        present = {(d.kind, d.source) for d in docs}
+        present = {(d.kind, d.source, d.part) for d in docs}
         known = self._known(entries, messages)
         name = self.embedder.name
-        fresh = [d for d in docs if known.get((d.kind, d.source), (None, None))[1:] != (name, d.text_hash)
-                 or known[(d.kind, d.source)][0] != d.partition]
+        fresh = [d for d in docs if known.get((d.kind, d.source, d.part), (None, None))[1:] != (name, d.text_hash)
+                 or known[(d.kind, d.source, d.part)][0] != d.partition]
         vectors = self._embed([d.text for d in fresh])
-        gone = [(kind, s, known[(kind, s)][0]) for kind, sources in (("entry", entries), ("message", messages))
-                for s in sources if (kind, s) not in present and (kind, s) in known]
+        gone = [key for key in known if key not in present]  # gone, or a part the message no longer has
         with self.db.write() as write:
             # a vector moving to another partition leaves its old one through the removal log (a REPLACE fires
             # no delete trigger)
-            write.executemany("DELETE FROM vectors WHERE kind=? AND source=? AND partition != ?",
-                              [(d.kind, d.source, d.partition) for d in fresh])
+            write.executemany("DELETE FROM vectors WHERE kind=? AND source=? AND part=? AND partition != ?",
+                              [(d.kind, d.source, d.part, d.partition) for d in fresh])
             write.executemany(
-                "INSERT OR REPLACE INTO vectors (kind, source, partition, embedder, text_hash, label, seq, vector) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [(d.kind, d.source, d.partition, name, d.text_hash, d.label, d.seq, vectors[i].tobytes())
+                "INSERT OR REPLACE INTO vectors (kind, source, part, partition, embedder, text_hash, label, seq, "
+                "vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(d.kind, d.source, d.part, d.partition, name, d.text_hash, d.label, d.seq, vectors[i].tobytes())
                  for i, d in enumerate(fresh)],
             )
-            write.executemany("DELETE FROM vectors WHERE kind=? AND source=?", [(k, s) for k, s, _ in gone])
+            write.executemany("DELETE FROM vectors WHERE kind=? AND source=? AND part=?", gone)
             write.execute("DELETE FROM index_queue WHERE id <= ?", (last,))
             write.execute("DELETE FROM vector_removals WHERE id <= (SELECT max(id) FROM vector_removals) - ?",
                           (KEEP_REMOVALS,))
@@ -415,7 +437,8 @@ class SqliteVectorIndex(SearchIndex):
                 self._apply_removals(conn, removed)
             if self._partitions and newest > self._seen:
                 cursor = conn.execute(
-                    "SELECT partition, source, label, seq, vector FROM vectors WHERE id > ? AND id <= ? AND embedder=? "
+                    "SELECT partition, source, part, label, seq, vector FROM vectors WHERE id > ? AND id <= ? "
+                    "AND embedder=? "
                     "ORDER BY id", (self._seen, newest, self.embedder.name),
                 )
                 while rows := cursor.fetchmany(LOAD_CHUNK):
@@ -424,23 +447,25 @@ class SqliteVectorIndex(SearchIndex):
                         if row[0] in self._partitions:
                             by_partition.setdefault(row[0], []).append(row)
                     for name, found in by_partition.items():
-                        self._partitions[name].add(*_columns(found, self.dimension))
+                        _add_rows(self._partitions[name], found, self.dimension)
             self._seen, self._removed = max(newest, self._seen), removed
 
     def _apply_removals(self, conn: sqlite3.Connection, removed: int) -> None:
         """Drop from the loaded partitions the vectors removed after ``_removed`` up to ``removed``; when the log
         no longer goes back that far (``KEEP_REMOVALS``), forget the partitions: they are loaded again."""
-        rows = conn.execute("SELECT partition, source FROM vector_removals WHERE id > ? AND id <= ?",
+        rows = conn.execute("SELECT partition, source, part FROM vector_removals WHERE id > ? AND id <= ?",
                             (self._removed, removed)).fetchall()
         if len(rows) != removed - self._removed:
             self._partitions.clear()
             return
-        by_partition: dict[str, list[int]] = {}
-        for partition, source in rows:
+        by_partition: dict[str, tuple[list[int], list[int]]] = {}
+        for partition, source, part in rows:
             if partition in self._partitions:
-                by_partition.setdefault(partition, []).append(int(source))
-        for name, sources in by_partition.items():
-            self._partitions[name].remove(sources)
+                sources, parts = by_partition.setdefault(partition, ([], []))
+                sources.append(int(source))
+                parts.append(int(part))
+        for name, (sources, parts) in by_partition.items():
+            self._partitions[name].remove(sources, parts)
 
     def _entry_docs(self, rowids: Sequence[int]) -> list[_Doc]:
         if not rowids:
@@ -467,21 +492,27 @@ class SqliteVectorIndex(SearchIndex):
         for r in rows:
             text = message_text(r[6], r[7])
             if text.strip():  # a tool row without words: nothing to find it by
-                docs.append(_Doc("message", int(r[0]), message_partition(r[1], r[2], r[3]), r[4], int(r[5]), text))
+                partition = message_partition(r[1], r[2], r[3])
+                docs.append(_Doc("message", int(r[0]), partition, r[4], int(r[5]), text))
+                cut = passages(text)
+                if len(cut) > 1:  # a long message: its passages too, as parts 1, 2, ...
+                    docs += [_Doc("message", int(r[0]), partition, r[4], int(r[5]), passage.of(text), part)
+                             for part, passage in enumerate(cut, start=1)]
         return docs
 
-    def _known(self, entries: Sequence[int], messages: Sequence[int]) -> dict[tuple[str, int], tuple[str, str, str]]:
-        """(partition, embedder, text hash) of the vectors these rows have now."""
-        known: dict[tuple[str, int], tuple[str, str, str]] = {}
+    def _known(self, entries: Sequence[int], messages: Sequence[int]
+               ) -> dict[tuple[str, int, int], tuple[str, str, str]]:
+        """(partition, embedder, text hash) of the vectors these rows have now, by (kind, source, part)."""
+        known: dict[tuple[str, int, int], tuple[str, str, str]] = {}
         conn = self.db.connection()
         for kind, sources in (("entry", entries), ("message", messages)):
             for chunk in _chunks(sources):
                 marks = ",".join("?" * len(chunk))
                 for row in conn.execute(
-                    f"SELECT source, partition, embedder, text_hash FROM vectors WHERE kind=? AND source IN ({marks})",
-                    (kind, *chunk),
+                    "SELECT source, part, partition, embedder, text_hash FROM vectors "
+                    f"WHERE kind=? AND source IN ({marks})", (kind, *chunk),
                 ):
-                    known[(kind, int(row[0]))] = (row[1], row[2], row[3])
+                    known[(kind, int(row[0]), int(row[1]))] = (row[2], row[3], row[4])
         return known
 
     # --- queries ---------------------------------------------------------------------------------------------------
@@ -564,20 +595,25 @@ class SqliteVectorIndex(SearchIndex):
         if set(when) - {"updated_at"} or (when and filter_values(filters.get("kind", [])) != [MESSAGE_KIND]):
             raise ValueError("the embedded index bounds only a journal message's time (updated_at)")
         found: list[tuple[float, int, _Partition, int]] = []
+        journal = filter_values(filters.get("kind", [])) == [MESSAGE_KIND]
+        k_rows = k * PASSAGE_ROWS if journal else k  # a message may answer with several of its passages
         for name in _partition_names(filters):
             part = self._partition(name)
             if part is None or not part.size:
                 continue
             if when:
-                nearest = self._nearest_between(part, query, k, when["updated_at"], conversations)
+                nearest = self._nearest_between(part, query, k_rows, when["updated_at"], conversations)
             elif conversations is not None:
                 rows = np.array([i for c in conversations for i in part.by_label.get(c, ()) if part.alive[i]],
                                 dtype=np.int64)
-                nearest = part.nearest(query, k, rows, self._vectors_of(part, rows)) if rows.size else []
+                nearest = part.nearest(query, k_rows, rows, self._vectors_of(part, rows)) if rows.size else []
             else:
-                nearest = part.nearest(query, k)
+                nearest = part.nearest(query, k_rows)
             found += [(score, int(part.sources[row]), part, row) for score, row in nearest]
         found.sort(key=lambda h: (-h[0], str(h[1])))  # a tie as the ids ("kind:source", one kind) sort
+        passage_of: dict[tuple[str, int], int] = {}
+        if journal:  # each message once, scored by its whole and its passages (domain/recall.py passage_score)
+            found, passage_of = self._by_message(found, query, k)
         hits: list[SearchHit] = []
         for score, source, part, row in found[:k]:  # fields for the answer only, not every partition's best
             kind, account, scope, user = part.name.split(_SEP)
@@ -586,8 +622,48 @@ class SqliteVectorIndex(SearchIndex):
                 fields.update(memory=scope, name=part.labels[row])
             else:
                 fields.update(agent=scope, conversation=part.labels[row], seq=int(part.seqs[row]))
+                if (part.name, source) in passage_of:
+                    fields["passage"] = passage_of[(part.name, source)]
             hits.append(SearchHit(f"{kind}:{source}", score, fields))
         return hits
+
+    def _by_message(self, found: list[tuple[float, int, _Partition, int]], query: Vectors, k: int,
+                    ) -> tuple[list[tuple[float, int, _Partition, int]], dict[tuple[str, int], int]]:
+        """The best ``k`` messages among the rows found (nearest first), each once: every vector of each (its
+        whole, and a long one's passages) scored against the query, the message's score made of them by
+        ``passage_score``; and, for a long message, which of its passages is nearest (0: the first)."""
+        messages: dict[tuple[str, int], tuple[_Partition, int]] = {}
+        for _, source, part, row in found:
+            if (part.name, source) not in messages and len(messages) < k:
+                messages[(part.name, source)] = (part, row)
+        scored: list[tuple[float, int, _Partition, int]] = []
+        passage_of: dict[tuple[str, int], int] = {}
+        rows_of = {key: np.array([r for r in part.by_source.get(key[1], ()) if part.alive[r]], dtype=np.int64)
+                   for key, (part, _) in messages.items()}
+        cosine_of: dict[tuple[str, int], np.ndarray[Any, np.dtype[np.float64]]] = {}
+        for part in {id(p): p for p, _ in messages.values()}.values():  # one read of the vectors a partition
+            keys = [key for key, (p, _) in messages.items() if p is part and rows_of[key].size > 1]
+            if keys:
+                cosines = (self._vectors_of(part, np.concatenate([rows_of[key] for key in keys])) @ query)
+                at = 0
+                for key in keys:
+                    cosine_of[key] = cosines[at : at + rows_of[key].size].astype(np.float64)
+                    at += rows_of[key].size
+        best_row = {(h[2].name, h[1]): h[0] for h in reversed(found)}  # the best row's score of each message
+        for (name, source), (part, row) in messages.items():
+            rows = rows_of[(name, source)]
+            if (name, source) not in cosine_of:
+                scored.append((best_row[(name, source)], source, part, row))
+                continue
+            cosines = cosine_of[(name, source)]
+            parts = part.parts[rows]
+            whole = [float(c) for c, p in zip(cosines, parts, strict=True) if p == 0]
+            pieces = [(float(c), int(p)) for c, p in zip(cosines, parts, strict=True) if p > 0]
+            if pieces:
+                passage_of[(name, source)] = max(pieces)[1] - 1
+            scored.append((passage_score(whole[0] if whole else None, [c for c, _ in pieces]), source, part, row))
+        scored.sort(key=lambda h: (-h[0], str(h[1])))
+        return scored, passage_of
 
     def _nearest_between(self, part: _Partition, query: Vectors, k: int, when: TimeRange,
                          conversations: set[str] | None) -> list[tuple[float, int]]:
@@ -623,14 +699,15 @@ class SqliteVectorIndex(SearchIndex):
             picked: Vectors = part.matrix[part.node_of[rows]]
             return picked
         sources = [int(s) for s in part.sources[rows]]
+        parts = [int(p) for p in part.parts[rows]]
         kind = part.name.split(_SEP, 1)[0]
-        blobs: dict[int, bytes] = {}
+        blobs: dict[tuple[int, int], bytes] = {}
         conn = self.db.connection()
-        for chunk in _chunks(sources):
+        for chunk in _chunks(sorted(set(sources))):
             marks = ",".join("?" * len(chunk))
-            blobs.update(conn.execute(f"SELECT source, vector FROM vectors WHERE kind=? AND source IN ({marks})",
-                                      (kind, *chunk)).fetchall())
-        return np.stack([np.frombuffer(blobs[s], dtype=np.float32) for s in sources])
+            blobs.update(((int(s), int(p)), v) for s, p, v in conn.execute(
+                f"SELECT source, part, vector FROM vectors WHERE kind=? AND source IN ({marks})", (kind, *chunk)))
+        return np.stack([np.frombuffer(blobs[(s, p)], dtype=np.float32) for s, p in zip(sources, parts, strict=True)])
 
     def _partition(self, name: str) -> _Partition | None:
         with self._lock:
@@ -639,11 +716,11 @@ class SqliteVectorIndex(SearchIndex):
                 return cached
             part = _Partition(name, self.dimension)
             cursor = self.db.connection().execute(
-                "SELECT partition, source, label, seq, vector FROM vectors WHERE partition=? AND embedder=? "
+                "SELECT partition, source, part, label, seq, vector FROM vectors WHERE partition=? AND embedder=? "
                 "AND id <= ? ORDER BY id", (name, self.embedder.name, self._seen),
             )
             while rows := cursor.fetchmany(LOAD_CHUNK):
-                part.add(*_columns(rows, self.dimension))
+                _add_rows(part, rows, self.dimension)
             self._partitions[name] = part
             return part
 
@@ -671,10 +748,10 @@ def _chunks(values: Sequence[int], size: int = 900) -> Iterator[Sequence[int]]:
         yield values[begin : begin + size]
 
 
-def _columns(rows: Sequence[tuple[Any, ...]], dimension: int) -> tuple[list[int], list[str], list[int], Vectors]:
-    """Rows of (partition, source, label, seq, vector) as what ``_Partition.add`` takes."""
-    vectors = np.frombuffer(b"".join(r[4] for r in rows), dtype=np.float32).reshape(len(rows), dimension)
-    return [r[1] for r in rows], [r[2] for r in rows], [r[3] or 0 for r in rows], vectors
+def _add_rows(part: _Partition, rows: Sequence[tuple[Any, ...]], dimension: int) -> None:
+    """Rows of (partition, source, part, label, seq, vector) added to ``part``."""
+    vectors = np.frombuffer(b"".join(r[5] for r in rows), dtype=np.float32).reshape(len(rows), dimension)
+    part.add([r[1] for r in rows], [r[3] for r in rows], [r[4] or 0 for r in rows], vectors, [r[2] for r in rows])
 
 
 def _partition_names(filters: Filters) -> list[str]:

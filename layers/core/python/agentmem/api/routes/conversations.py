@@ -119,7 +119,8 @@ def search_messages(
         mode=mode, min_score=min_score, after=after, before=before,
     )
     items = [{"conversation": h.conversation, "seq": h.seq, "role": h.role, "snippet": h.snippet, "score": h.score,
-              "created_at": h.created_at} for h in found.items]
+              "created_at": h.created_at, "snippet_start": h.snippet_start, "snippet_end": h.snippet_end}
+             for h in found.items]
     return search_page(items, found.next_cursor, found.mode, found.fallback) | {"index_lag": found.index_lag,
                                                                               "stages": list(found.stages)}
 
