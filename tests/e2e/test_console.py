@@ -138,6 +138,7 @@ def test_find_an_entry_edit_it_meet_a_conflict_and_keep_ones_own(page: Any, cons
     page.get_by_role("button", name="Search", exact=True).click()
     page.get_by_text("Answered by:").wait_for()
     assert "score" in page.locator(".hit").first.inner_text()
+    assert "stages: keyword" in page.locator(".search-mode").first.inner_text()  # the search says what ran
     shot(page, "memory")
     accessible(page, browser)
     page.locator(".hit a", has_text="refunds").click()

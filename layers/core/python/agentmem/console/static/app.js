@@ -219,7 +219,7 @@ async function memoryPage(memory, user) {
     h("button", { type: "submit" }, "Show layer"));
 
   const q = h("input", { type: "search", name: "q", autocomplete: "off" });
-  const mode = h("select", { name: "mode" }, ["hybrid", "keyword", "semantic"].map((v) => h("option", { value: v }, v)));
+  const mode = h("select", { name: "mode" }, ["hybrid", "keyword", "semantic", "deep"].map((v) => h("option", { value: v }, v)));
   const results = h("div", { "aria-live": "polite" });
   const searchForm = h("form", { novalidate: true, class: "row", role: "search", "aria-label": "Search entries", onsubmit: async (ev) => {
     ev.preventDefault();
@@ -229,6 +229,7 @@ async function memoryPage(memory, user) {
       const { data } = await api("GET", `v1/memories/${seg(memory)}/search`, { query: { q: q.value, mode: mode.value, user } });
       results.replaceChildren(
         h("p", { class: "search-mode" }, `Answered by: ${data.mode}`, data.fallback ? ` (fallback: ${data.fallback})` : "",
+          data.stages && data.stages.length ? ` · stages: ${data.stages.join(" → ")}` : "",
           ` · ${data.items.length} hit${data.items.length === 1 ? "" : "s"}`),
         ...data.items.map((e) => h("div", { class: "hit" },
           h("a", { href: link(["memories", memory, "entry", e.name], { user: e.user_id || "" }) }, e.name),
