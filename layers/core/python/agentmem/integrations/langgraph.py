@@ -172,15 +172,22 @@ class AgentmemStore(BaseStore):
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
         prefix = op.namespace_prefix
+        found: Iterable[tuple[Item | None, float | None]]
         if op.query:
             self._ensure()
             hits = self._memory.search(op.query, limit=SEARCH_MAX)
-            found = [(item, hit.score) for hit in hits if (item := _item_of(hit)) is not None]
+            found = ((_item_of(hit), hit.score) for hit in hits)  # parsed only until the page is full
         else:
             found = [(item, None) for item in sorted(self._all(), key=lambda i: i.updated_at, reverse=True)]
-        kept = [SearchItem(item.namespace, item.key, item.value, item.created_at, item.updated_at, score)
-                for item, score in found if item.namespace[: len(prefix)] == prefix and matches(item.value, op.filter)]
-        return kept[op.offset : op.offset + op.limit]
+        wanted = op.offset + op.limit
+        kept: list[SearchItem] = []
+        for item, score in found:
+            if len(kept) >= wanted:
+                break
+            if item is not None and item.namespace[: len(prefix)] == prefix and matches(item.value, op.filter):
+                kept.append(SearchItem(item.namespace, item.key, item.value, item.created_at, item.updated_at,
+                                       score))
+        return kept[op.offset :]
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         namespaces = {item.namespace for item in self._all()}
