@@ -119,6 +119,17 @@ def test_search_with_a_query_is_agentmems_recall_narrowed_to_the_prefix(client: 
     assert hits[0].score is not None
 
 
+def test_a_nested_filter_matches_key_by_key_as_langgraphs_store_does(client: Client) -> None:
+    reference, store = InMemoryStore(), fresh(client)
+    for each in (reference, store):
+        each.put(("prefs",), "tone", {"kind": {"style": "brief", "lang": "en"}, "tags": ["a", "b"]})
+        each.put(("prefs",), "plan", {"kind": {"style": "long"}, "tags": ["a"]})
+    for filter in ({"kind": {}}, {"kind": {"style": "brief"}}, {"kind": {"style": "long", "lang": "en"}},
+                   {"tags": ["a", "b"]}, {"tags": ["a"]}):
+        assert sorted(i.key for i in store.search(("prefs",), filter=filter)) == \
+            sorted(i.key for i in reference.search(("prefs",), filter=filter)), filter
+
+
 def test_pages_of_a_query_search_are_slices_of_its_whole_ranking(client: Client) -> None:
     # the store stops reading hits once a page is full: offset/limit/filter must still page the same ranking
     store = fresh(client)
