@@ -34,6 +34,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from agentmem.client import Client  # noqa: E402
 from agentmem.integrations.langgraph import SEARCH_MAX, AgentmemStore, entry_name  # noqa: E402
+from langgraph.store.base import BaseStore  # noqa: E402
 from langgraph.store.memory import InMemoryStore  # noqa: E402
 from langgraph.store.sqlite import SqliteStore  # noqa: E402
 from load import started  # noqa: E402
@@ -146,15 +148,15 @@ def main(argv: list[str] | None = None) -> int:
             pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(25)
             profile_text = out.getvalue()
 
-    for label, make in (("InMemoryStore", InMemoryStore),
-                        ("SqliteStore", None)):
-        with tempfile.TemporaryDirectory() as tmp:
-            if make is None:
-                context = SqliteStore.from_conn_string(str(Path(tmp) / "store.sqlite"))
-                other = context.__enter__()
-                other.setup()
+    for label in ("InMemoryStore", "SqliteStore"):
+        with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
+            other: BaseStore
+            if label == "SqliteStore":
+                sqlite_store = stack.enter_context(SqliteStore.from_conn_string(str(Path(tmp) / "store.sqlite")))
+                sqlite_store.setup()
+                other = sqlite_store
             else:
-                context, other = None, make()
+                other = InMemoryStore()
             for n in range(args.rounds):
                 timed(partial(other.put, NAMESPACE, f"k{n % KEYS}", value_of(n)), bucket("put", label))
             for n in range(args.rounds):
@@ -162,8 +164,6 @@ def main(argv: list[str] | None = None) -> int:
             for n in range(args.rounds):
                 query = QUERIES[n % len(QUERIES)]
                 timed(partial(other.search, NAMESPACE, query=query, limit=10), bucket("search", label))
-            if context is not None:
-                context.__exit__(None, None, None)
 
     load_after = [round(x, 2) for x in os.getloadavg()]
     rows: list[dict[str, Any]] = []
