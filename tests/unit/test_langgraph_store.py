@@ -119,6 +119,34 @@ def test_search_with_a_query_is_agentmems_recall_narrowed_to_the_prefix(client: 
     assert hits[0].score is not None
 
 
+def test_a_nested_filter_matches_key_by_key_as_langgraphs_store_does(client: Client) -> None:
+    reference, store = InMemoryStore(), fresh(client)
+    for each in (reference, store):
+        each.put(("prefs",), "tone", {"kind": {"style": "brief", "lang": "en"}, "tags": ["a", "b"]})
+        each.put(("prefs",), "plan", {"kind": {"style": "long"}, "tags": ["a"]})
+    for filter in ({"kind": {}}, {"kind": {"style": "brief"}}, {"kind": {"style": "long", "lang": "en"}},
+                   {"tags": ["a", "b"]}, {"tags": ["a"]}):
+        assert sorted(i.key for i in store.search(("prefs",), filter=filter)) == \
+            sorted(i.key for i in reference.search(("prefs",), filter=filter)), filter
+
+
+def test_pages_of_a_query_search_are_slices_of_its_whole_ranking(client: Client) -> None:
+    # the store stops reading hits once a page is full: offset/limit/filter must still page the same ranking
+    store = fresh(client)
+    for n in range(8):
+        store.put(("users", "42"), f"fact-{n}", {"text": f"Ana is on the Team plan, fact {n}.", "n": n})
+        store.put(("users", "7"), f"fact-{n}", {"text": f"Bo is on the Team plan, fact {n}.", "n": n})
+    whole = [(h.key, h.score) for h in store.search(("users", "42"), query="team plan", limit=100)]
+    assert len(whole) == 8
+    pages = [(h.key, h.score) for offset in range(0, 8, 3)
+             for h in store.search(("users", "42"), query="team plan", offset=offset, limit=3)]
+    assert pages == whole
+    even = store.search(("users", "42"), query="team plan", filter={"n": {"$lt": 4}}, offset=1, limit=2)
+    expected = [key for key, _ in whole if int(key.split("-")[1]) < 4][1:3]
+    assert [h.key for h in even] == expected
+    assert store.search(("users", "42"), query="team plan", offset=8, limit=3) == []
+
+
 def test_a_graph_that_uses_the_store_runs_the_same_on_both(client: Client) -> None:
     class State(TypedDict):
         user: str

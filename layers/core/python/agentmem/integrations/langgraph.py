@@ -15,12 +15,13 @@ namespace and key are kept whole inside the entry (its content is ``{"namespace"
 digits of their BLAKE2b digest: agentmem's names are 1–64 of ``a-z0-9._-``, LangGraph's keys anything). Its
 ``created_at``/``updated_at`` are the entry's. ``search(query=...)`` is the memory's hybrid recall (meaning and
 words), narrowed to the namespace prefix and ``filter``; without a query, the items under the prefix, newest
-first. ``filter`` matches values as LangGraph's stores do (equality, or ``$eq``/``$ne``/``$gt``/``$gte``/
-``$lt``/``$lte``). A ``ttl`` (minutes) sets the entry's ``expires_at``; reads do not extend it
+first. ``filter`` matches values as LangGraph's stores do (equality, ``$eq``/``$ne``/``$gt``/``$gte``/
+``$lt``/``$lte``, and a nested object key by key: ``{"kind": {"a": 1}}`` matches ``{"kind": {"a": 1, "b": 2}}``).
+A ``ttl`` (minutes) sets the entry's ``expires_at``; reads do not extend it
 (``supports_ttl`` is false: LangGraph refreshes nothing).
 
-Only the public SDK is used (``Client`` / ``AsyncClient``): ``abatch`` runs on an ``AsyncClient`` when one is
-given, else in a worker thread over the sync client.
+Only the public SDK is used (``Client``): ``abatch`` runs the sync calls in a worker thread (``async_client=`` is
+accepted and kept, not used yet).
 """
 
 from __future__ import annotations
@@ -83,6 +84,11 @@ def _compare(actual: Any, condition: Any) -> bool:
             return all(checks[op](actual, value) for op, value in condition.items())
         except (KeyError, TypeError):
             return False
+    if isinstance(condition, Mapping):  # a nested object matches as LangGraph's stores match it: key by key
+        return isinstance(actual, Mapping) and all(_compare(actual.get(k), v) for k, v in condition.items())
+    if isinstance(condition, list | tuple):
+        return (isinstance(actual, list | tuple) and len(actual) == len(condition)
+                and all(_compare(a, c) for a, c in zip(actual, condition, strict=True)))
     return bool(actual == condition)
 
 
@@ -172,15 +178,22 @@ class AgentmemStore(BaseStore):
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
         prefix = op.namespace_prefix
+        found: Iterable[tuple[Item | None, float | None]]
         if op.query:
             self._ensure()
             hits = self._memory.search(op.query, limit=SEARCH_MAX)
-            found = [(item, hit.score) for hit in hits if (item := _item_of(hit)) is not None]
+            found = ((_item_of(hit), hit.score) for hit in hits)  # parsed only until the page is full
         else:
             found = [(item, None) for item in sorted(self._all(), key=lambda i: i.updated_at, reverse=True)]
-        kept = [SearchItem(item.namespace, item.key, item.value, item.created_at, item.updated_at, score)
-                for item, score in found if item.namespace[: len(prefix)] == prefix and matches(item.value, op.filter)]
-        return kept[op.offset : op.offset + op.limit]
+        wanted = op.offset + op.limit
+        kept: list[SearchItem] = []
+        for item, score in found:
+            if len(kept) >= wanted:
+                break
+            if item is not None and item.namespace[: len(prefix)] == prefix and matches(item.value, op.filter):
+                kept.append(SearchItem(item.namespace, item.key, item.value, item.created_at, item.updated_at,
+                                       score))
+        return kept[op.offset :]
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         namespaces = {item.namespace for item in self._all()}
