@@ -26,7 +26,7 @@ from typing import Any
 import requests
 
 from ..ports.reranker import Reranker
-from .openai_http import BODY_CHARS, JsonEndpoint
+from .openai_http import JsonEndpoint
 from .rerank_errors import RerankError
 
 DEFAULT_TIMEOUT_S = 2.0
@@ -82,24 +82,12 @@ class HttpReranker(Reranker):
 
     def _scores(self, response: requests.Response, count: int) -> list[float]:
         """One score per candidate sent, in the order sent."""
-        try:
-            answer = response.json()
-        except ValueError:
-            raise RerankError(f"{self._where} answered HTTP {response.status_code} that is not JSON: "
-                              f"{self._http.body(response)}") from None
-        results = answer.get("results") if isinstance(answer, dict) else None
-        if not isinstance(results, list) or len(results) != count:
-            got = len(results) if isinstance(results, list) else "no"
-            raise RerankError(f"{self._where} answered {got} results for {count} candidates: "
-                              f"{self._http.body(response)[:BODY_CHARS]}")
-        scores: dict[int, float] = {}
-        for result in results:
-            index = result.get("index") if isinstance(result, dict) else None
-            score = result.get("relevance_score") if isinstance(result, dict) else None
-            if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < count or index in scores:
-                raise RerankError(f"{self._where} answered a result for no candidate sent (index {index!r})")
+        results = self._http.rows_by_index(response, "results", count, rows="results", sent="candidates")
+        scores = []
+        for index in range(count):
+            score = results[index].get("relevance_score")
             if (not isinstance(score, int | float) or isinstance(score, bool) or not math.isfinite(score)
                     or not -TOLERANCE <= score <= 1 + TOLERANCE):
                 raise RerankError(f"{self._where} answered a score that is not a number in [0, 1] ({score!r})")
-            scores[index] = min(max(float(score), 0.0), 1.0)
-        return [scores[i] for i in range(count)]
+            scores.append(min(max(float(score), 0.0), 1.0))
+        return scores

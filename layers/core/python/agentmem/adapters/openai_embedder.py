@@ -106,24 +106,8 @@ class OpenAICompatibleEmbedder(Embedder):
 
     def _vectors(self, response: requests.Response, count: int) -> list[list[float]]:
         """The rows of a 2xx answer, in the order of their ``index``."""
-        try:
-            answer = response.json()
-        except ValueError:
-            raise EmbeddingError(f"{self._where} answered HTTP {response.status_code} that is not JSON: "
-                                 f"{self._body(response)}") from None
-        data = answer.get("data") if isinstance(answer, dict) else None
-        if not isinstance(data, list) or len(data) != count:
-            got = len(data) if isinstance(data, list) else "no"
-            raise EmbeddingError(f"{self._where} answered HTTP {response.status_code} with {got} embeddings for "
-                                 f"{count} texts: {self._body(response)}")
-        rows: dict[int, list[float]] = {}
-        for row in data:
-            index = row.get("index") if isinstance(row, dict) else None
-            if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < count or index in rows:
-                raise EmbeddingError(f"{self._where} answered a row without a valid index: "
-                                     f"{self._body(response)}")
-            rows[index] = self._unit(row.get("embedding"))
-        return [rows[i] for i in range(count)]
+        rows = self._http.rows_by_index(response, "data", count, rows="embeddings", sent="texts")
+        return [self._unit(rows[i].get("embedding")) for i in range(count)]
 
     def _unit(self, embedding: Any) -> list[float]:
         if not isinstance(embedding, list) or not all(

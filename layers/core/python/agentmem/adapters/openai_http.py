@@ -103,6 +103,30 @@ class JsonEndpoint:
             self.sleep(wait if wait is not None else backoff_delay(attempt))
             attempt += 1
 
+    def rows_by_index(self, response: requests.Response, key: str, count: int, *, rows: str, sent: str,
+                      ) -> dict[int, dict[str, Any]]:
+        """The objects of a 2xx answer's list ``key`` (OpenAI's ``data``, a rerank API's ``results``), one per item
+        sent, by their ``index``: each index an integer from 0 to ``count - 1``, given once. ``rows`` and
+        ``sent`` name the two in the message of an answer that is not that ("embeddings", "texts")."""
+        try:
+            answer = response.json()
+        except ValueError:
+            raise self.error(f"{self.where} answered HTTP {response.status_code} that is not JSON: "
+                             f"{self.body(response)}") from None
+        listed = answer.get(key) if isinstance(answer, dict) else None
+        if not isinstance(listed, list) or len(listed) != count:
+            got = len(listed) if isinstance(listed, list) else "no"
+            raise self.error(f"{self.where} answered HTTP {response.status_code} with {got} {rows} for {count} "
+                             f"{sent}: {self.body(response)}")
+        by_index: dict[int, dict[str, Any]] = {}
+        for row in listed:
+            index = row.get("index") if isinstance(row, dict) else None
+            if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < count or index in by_index:
+                raise self.error(f"{self.where} answered a row for no {sent[:-1]} sent (index {index!r}): "
+                                 f"{self.body(response)}")
+            by_index[index] = row
+        return by_index
+
     def scrub(self, text: str) -> str:
         return text.replace(self.api_key, "***") if self.api_key else text
 
