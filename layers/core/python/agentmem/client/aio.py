@@ -24,7 +24,6 @@ the sync ``InProcessTransport`` does, for tests.
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from os import PathLike
@@ -32,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar, Unpack
 
 from .agent import AgentRequests
 from .agent_settings import AgentSettings, settings_body, warn_when_settings_differ
-from .client import DEFAULT_URL, ENV_URL
+from .client import connection
 from .conversation import ConversationRequests, MessageLike, append_bodies, appended
 from .errors import AgentmemError, Conflict, NotFound, Unreachable, error_from_response
 from .exports import (
@@ -65,7 +64,6 @@ from .models import (
     WorkspaceFile,
 )
 from .rules import (
-    ENV_API_KEY,
     Call,
     CursorWalk,
     Op,
@@ -155,8 +153,7 @@ class AsyncClient:
         self, url: str | None = None, api_key: str | None = None, *, transport: AsyncTransport | None = None,
         timeout: float = 30.0,
     ) -> None:
-        self.url = (url or os.environ.get(ENV_URL) or DEFAULT_URL).rstrip("/")
-        self.api_key = api_key if api_key else (os.environ.get(ENV_API_KEY) or None)
+        self.url, self.api_key = connection(url, api_key)
         self.timeout = timeout
         self._transport = transport
 

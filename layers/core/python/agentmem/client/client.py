@@ -42,6 +42,13 @@ if TYPE_CHECKING:
 ENV_URL = "AGENTMEM_URL"
 DEFAULT_URL = "http://127.0.0.1:8787"
 
+
+def connection(url: str | None, api_key: str | None) -> tuple[str, str | None]:
+    """The service's URL and the key a client uses, the sync one and the async one alike: those given, else
+    ``AGENTMEM_URL`` / ``AGENTMEM_API_KEY``, else the local server's address and no key."""
+    return (url or os.environ.get(ENV_URL) or DEFAULT_URL).rstrip("/"), (
+        api_key if api_key else (os.environ.get(ENV_API_KEY) or None))
+
 T = TypeVar("T")
 
 
@@ -64,8 +71,7 @@ class Client:
         transport: Transport | None = None,
         timeout: float = 30.0,
     ) -> None:
-        self.url = (url or os.environ.get(ENV_URL) or DEFAULT_URL).rstrip("/")
-        self.api_key = api_key if api_key else (os.environ.get(ENV_API_KEY) or None)
+        self.url, self.api_key = connection(url, api_key)
         self.timeout = timeout
         self._transport = transport
 
