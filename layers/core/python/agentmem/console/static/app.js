@@ -70,6 +70,25 @@ function render(title, ...children) {
   main.replaceChildren(h("h1", {}, title), ...children.filter((c) => c !== null && c !== undefined && c !== false));
 }
 const fmtTime = (t) => (t ? t.replace("T", " ").replace(/\.\d+Z$/, " UTC") : "—");
+// asks first, in `slot`: what goes, said; the API's refusal shows in the panel (or as `refused` renders it)
+function confirmPanel(slot, trigger, { title, lines = [], confirmText, run, refused }) {
+  const box = h("div", { class: "error", role: "alert", hidden: true });
+  const titleId = nextId("confirm");
+  const go = h("button", { type: "button", class: "danger", onclick: async () => {
+    go.disabled = true; box.replaceChildren(); box.hidden = true;
+    try { await run(); } catch (e) {
+      box.replaceChildren(...(refused ? await refused(e) : [e.message])); box.hidden = false;
+    }
+    go.disabled = false;
+  } }, confirmText);
+  const panel = h("div", { class: "panel conflict", role: "alertdialog", "aria-labelledby": titleId },
+    h("p", { id: titleId }, h("strong", {}, title)), lines.length ? h("ul", {}, lines.map((l) => h("li", {}, l))) : null,
+    h("div", { class: "row" }, go, h("button", { type: "button", onclick: () => { slot.replaceChildren(); trigger.focus(); } }, "Keep it")),
+    box);
+  slot.replaceChildren(panel);
+  go.focus();
+}
+const plural = (n, one, many) => `${n} ${n === 1 ? one : many}`;
 
 // ---------- API ----------
 class ApiError extends Error {
@@ -259,6 +278,18 @@ async function memoryPage(memory, user) {
     location.hash = link(["memories", memory, "entry", newName.value], { user, new: "1" });
   } }, h("div", { class: "grow" }, field("New entry name", newName)), h("button", { type: "submit" }, "Create…"));
 
+  const deleteSlot = h("div", {});
+  const deleteBtn = h("button", { type: "button", class: "danger", onclick: () => confirmPanel(deleteSlot, deleteBtn, {
+    title: `Move memory ${memory} to the trash, with its entries (every layer's)?`,
+    lines: ["Restore brings it back as it was within 30 days (Trash); after that it is purged."],
+    confirmText: `Move ${memory} to the trash`,
+    run: async () => {
+      await api("DELETE", `v1/memories/${seg(memory)}`, { query: { user: m.user_id } });
+      location.hash = "#/trash";
+    },
+    refused: async (e) => (e.code === "attached" && e.details.attached_to ? [e.message, await attachers(e.details.attached_to)] : [e.message]),
+  }) }, "Delete memory…");
+
   render(`Memory ${memory}`,
     h("p", {}, h("a", { href: "#/memories" }, "← All memories")),
     h("dl", { class: "meta" }, h("dt", {}, "Scope"), h("dd", {}, m.scope === "user" ? `user ${m.user_id}` : "account"),
@@ -266,6 +297,7 @@ async function memoryPage(memory, user) {
       h("dt", {}, "Attached to"), h("dd", {}, m.attached_to.join(", ") || "none"),
       h("dt", {}, "Layer shown"), h("dd", { id: "layer-shown" },
         userKey() ? "your user's layer (this is a user key)" : user ? `user ${user}` : m.scope === "user" ? `user ${m.user_id}` : "account layer")),
+    h("div", { class: "row" }, deleteBtn), deleteSlot,
     m.scope === "account" && !userKey() ? layerForm : null,
     h("h2", {}, "Search"), searchForm, results,
     h("h2", {}, "Entries"),
@@ -273,6 +305,22 @@ async function memoryPage(memory, user) {
       h("thead", {}, h("tr", {}, ["Name", "Description", "Version", "Updated by", "Updated"].map((t) => h("th", { scope: "col" }, t)))),
       h("tbody", { id: "entries-body" }, rows.length ? rows : h("tr", {}, h("td", { colspan: 5 }, "No entries in this layer."))))),
     moreEntries, newForm);
+}
+
+// the agents that attach a memory (a 409's attached_to), each with where to detach it: its page, or the trash
+// (an agent in the trash still attaches its memories until it is restored and changed, or deleted for good)
+async function attachers(names) {
+  let live = [], trashed = [];
+  try {
+    [live, trashed] = (await Promise.all([api("GET", "v1/agents"), api("GET", "v1/agents", { query: { trash: "true" } })]))
+      .map((r) => r.data.items);
+  } catch { /* the names alone, then */ }
+  return h("ul", { class: "attachers" }, names.map((name) => {
+    const a = live.find((x) => x.name === name), t = trashed.find((x) => x.name === name);
+    if (a) return h("li", {}, h("a", { href: link(["agents", name], { user: a.user_id }) }, name), ` (${scopeOf(a)}): detach it on the agent's page`);
+    if (t) return h("li", {}, name, ` (${scopeOf(t)}) is in the `, h("a", { href: "#/trash" }, "trash"), ": it still attaches it until it is deleted for good");
+    return h("li", {}, name);
+  }));
 }
 
 // ---------- an entry: read, edit (If-Match), conflict, delete, history ----------
@@ -542,12 +590,112 @@ async function agentPage(name, user) {
       h("div", { class: "grow" }, field("Summary pass after tokens", summaryTokens)),
       h("div", { class: "grow" }, field("Summary pass after messages", summaryMessages))),
     h("button", { type: "submit", class: "primary" }, "Save settings"), box);
+  const deleteSlot = h("div", {});
+  const deleteBtn = h("button", { type: "button", class: "danger", onclick: () => confirmPanel(deleteSlot, deleteBtn, {
+    title: `Move agent ${name} to the trash, with its own memory ${agent.own_memory}?`,
+    lines: ["It answers no more; its conversations are kept.",
+      "Restore brings it back as it was within 30 days (Trash); after that it is deleted for good, conversations included."],
+    confirmText: `Move ${name} to the trash`,
+    run: async () => {
+      await api("DELETE", path, { query: { user: agent.user_id } });
+      location.hash = "#/trash";
+    },
+    // its own memory attached by another agent keeps it out of the trash
+    refused: async (e) => (e.code === "attached" && e.details.attached_to ? [e.message, await attachers(e.details.attached_to)] : [e.message]),
+  }) }, "Delete agent…");
   render(`Agent ${name}`, h("p", {}, h("a", { href: "#/agents" }, "← All agents")),
     h("dl", { class: "meta" }, h("dt", {}, "Scope"), h("dd", {}, agent.scope === "user" ? `user ${agent.user_id}` : "account"),
       h("dt", {}, "Own memory"), h("dd", {}, h("a", { href: link(["memories", agent.own_memory], { user: agent.user_id }) }, agent.own_memory)),
       h("dt", {}, "Version"), h("dd", {}, String(agent.version))),
-    form);
+    form, h("h2", {}, "Delete"), h("div", { class: "row" }, deleteBtn), deleteSlot);
 }
+
+// ---------- trash: deleted memories and agents, restored within 30 days; an agent deleted for good ----------
+// when the trash purges it: its date, and how far off that is
+function purgeWhen(t) {
+  if (!t) return "—";
+  const days = Math.ceil((Date.parse(t) - Date.now()) / 86400000);
+  return `${fmtTime(t)} (${days > 1 ? `in ${days} days` : days === 1 ? "within a day" : "due now"})`;
+}
+const scopeOf = (x) => (x.scope === "user" ? `user ${x.user_id}` : "account");
+const ownerOf = (memory) => (memory.startsWith("agent:") ? memory.slice(6) : null); // an agent's own memory
+
+pages.trash = async () => {
+  const [memories, agents] = await Promise.all([
+    api("GET", "v1/memories", { query: { trash: "true" } }), api("GET", "v1/agents", { query: { trash: "true" } })]);
+  const status = h("p", { role: "status", tabindex: "-1", class: "ok", hidden: true });
+  const trashedAgents = new Set(agents.data.items.map((a) => a.name));
+  // an agent's own memory goes and comes back with its agent: shown on the agent's row
+  const own = new Map(memories.data.items.filter((m) => trashedAgents.has(ownerOf(m.name))).map((m) => [m.name, m]));
+  const agentBody = h("tbody", {}), memoryBody = h("tbody", {});
+  const empty = (body, columns, what) => {
+    if (!body.querySelector("tr.item")) body.replaceChildren(h("tr", {}, h("td", { colspan: columns }, `No ${what} in the trash.`)));
+  };
+  const done = (body, columns, what, ...message) => {
+    status.replaceChildren(...message); status.hidden = false; status.focus();
+    empty(body, columns, what);
+  };
+  // one thing in the trash: its row, and a row below it for the confirmation and the API's refusal
+  function item(body, columns, cells, actions) {
+    const slot = h("td", { colspan: columns });
+    const row = h("tr", { class: "item" }, cells.map((c) => h("td", {}, c)), h("td", {}, h("div", { class: "row" }, actions(slot, () => { row.remove(); below.remove(); }))));
+    const below = h("tr", { class: "below" }, slot);
+    body.append(row, below);
+  }
+  const refusal = (slot, e) => slot.replaceChildren(h("p", { class: "error", role: "alert" }, e.message));
+
+  for (const a of agents.data.items) {
+    const ownMemory = own.get(a.own_memory);
+    item(agentBody, 5, [a.name, scopeOf(a), fmtTime(a.deleted_at), purgeWhen(a.purge_after)], (slot, remove) => {
+      const restore = h("button", { type: "button", "aria-label": `Restore agent ${a.name}`, onclick: async () => {
+        slot.replaceChildren();
+        try {
+          await api("POST", `v1/agents/${seg(a.name)}/restore`, { query: { user: a.user_id } });
+          remove();
+          done(agentBody, 5, "agents", `Restored agent ${a.name}, with its own memory: it is back in `, h("a", { href: link(["agents", a.name], { user: a.user_id }) }, "its page"), " and in Agents.");
+        } catch (e) { refusal(slot, e); }
+      } }, "Restore");
+      const purge = h("button", { type: "button", class: "danger", "aria-label": `Delete for good… (agent ${a.name})`, onclick: () => confirmPanel(slot, purge, {
+        title: `Delete agent ${a.name} for good? This cannot be undone. What goes:`,
+        lines: [`its settings and instructions`,
+          `its own memory ${a.own_memory}${ownMemory ? `, ${plural(ownMemory.entry_count, "entry", "entries")}` : ""}`,
+          "its conversations, the account's and every user's: their journals, checkpoints and workspace files",
+          a.memories.length ? `(the memories it attaches stay: ${a.memories.map((m) => m.name).join(", ")})` : null].filter(Boolean),
+        confirmText: `Delete ${a.name} for good`,
+        run: async () => {
+          const { data } = await api("POST", `v1/agents/${seg(a.name)}/purge`, { query: { user: a.user_id } });
+          remove();
+          done(agentBody, 5, "agents", `Deleted agent ${a.name} for good: `,
+            Object.entries(data.removed).map(([k, v]) => `${k.replaceAll("_", " ")} ${v}`).join(", "), ".");
+        },
+      }) }, "Delete for good…");
+      return [restore, purge];
+    });
+  }
+  for (const m of memories.data.items) {
+    if (own.has(m.name)) continue;
+    const owner = ownerOf(m.name);
+    item(memoryBody, 6, [m.name, scopeOf(m), String(m.entry_count), fmtTime(m.deleted_at), purgeWhen(m.purge_after)], (slot, remove) => [
+      owner ? h("span", { class: "muted" }, `comes back with agent ${owner}`) :
+        h("button", { type: "button", "aria-label": `Restore memory ${m.name}`, onclick: async () => {
+          slot.replaceChildren();
+          try {
+            await api("POST", `v1/memories/${seg(m.name)}/restore`, { query: { user: m.user_id } });
+            remove();
+            done(memoryBody, 6, "memories", `Restored memory ${m.name}: it is back in `, h("a", { href: link(["memories", m.name], { user: m.user_id }) }, "its page"), " and in Memories.");
+          } catch (e) { refusal(slot, e); }
+        } }, "Restore")]);
+  }
+  const table = (label, heads, body) => h("div", { class: "scroll" }, h("table", { "aria-label": label },
+    h("thead", {}, h("tr", {}, heads.map((t) => h("th", { scope: "col" }, t)))), body));
+  empty(agentBody, 5, "agents");
+  empty(memoryBody, 6, "memories");
+  render("Trash",
+    h("p", { class: "muted" }, "Deleted agents and memories stay here for 30 days, then they are purged. Restore brings one back as it was; an agent comes back with its own memory."),
+    status,
+    h("h2", {}, "Agents"), table("Agents in the trash", ["Agent", "Scope", "Deleted", "Purged", ""], agentBody),
+    h("h2", {}, "Memories"), table("Memories in the trash", ["Memory", "Scope", "Entries", "Deleted", "Purged", ""], memoryBody));
+};
 
 // ---------- erase a user ----------
 pages.erase = async () => {
