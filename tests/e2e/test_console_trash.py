@@ -96,6 +96,17 @@ def test_a_memory_an_agent_attaches_is_not_deleted_and_the_agents_are_named(
     assert console.api("GET", f"/v1/memories/{memory}").status_code == 200
     refusal.get_by_role("link", name=agent, exact=True).click()
     page.get_by_role("heading", name=f"Agent {agent}").wait_for()
+    # And an agent whose own memory another agent attaches is kept out of the trash the same way
+    reader = a_name("reader")
+    attaching = {"memories": [{"name": f"agent:{agent}"}]}
+    assert console.api("PUT", f"/v1/agents/{reader}", json=attaching).status_code == 201
+    page.reload()
+    page.get_by_role("button", name="Delete agent…").click()
+    page.get_by_role("button", name=f"Move {agent} to the trash").click()
+    refusal = page.get_by_role("alertdialog").get_by_role("alert")
+    refusal.get_by_text(f"{reader} (account): detach it on the agent's page").wait_for()
+    assert f"own memory 'agent:{agent}' is attached to {reader}" in refusal.inner_text()
+    assert console.api("GET", f"/v1/agents/{agent}").status_code == 200
 
 
 def test_an_agent_deleted_in_the_console_is_restored_then_deleted_for_good(

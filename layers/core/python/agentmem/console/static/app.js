@@ -287,7 +287,7 @@ async function memoryPage(memory, user) {
       await api("DELETE", `v1/memories/${seg(memory)}`, { query: { user: m.user_id } });
       location.hash = "#/trash";
     },
-    refused: async (e) => (e.code === "attached" && e.details.attached_to ? [e.message, await attachers(e.details.attached_to)] : [e.message]),
+    refused: attachedRefusal,
   }) }, "Delete memory…");
 
   render(`Memory ${memory}`,
@@ -309,6 +309,7 @@ async function memoryPage(memory, user) {
 
 // the agents that attach a memory (a 409's attached_to), each with where to detach it: its page, or the trash
 // (an agent in the trash still attaches its memories until it is restored and changed, or deleted for good)
+const attachedRefusal = async (e) => (e.code === "attached" && e.details.attached_to ? [e.message, await attachers(e.details.attached_to)] : [e.message]);
 async function attachers(names) {
   let live = [], trashed = [];
   try {
@@ -601,7 +602,7 @@ async function agentPage(name, user) {
       location.hash = "#/trash";
     },
     // its own memory attached by another agent keeps it out of the trash
-    refused: async (e) => (e.code === "attached" && e.details.attached_to ? [e.message, await attachers(e.details.attached_to)] : [e.message]),
+    refused: attachedRefusal,
   }) }, "Delete agent…");
   render(`Agent ${name}`, h("p", {}, h("a", { href: "#/agents" }, "← All agents")),
     h("dl", { class: "meta" }, h("dt", {}, "Scope"), h("dd", {}, agent.scope === "user" ? `user ${agent.user_id}` : "account"),
