@@ -48,6 +48,7 @@ class Data:
     agent: str
     user: str
     conversation: str
+    trashed: str
 
     def pages(self) -> dict[str, tuple[str, str]]:
         """Each page: its address (after /console), and a text it shows once its data is there."""
@@ -61,6 +62,7 @@ class Data:
             "conversations": (f"#/conversations/{self.agent}?user={self.user}", self.conversation),
             "conversation": (conv, "Workspace files"),
             "erase": ("#/erase", "Review what goes"),
+            "trash": ("#/trash", self.trashed),
         }
 
 
@@ -87,7 +89,10 @@ def data(console: Console) -> Data:  # noqa: F811 (the fixture imported above)
                           params={"user": user}, data=b"invoice,paid\n1,yes\n",
                           headers={"Content-Type": "application/octet-stream"})
     assert written.status_code in (200, 201), written.text
-    return Data(memory, entry, agent, user, key)
+    trashed = f"old-billing-desk-notes-before-the-move-to-new-system-{tag}"
+    assert console.api("PUT", f"/v1/memories/{trashed}").status_code == 201
+    assert console.api("DELETE", f"/v1/memories/{trashed}").status_code in (200, 204)
+    return Data(memory, entry, agent, user, key, trashed)
 
 
 @pytest.fixture
