@@ -487,11 +487,23 @@ def test_against_a_real_cluster() -> None:
         anas = journal_filters("acct_1", "support", "ana", None)
         journal = _eventually(lambda: index.query("refunds", None, anas, 5), lambda h: len(h) == 1)
         assert [location_of(h.fields) for h in journal] == [where]
+        # a long message's passages, nested: a query by meaning names the nearest (the nested knn, its filter on the
+        # message's fields, and inner_hits as the real service answers them)
+        long_id, long_fields, long_whole, parts = long_message()
+        index.upsert_with_passages([(long_id, long_fields, long_whole, parts)])
+        backup = EMBEDDER.embed_one("nightly backup Frankfurt replica encrypted vault key restore")
+        by_passage = _eventually(lambda: index.query(None, backup, {**anas, "embedder": EMBEDDER.name}, 5),
+                                 lambda h: any("passage" in hit.fields for hit in h))
+        (found,) = [h for h in by_passage if h.doc_id == long_id]
+        assert (found.fields["passage_start"], found.fields["passage_end"]) == (
+            parts[found.fields["passage"]].start, parts[found.fields["passage"]].end)
+        assert -1.0 <= found.score <= 1.0
 
-        index.delete_many([DOC, message])
+        index.delete_many([DOC, message, long_id])
         remaining = _eventually(lambda: {h.doc_id for h in index.query("refund", None, {"account": "acct_1"}, 10)},
                                 lambda ids: DOC not in ids and message not in ids)
         assert DOC not in remaining and message not in remaining
+        assert _eventually(lambda: index.query(None, backup, anas, 5), lambda h: h == []) == []
     finally:
         index.client.indices.delete(index=name)
 
