@@ -666,3 +666,12 @@ def test_deleting_a_message_by_id_removes_its_passages(
     # Then nothing of the message is left, and a query by a passage finds nothing
     assert state.docs() == {}
     assert index.query(None, parts[2].vector, journal_filters("acct_1", "support", "ana", None), 5) == []
+
+
+def test_a_journal_hit_without_inner_hits_is_still_a_cosine() -> None:
+    # (a k-NN release that drops inner hits: both clauses' scores added, nothing to split them by)
+    fields: dict[str, Any] = {}
+    both = OpenSearchIndex._semantic_score({"_score": 1.8 + 1.6}, 1.8 + 1.6, fields)
+    assert both == pytest.approx(0.7) and fields == {}
+    assert OpenSearchIndex._semantic_score({"_score": 1.8}, 1.8, fields) == pytest.approx(0.8)
+    assert OpenSearchIndex._semantic_score({"_score": 0.8}, 0.8, fields) == pytest.approx(-0.25)

@@ -72,6 +72,7 @@ PASSAGE_VECTOR = f"{PASSAGES_FIELD}.{VECTOR_FIELD}"
 # the least score a k-NN match of unit vectors has in the innerproduct space (1 / (1 - ip), ip >= -1): a journal
 # hit's score less its passage's below this is a message not matched by its whole vector
 LEAST_KNN_SCORE = 0.5
+MAX_KNN_SCORE = 2.0 + 1e-6  # ... and the most (1 + ip, ip <= 1)
 ID_FIELD = "doc_id"
 MAX_COPIES = 100  # copies of one doc_id swept per change; more than a handful means something is wrong
 MAX_RESULT_WINDOW = 10_000  # OpenSearch's index.max_result_window: the most one search returns
@@ -139,7 +140,8 @@ def _vector_mapping(dimension: int) -> dict[str, Any]:
 
 def cosine_of(score: float) -> float:
     """The inner product (the cosine of unit vectors) a k-NN score of the ``innerproduct`` space stands for."""
-    return score - 1.0 if score >= 1.0 else 1.0 - 1.0 / score if score > 0 else -1.0
+    cosine = score - 1.0 if score >= 1.0 else 1.0 - 1.0 / score if score > 0 else -1.0
+    return min(cosine, 1.0)
 
 
 def _keyword_path(name: str) -> str:
@@ -371,8 +373,8 @@ class OpenSearchIndex(SearchIndex):
         passage's, and names the passage in ``fields``; its whole text's score is the hit's less the passage's
         (a ``bool`` adds the scores of the clauses that matched), none when only the passage matched."""
         inner = ((hit.get("inner_hits") or {}).get(PASSAGES_FIELD) or {}).get("hits", {}).get("hits") or []
-        if not inner:
-            return cosine_of(score)
+        if not inner:  # one clause matched; both when over one match's best (some k-NN releases drop inner hits)
+            return cosine_of(score / 2 if score > MAX_KNN_SCORE else score)
         nearest = max(inner, key=lambda h: float(h.get("_score") or 0.0))
         part = float(nearest.get("_score") or 0.0)
         whole = score - part
