@@ -20,7 +20,9 @@ query can keep to one embedder's vectors.
 
 Records are read in stream order into one set of writes, the last change of a document winning, which goes
 to the index together: one ``embed`` call, one ``upsert_many`` and one ``delete_many`` (on OpenSearch, a
-lookup and a ``_bulk`` each) — a hundred records cost a few requests, not two hundred. When that fails, the
+lookup and a ``_bulk`` each) — a hundred records cost a few requests, not two hundred. A message longer than a
+passage (``domain/passages.py``) is written with its passages nested in its document (OpenSearch): their texts
+are embedded in the same call, and they go in the same bulk. When that fails, the
 records' writes are applied one record at a time, in order, to find the failing one. The first use of the
 index in a process creates it when it is missing (the OpenSearch adapter sets up before its first write).
 The batch stops at the first failure: that record and every later one are reported (partial batch
@@ -54,7 +56,13 @@ from agentmem.adapters.aws.entry_documents import (
     is_expired,
     plain,
 )
-from agentmem.adapters.aws.journal_index import MessageLocation, message_doc_id, message_fields, searchable_text
+from agentmem.adapters.aws.journal_index import (
+    MessageLocation,
+    message_doc_id,
+    message_fields,
+    searchable_text,
+    upsert_documents,
+)
 from agentmem.bootstrap import get_container
 from agentmem.domain.clock import Clock, iso, utcnow
 from agentmem.invocation import entry_point
@@ -218,9 +226,8 @@ class PendingWrites:
     def _write(self, writes: Sequence[Write]) -> None:
         upserts = [w for w in writes if isinstance(w, Upsert)]
         deletes = [w.doc_id for w in writes if isinstance(w, Delete)]
-        if upserts:
-            vectors = self.embedder.embed([w.text for w in upserts])
-            self.index.upsert_many([(w.doc_id, w.fields, v) for w, v in zip(upserts, vectors, strict=True)])
+        if upserts:  # a long message's passages are embedded in the same call, written in the same bulk
+            upsert_documents(self.index, self.embedder, [(w.doc_id, w.fields, w.text) for w in upserts])
         if deletes:
             self.index.delete_many(deletes)
 

@@ -8,12 +8,21 @@ OpenSearch (Serverless) does, errors included, in OpenSearch's own error shape:
 - ``POST <index>/_search``: the body is checked against the query DSL for the clauses the adapter uses
   (``bool`` with ``must``/``should``/``filter``/``must_not``/``minimum_should_match``, ``multi_match``,
   ``knn`` with ``vector``/``k``/``filter``, ``term``, ``terms``, ``range`` with ``gt``/``gte``/``lt``/``lte``,
-  ``match_all``; ``size``, ``_source``) and against the index's mapping (a ``term`` on a keyword field, a
-  ``range`` on a date field, a ``knn`` on the ``knn_vector`` with its dimension); anything else is refused
-  with a 400 ``parsing_exception``, so a malformed query fails the test.
+  ``match_all``, ``nested`` with ``path``/``query``/``score_mode``/``ignore_unmapped``/``inner_hits``; ``size``,
+  ``_source``) and against the index's mapping (a ``term`` on a keyword field, a ``range`` on a date field, a
+  ``knn`` on a ``knn_vector`` with its dimension — one inside a ``nested`` field only within a ``nested`` query
+  of that path —, a ``nested`` query's path a field of type ``nested``); anything else is refused with a 400
+  ``parsing_exception``, so a malformed query fails the test.
   Queries are evaluated: filters and ``term``\\ s match exactly, ``multi_match`` scores the query's words in
   the fields (lower-cased, English stop words dropped, a crude English stemmer, as the ``english`` analyzer
-  would), ``knn`` ranks the documents that pass its filter by inner product;
+  would), ``knn`` ranks the documents that pass its filter by inner product (in the ``innerproduct`` space's
+  score, ``1 + ip`` or ``1 / (1 - ip)``). A ``nested`` query runs its query on each nested object of ``path`` as
+  a document of its own and scores the parent by its matching objects' scores (``score_mode``: ``avg`` by
+  default, ``max``, ``min``, ``sum``, ``none``); a ``knn`` on a nested vector answers the k nearest *parents*,
+  each by its nearest object (its ``filter`` on the parent's fields, as OpenSearch's k-NN pre-filters them), as
+  the k-NN plugin does without ``expand_nested_docs``; ``inner_hits`` lists each parent's matching objects,
+  best first (``size``, default 3; ``_source``: the object, or not; ``fields``: some of its fields), each with its
+  ``_nested.offset``;
 - ``POST <index>/_bulk``: action lines (``index`` without an ``_id`` — a vector collection assigns them —
   and ``delete``), every document checked against the strict mapping. With no index, each item fails with
   ``index_not_found_exception`` (the index is never made by a write, with a mapping of its own guessing);
@@ -96,27 +105,54 @@ def _check_keys(body: Mapping[str, Any], allowed: set[str], where: str) -> None:
         raise DslError(f"[{where}] unknown field [{unknown[0]}]")
 
 
+SCORE_MODES = ("avg", "max", "min", "sum", "none")
+
+
 @dataclass
 class Index:
     mapping: dict[str, Any]
     settings: dict[str, Any]
     docs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # a nested query's scope: its objects as documents (``{path: object}``), each object's parent and place
+    nested_path: str | None = None
+    parent: Index | None = None
+    parent_of: dict[str, tuple[str, int]] = field(default_factory=dict)
+    # the inner hits of the search running, by parent document, then by inner hits' name
+    inner_hits: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def properties(self) -> dict[str, Any]:
         props: dict[str, Any] = self.mapping.setdefault("properties", {})
         return props
 
-    def field_type(self, path: str) -> str | None:
+    def spec(self, path: str) -> dict[str, Any] | None:
+        """The mapping of ``path``: a field, a field of a nested one (``passages.vector``), or a multi-field
+        (``name.keyword``)."""
         name, _, sub = path.partition(".")
         spec = self.properties.get(name)
-        if spec is None:
-            return None
-        if sub:
-            spec = spec.get("fields", {}).get(sub)
-            if spec is None:
-                return None
-        return str(spec.get("type"))
+        if spec is None or not sub:
+            return spec
+        found = (spec.get("properties") if spec.get("type") == "nested" else spec.get("fields") or {}) or {}
+        inner = found.get(sub)
+        return inner if isinstance(inner, dict) else None
+
+    def field_type(self, path: str) -> str | None:
+        spec = self.spec(path)
+        return None if spec is None else str(spec.get("type"))
+
+    def _nested_field(self, path: str) -> str | None:
+        """The nested field ``path`` is inside of (None for a field of the document itself)."""
+        name, _, sub = path.partition(".")
+        return name if sub and (self.properties.get(name) or {}).get("type") == "nested" else None
+
+    def value(self, doc_id: str, path: str) -> Any:
+        """The value of ``path`` in a document (a nested scope's objects are ``{path: object}``)."""
+        doc = self.docs[doc_id]
+        if self._nested_field(path) is None:
+            return doc.get(path.partition(".")[0])
+        name, _, sub = path.partition(".")
+        held = doc.get(name)
+        return held.get(sub) if isinstance(held, dict) else None
 
     # -- documents --------------------------------------------------------------------------------------
     def check_document(self, source: Any) -> None:
@@ -129,13 +165,30 @@ class Index:
                     raise DslError(f"mapping set to strict, dynamic introduction of [{name}] within [_doc] is "
                                    "not allowed", "strict_dynamic_mapping_exception")
                 continue
-            kind = spec["type"]
-            if kind == "knn_vector":
-                if not isinstance(value, list) or len(value) != spec["dimension"]:
-                    raise DslError(f"Vector dimension mismatch. Expected: {spec['dimension']}, Given: "
-                                   f"{len(value) if isinstance(value, list) else value!r}", "mapper_parsing_exception")
-            elif not isinstance(value, int | float if kind in ("long", "float") else str):
-                raise DslError(f"failed to parse field [{name}] of type [{kind}]", "mapper_parsing_exception")
+            self._check_value(name, spec, value)
+
+    def _check_value(self, name: str, spec: dict[str, Any], value: Any) -> None:
+        kind = spec["type"]
+        if kind == "nested":
+            objects = value if isinstance(value, list) else [value]
+            for held in objects:
+                if not isinstance(held, dict):
+                    raise DslError(f"object mapping for [{name}] tried to parse field [{name}] as object, but found a "
+                                   "concrete value", "mapper_parsing_exception")
+                for sub, inner in held.items():
+                    sub_spec = spec.get("properties", {}).get(sub)
+                    if sub_spec is None:
+                        if self.mapping.get("dynamic") == "strict":
+                            raise DslError(f"mapping set to strict, dynamic introduction of [{sub}] within [{name}] "
+                                           "is not allowed", "strict_dynamic_mapping_exception")
+                        continue
+                    self._check_value(f"{name}.{sub}", sub_spec, inner)
+        elif kind == "knn_vector":
+            if not isinstance(value, list) or len(value) != spec["dimension"]:
+                raise DslError(f"Vector dimension mismatch. Expected: {spec['dimension']}, Given: "
+                               f"{len(value) if isinstance(value, list) else value!r}", "mapper_parsing_exception")
+        elif not isinstance(value, int | float if kind in ("long", "float") else str):
+            raise DslError(f"failed to parse field [{name}] of type [{kind}]", "mapper_parsing_exception")
 
     # -- queries ----------------------------------------------------------------------------------------
     def search(self, body: Mapping[str, Any]) -> list[tuple[str, float]]:
@@ -151,6 +204,7 @@ class Index:
             if not isinstance(source, dict):
                 raise DslError(f"[_source] malformed: {source!r}")
             _check_keys(source, {"includes", "excludes"}, "_source")
+        self.inner_hits = {}
         scores = self.evaluate(body.get("query", {"match_all": {}}), set(self.docs))
         return sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))[:size]
 
@@ -182,6 +236,8 @@ class Index:
             return self._knn(body, among)
         if kind == "bool":
             return self._bool(body, among)
+        if kind == "nested":
+            return self._nested(body, among)
         raise DslError(f"unknown query [{kind}]")
 
     def _range(self, body: Any, among: set[str]) -> dict[str, float]:
@@ -199,7 +255,7 @@ class Index:
                  "lte": lambda a, b: a <= b}
 
         def within(doc_id: str) -> bool:
-            value = self.docs[doc_id].get(path)
+            value = self.value(doc_id, path)
             if not isinstance(value, str):
                 return False
             held = _moment(value, path)
@@ -208,7 +264,7 @@ class Index:
         return {i: 1.0 for i in among if within(i)}
 
     def _values(self, doc_id: str, path: str) -> list[Any]:
-        value = self.docs[doc_id].get(path.partition(".")[0])
+        value = self.value(doc_id, path)
         return value if isinstance(value, list) else [value]
 
     def _keyword(self, path: str, where: str) -> None:
@@ -277,7 +333,7 @@ class Index:
         words = analyze(query)
         scores: dict[str, float] = {}
         for doc_id in among:
-            per_field = {name: words & analyze(str(self.docs[doc_id].get(name) or "")) for name in boosts}
+            per_field = {name: words & analyze(str(self.value(doc_id, name) or "")) for name in boosts}
             found = set().union(*per_field.values())
             if not found or (operator == "and" and found != words):
                 continue
@@ -291,9 +347,12 @@ class Index:
             raise DslError("[knn] malformed query")
         _check_keys(spec, {"vector", "k", "filter"}, "knn")
         vector, k = spec.get("vector"), spec.get("k")
-        mapped = self.properties.get(path) or {}
+        mapped = self.spec(path) or {}
         if mapped.get("type") != "knn_vector":
             raise DslError(f"Field '{path}' is not knn_vector type.", "illegal_argument_exception")
+        if self._nested_field(path) != self.nested_path:
+            raise DslError(f"[knn] field [{path}] is inside the nested field [{self._nested_field(path)}]: query it "
+                           "within a [nested] query of that path", "query_shard_exception")
         if not isinstance(vector, list) or not all(isinstance(x, int | float) for x in vector):
             raise DslError("[knn] requires a [vector] of numbers")
         if len(vector) != mapped["dimension"]:
@@ -303,14 +362,106 @@ class Index:
             raise DslError("[knn] requires k > 0")
         candidates = set(among)
         if "filter" in spec:
-            candidates = set(self.evaluate(spec["filter"], candidates))
+            if self.parent is None:
+                candidates = set(self.evaluate(spec["filter"], candidates))
+            else:  # within a nested query: the filter is on the parents' fields
+                parents = {self.parent_of[i][0] for i in candidates}
+                passed = set(self.parent.evaluate(spec["filter"], parents))
+                candidates = {i for i in candidates if self.parent_of[i][0] in passed}
         scored = []
         for doc_id in candidates:
-            stored = self.docs[doc_id].get(path)
+            stored = self.value(doc_id, path)
             if isinstance(stored, list):
                 product = sum(a * b for a, b in zip(stored, vector, strict=True))
                 scored.append((product + 1 if product >= 0 else 1 / (1 - product), doc_id))  # faiss innerproduct
-        return {doc_id: score for score, doc_id in sorted(scored, key=lambda p: (-p[0], p[1]))[:k]}
+        scored.sort(key=lambda p: (-p[0], p[1]))
+        if self.parent is not None:  # the k nearest parents, each by its nearest object
+            nearest: dict[str, tuple[float, str]] = {}
+            for score, doc_id in scored:
+                nearest.setdefault(self.parent_of[doc_id][0], (score, doc_id))
+            scored = sorted(nearest.values(), key=lambda p: (-p[0], p[1]))
+        return {doc_id: score for score, doc_id in scored[:k]}
+
+    def _nested(self, body: Any, among: set[str]) -> dict[str, float]:
+        if not isinstance(body, dict):
+            raise DslError("[nested] malformed query")
+        _check_keys(body, {"path", "query", "score_mode", "ignore_unmapped", "inner_hits"}, "nested")
+        path, query = body.get("path"), body.get("query")
+        if not isinstance(path, str) or query is None:
+            raise DslError("[nested] requires 'path' and 'query' field")
+        ignore = body.get("ignore_unmapped", False)
+        if not isinstance(ignore, bool):
+            raise DslError("[nested] [ignore_unmapped] must be a boolean")
+        mode = body.get("score_mode", "avg")
+        if mode not in SCORE_MODES:
+            raise DslError(f"illegal score_mode [{mode}]", "illegal_argument_exception")
+        inner = body.get("inner_hits")
+        if inner is not None:
+            _check_inner_hits(inner, path)
+        if self.parent is not None:
+            raise DslError("[nested] this fake nests one level only")
+        spec = self.properties.get(path)
+        if spec is None:
+            if ignore:
+                return {}
+            raise DslError(f"[nested] failed to find nested object under path [{path}]", "query_shard_exception")
+        if spec.get("type") != "nested":
+            raise DslError(f"[nested] nested object under path [{path}] is not of nested type",
+                           "query_shard_exception")
+        scope = Index(self.mapping, self.settings, nested_path=path, parent=self)
+        for parent in sorted(among):
+            held = self.docs[parent].get(path)
+            for offset, obj in enumerate(held if isinstance(held, list) else [] if held is None else [held]):
+                scope.docs[f"{parent}#{offset}"] = {path: obj}
+                scope.parent_of[f"{parent}#{offset}"] = (parent, offset)
+        found = scope.evaluate(query, set(scope.docs))
+        by_parent: dict[str, list[tuple[float, int]]] = {}
+        for child, score in found.items():
+            parent, offset = scope.parent_of[child]
+            by_parent.setdefault(parent, []).append((score, offset))
+        scores: dict[str, float] = {}
+        for parent, matched in by_parent.items():
+            values = [score for score, _ in matched]
+            scores[parent] = {"avg": sum(values) / len(values), "max": max(values), "min": min(values),
+                              "sum": sum(values), "none": 0.0}[mode]
+            if inner is not None:
+                self.inner_hits.setdefault(parent, {})[inner.get("name", path)] = _inner_hits(
+                    parent, path, inner, matched, self.docs[parent][path])
+        return scores
+
+
+def _check_inner_hits(inner: Any, path: str) -> None:
+    if not isinstance(inner, dict):
+        raise DslError("[inner_hits] malformed")
+    _check_keys(inner, {"size", "from", "_source", "fields", "name"}, "inner_hits")
+    for key in ("size", "from"):
+        if key in inner and (not isinstance(inner[key], int) or isinstance(inner[key], bool) or inner[key] < 0):
+            raise DslError(f"[inner_hits] [{key}] must be a non-negative integer")
+    if not isinstance(inner.get("_source", True), bool):
+        raise DslError("[inner_hits] [_source] takes true or false here")
+    fields = inner.get("fields", [])
+    if not isinstance(fields, list) or not all(isinstance(f, str) and f.startswith(f"{path}.") for f in fields):
+        raise DslError(f"[inner_hits] [fields] must list fields of [{path}]")
+
+
+def _inner_hits(parent: str, path: str, inner: Mapping[str, Any], matched: list[tuple[float, int]],
+                objects: Any) -> dict[str, Any]:
+    """A parent's inner hits: its matching objects, best first, as OpenSearch lists them."""
+    held = objects if isinstance(objects, list) else [objects]
+    ranked = sorted(matched, key=lambda pair: (-pair[0], pair[1]))
+    start = inner.get("from", 0)
+    hits = []
+    for score, offset in ranked[start : start + inner.get("size", 3)]:
+        hit: dict[str, Any] = {"_id": parent, "_nested": {"field": path, "offset": offset}, "_score": score}
+        if inner.get("_source", True):
+            hit["_source"] = held[offset]
+        wanted = {name: [held[offset][name.partition(".")[2]]] for name in inner.get("fields", [])
+                  if name.partition(".")[2] in held[offset]}
+        if wanted:
+            hit["fields"] = wanted
+        hits.append(hit)
+    return {"hits": {"total": {"value": len(matched), "relation": "eq"},
+                     "max_score": ranked[0][0] if ranked else None, "hits": hits}}
 
 
 def _check_mapping(body: Any) -> None:
@@ -326,6 +477,7 @@ def _check_field(name: str, spec: Any) -> None:
     allowed = {
         "text": {"type", "analyzer", "fields"}, "keyword": {"type", "ignore_above"}, "long": {"type"},
         "float": {"type"}, "date": {"type"}, "knn_vector": {"type", "dimension", "method"},
+        "nested": {"type", "properties"},
     }
     if kind not in allowed:
         raise DslError(f"No handler for type [{kind}] declared on field [{name}]", "mapper_parsing_exception")
@@ -334,6 +486,13 @@ def _check_field(name: str, spec: Any) -> None:
         raise DslError(f"analyzer [{spec['analyzer']}] has not been configured in mappings", "mapper_parsing_exception")
     for sub, sub_spec in spec.get("fields", {}).items():
         _check_field(f"{name}.{sub}", sub_spec)
+    if kind == "nested":
+        if not isinstance(spec.get("properties", {}), dict):
+            raise DslError(f"[{name}] malformed properties", "mapper_parsing_exception")
+        for sub, sub_spec in spec.get("properties", {}).items():
+            if isinstance(sub_spec, dict) and sub_spec.get("type") == "nested":
+                raise DslError(f"[{name}.{sub}] this fake nests one level only", "mapper_parsing_exception")
+            _check_field(f"{name}.{sub}", sub_spec)
     if kind == "knn_vector":
         method = spec.get("method", {})
         if method.get("engine") not in ("faiss", "lucene", "nmslib") or method.get("name") != "hnsw":
@@ -421,6 +580,10 @@ class FakeOpenSearch:
         hits = []
         for doc_id, score in found:
             hit: dict[str, Any] = {"_index": name, "_id": doc_id, "_score": score}
+            if doc_id in index.inner_hits:
+                hit["inner_hits"] = {key: {"hits": {**found_inner["hits"], "hits": [
+                    {"_index": name, **h} for h in found_inner["hits"]["hits"]]}}
+                    for key, found_inner in index.inner_hits[doc_id].items()}
             if source is not False:
                 stored = index.docs[doc_id]
                 if isinstance(source, list):

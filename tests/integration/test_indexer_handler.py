@@ -360,3 +360,54 @@ def test_an_index_that_refuses_every_write_fails_the_batch_from_its_first_record
 
 def run_on(index: OpenSearchIndex, *records: dict[str, Any]) -> dict[str, Any]:
     return handle(batch(*records), index, EMBEDDER, clock=FixedClock())
+
+
+class CountingEmbedder(HashingEmbedder):
+    """Counts its calls and the texts each embeds."""
+
+    def __init__(self, dimension: int) -> None:
+        super().__init__(dimension)
+        self.calls: list[int] = []
+
+    def embed(self, texts: Any) -> list[list[float]]:
+        self.calls.append(len(texts))
+        return super().embed(texts)
+
+
+def test_long_messages_are_indexed_with_their_passages_in_the_batch_s_one_bulk() -> None:
+    from agentmem.domain.passages import passages
+
+    long_text = " ".join(f"Sentence {n} of a long answer says something about the refund of order {n}."
+                         for n in range(40))
+    meta = {"PK": "C#acct_1#support#U#ana#order-42", "SK": "META", "last_seq": 3, "rev": 3}
+    with serve() as (state, url):
+        index = OpenSearchIndex.connect(url, dimension=EMBEDDER.dimension, region="eu-west-1", credentials=CREDENTIALS)
+        index.setup()
+        embedder = CountingEmbedder(EMBEDDER.dimension)
+        # When a batch brings a short message, a long one, a long tool result and an entry
+        answer = handle(batch(record("INSERT", message_item(1, "Where is my refund?"), seq=1),
+                              record("INSERT", message_item(2, long_text, role="assistant"), seq=2),
+                              record("INSERT", message_item(3, long_text, role="tool_result", tool_name="lookup"),
+                                     seq=3),
+                              record("INSERT", entry_item("refund-policy"), seq=4)),
+                        index, embedder, clock=FixedClock())
+        assert answer == {"batchItemFailures": []}
+        # Then one embed call took every text (four wholes and the long ones' passages) and one bulk wrote them
+        cut = passages(long_text)
+        tool_cut = passages(f"{long_text}\nlookup")
+        assert len(cut) > 2
+        assert embedder.calls == [4 + len(cut) + len(tool_cut)]
+        (bulk,) = state.sent("POST", "/_bulk")
+        assert len([line for line in bulk.ndjson() if "index" in line]) == 4
+        docs = {d["doc_id"]: d for d in state.docs().values()}
+        long_doc = docs["message/acct_1/support/ana/order-42/2"]
+        assert [(p["start"], p["end"]) for p in long_doc["passages"]] == [(p.start, p.end) for p in cut]
+        assert long_doc["passages"][1]["vector"] == pytest.approx(EMBEDDER.embed_one(cut[1].of(long_text)))
+        # (a tool row's passages are of its searchable text: the content and the tool's name)
+        assert [(p["start"], p["end"]) for p in docs["message/acct_1/support/ana/order-42/3"]["passages"]] == [
+            (p.start, p.end) for p in tool_cut]
+        assert "passages" not in docs["message/acct_1/support/ana/order-42/1"]
+        assert "passages" not in docs["entry/acct_1/company//refund-policy"]
+        # When the conversation is purged (its record removed): its documents go by id, passages with them
+        run_on(index, record("REMOVE", meta, seq=5))
+        assert [d["doc_id"] for d in state.docs().values()] == ["entry/acct_1/company//refund-policy"]

@@ -277,7 +277,7 @@ def test_a_vector_query_filters_inside_the_knn_clause(
     body = state.requests[-1].json()
     # Then the request is a knn query (no bool around it) with the filters inside it, size with room for copies
     assert body == {
-        "size": 4, "_source": {"excludes": ["vector"]},
+        "size": 4, "_source": {"excludes": ["vector", "passages"]},
         "query": {"knn": {"vector": {"vector": query, "k": 2, "filter": {"bool": {"filter": [
             {"term": {"account": "acct_1"}}, {"term": {"memory": "company"}}, {"terms": {"user": ["", "bob"]}},
         ]}}}}},
@@ -380,11 +380,13 @@ def test_a_journal_query_bounded_in_time_sends_a_range_and_finds_only_that_windo
     assert {"range": {"updated_at": {"gt": "2026-02-01T00:00:00.000000Z", "lt": "2026-03-01T00:00:00.000000Z"}}} in (
         state.requests[-1].json()["query"]["bool"]["filter"])
     assert [h.fields["seq"] for h in hits] == [2]
-    # By meaning: the range inside the knn clause's filter (faiss filters while it searches)
+    # By meaning: the range inside both knn clauses' filters, the whole's and the passages' (faiss filters while it
+    # searches)
     hits = index.query(None, EMBEDDER.embed_one("refund"), {**february, "embedder": EMBEDDER.name}, 10)
-    knn_filter = state.requests[-1].json()["query"]["knn"]["vector"]["filter"]["bool"]["filter"]
-    assert {"range": {"updated_at": {"gt": "2026-02-01T00:00:00.000000Z", "lt": "2026-03-01T00:00:00.000000Z"}}} in (
-        knn_filter)
+    whole, nested = state.requests[-1].json()["query"]["bool"]["should"]
+    for knn in (whole["knn"]["vector"], nested["nested"]["query"]["knn"]["passages.vector"]):
+        assert {"range": {"updated_at": {"gt": "2026-02-01T00:00:00.000000Z",
+                                         "lt": "2026-03-01T00:00:00.000000Z"}}} in knn["filter"]["bool"]["filter"]
     assert [h.fields["seq"] for h in hits] == [2]
     # one bound alone
     later = {**journal_filters("acct_1", "support", "ana", None), "updated_at": TimeRange(after=said[0][2])}
@@ -485,10 +487,191 @@ def test_against_a_real_cluster() -> None:
         anas = journal_filters("acct_1", "support", "ana", None)
         journal = _eventually(lambda: index.query("refunds", None, anas, 5), lambda h: len(h) == 1)
         assert [location_of(h.fields) for h in journal] == [where]
+        # a long message's passages, nested: a query by meaning names the nearest (the nested knn, its filter on the
+        # message's fields, and inner_hits as the real service answers them)
+        long_id, long_fields, long_whole, parts = long_message()
+        index.upsert_with_passages([(long_id, long_fields, long_whole, parts)])
+        backup = EMBEDDER.embed_one("nightly backup Frankfurt replica encrypted vault key restore")
+        by_passage = _eventually(lambda: index.query(None, backup, {**anas, "embedder": EMBEDDER.name}, 5),
+                                 lambda h: any("passage" in hit.fields for hit in h))
+        (found,) = [h for h in by_passage if h.doc_id == long_id]
+        assert (found.fields["passage_start"], found.fields["passage_end"]) == (
+            parts[found.fields["passage"]].start, parts[found.fields["passage"]].end)
+        assert -1.0 <= found.score <= 1.0
 
-        index.delete_many([DOC, message])
+        index.delete_many([DOC, message, long_id])
         remaining = _eventually(lambda: {h.doc_id for h in index.query("refund", None, {"account": "acct_1"}, 10)},
                                 lambda ids: DOC not in ids and message not in ids)
         assert DOC not in remaining and message not in remaining
+        assert _eventually(lambda: index.query(None, backup, anas, 5), lambda h: h == []) == []
     finally:
         index.client.indices.delete(index=name)
+
+
+# -- long messages: passages nested in their document ---------------------------------------------------------------
+PARAGRAPHS = [
+    "The web tier runs on four containers behind the load balancer. Sessions moved to Redis, so sticky sessions "
+    "are gone. Deploys take about six minutes end to end, and the health check runs every ten seconds.",
+    "Logging goes to the central collector. Each service writes JSON lines with a request id, and dashboards "
+    "group by it. Retention is fourteen days for debug lines and ninety days for errors.",
+    "The nightly backup runs at two from the Frankfurt replica, never from the primary. It is encrypted with the "
+    "vault key, copied to the second region, and a restore is tested on the first Monday of each month.",
+    "Costs went down by a fifth since the move, most of it the smaller database and the reserved capacity for the "
+    "containers. Next month we look at the content delivery contract and the storage bill.",
+    "Open items: the search service still reads from the old cluster, two cron jobs have no owner, and the "
+    "failover runbook is out of date. They are on the board with names, for Thursday's review.",
+    "Security: the certificates renew by themselves now, the admin panel sits behind the single sign-on, and the "
+    "last penetration test found two low issues, both fixed the same week.",
+]
+LONG = "\n\n".join(PARAGRAPHS)
+
+
+def long_message(seq: int = 2, text: str = LONG) -> tuple[str, dict[str, Any], list[float], list[Any]]:
+    from agentmem.adapters.aws.journal_index import PassageVector, message_passages
+
+    where = MessageLocation("acct_1", "support", "ana", "ops", seq)
+    fields = message_fields(where, text, "2026-03-02T09:00:00.000000Z", role="assistant", embedder=EMBEDDER.name)
+    parts = [PassageVector(p.start, p.end, EMBEDDER.embed_one(p.of(text))) for p in message_passages(text)]
+    return message_doc_id("acct_1", "support", "ana", "ops", seq), fields, EMBEDDER.embed_one(text), parts
+
+
+def test_a_long_message_is_written_with_its_passages_nested_in_its_document(
+    fake: tuple[FakeOpenSearch, str], index: OpenSearchIndex
+) -> None:
+    from agentmem.domain.passages import passages
+
+    state, _ = fake
+    # Given a message longer than a passage, and a short one
+    short_id, short_fields, short_vector = (message_doc_id("acct_1", "support", "ana", "ops", 1),
+                                            message_fields(MessageLocation("acct_1", "support", "ana", "ops", 1),
+                                                           "Where are we?", "2026-03-02T08:00:00.000000Z",
+                                                           role="user", embedder=EMBEDDER.name),
+                                            EMBEDDER.embed_one("Where are we?"))
+    index.upsert_with_passages([long_message(), (short_id, short_fields, short_vector, [])])
+    # Then one bulk wrote both documents, the long one holding each passage's offsets and vector
+    (bulk,) = state.sent("POST", "/_bulk")
+    assert len([line for line in bulk.ndjson() if "index" in line]) == 2
+    stored = {d["seq"]: d for d in state.docs().values()}
+    cut = passages(LONG)
+    assert len(cut) > 1
+    assert [(p["start"], p["end"]) for p in stored[2]["passages"]] == [(p.start, p.end) for p in cut]
+    assert all(len(p["vector"]) == DIMENSION for p in stored[2]["passages"])
+    assert "passages" not in stored[1]
+    # and the mapping the index was made with has them nested, with the message vector's k-NN method
+    mapping = index_body(DIMENSION)["mappings"]["properties"]["passages"]
+    assert mapping["type"] == "nested"
+    assert mapping["properties"]["vector"] == index_body(DIMENSION)["mappings"]["properties"]["vector"]
+    assert (mapping["properties"]["start"], mapping["properties"]["end"]) == ({"type": "long"}, {"type": "long"})
+    # an entry holds none
+    with pytest.raises(ValueError, match="passages"):
+        index.upsert_with_passages([(*entry("a", "A", "first"), long_message()[3])])
+
+
+def test_a_journal_query_by_meaning_scores_a_long_message_by_its_best_passage_and_its_whole(
+    fake: tuple[FakeOpenSearch, str], index: OpenSearchIndex
+) -> None:
+    from agentmem.domain.passages import passages
+    from agentmem.domain.recall import passage_score
+
+    state, _ = fake
+    doc_id, fields, whole, parts = long_message()
+    index.upsert_with_passages([(doc_id, fields, whole, parts)])
+    question = EMBEDDER.embed_one("nightly backup Frankfurt replica encrypted vault key restore")
+    filters = {**journal_filters("acct_1", "support", "ana", None), "embedder": EMBEDDER.name}
+    (hit,) = index.query(None, question, filters, 5)
+    # The request: the whole vector's knn or a nested knn on the passages (the filters inside both), naming the
+    # nearest passage in inner_hits
+    body = state.requests[-1].json()
+    knn, nested = body["query"]["bool"]["should"]
+    assert nested["nested"]["path"] == "passages" and nested["nested"]["score_mode"] == "max"
+    assert nested["nested"]["query"]["knn"]["passages.vector"]["filter"] == knn["knn"]["vector"]["filter"]
+    assert body["_source"] == {"excludes": ["vector", "passages"]}
+    # The hit: each message once, named by its nearest passage (the backup paragraph), scored as the embedded
+    # index scores it (0.3 of the best passage's cosine, 0.7 of the whole text's)
+    cosines = [sum(a * b for a, b in zip(question, p.vector, strict=True)) for p in parts]
+    nearest = max(range(len(parts)), key=lambda i: cosines[i])
+    assert "nightly backup" in passages(LONG)[nearest].of(LONG)
+    assert hit.fields["passage"] == nearest
+    assert (hit.fields["passage_start"], hit.fields["passage_end"]) == (parts[nearest].start, parts[nearest].end)
+    whole_cosine = sum(a * b for a, b in zip(question, whole, strict=True))
+    assert hit.score == pytest.approx(passage_score(whole_cosine, [cosines[nearest]]), abs=1e-6)
+    assert "passages" not in hit.fields and "vector" not in hit.fields
+
+
+def test_a_vector_query_scores_are_cosines(fake: tuple[FakeOpenSearch, str], filled: OpenSearchIndex) -> None:
+    # OpenSearch scores the innerproduct space 1 + ip (or 1 / (1 - ip)); recall calibrates a cosine
+    query = EMBEDDER.embed_one("refunds paid back")
+    hits = filled.query(None, query, {"memory": "company", "user": ""}, 3)
+    expected = {doc_id: sum(a * b for a, b in zip(query, vector, strict=True))
+                for doc_id, _, vector in (entry("refund-policy", "How refunds work", "Refunds are paid back within "
+                                                "14 days."), entry("shipping", "Shipping times",
+                                                                   "Parcels leave the warehouse in two days."))}
+    assert {h.doc_id: round(h.score, 6) for h in hits} == {k: round(v, 6) for k, v in expected.items()}
+
+
+def test_a_message_found_only_by_a_passage_is_scored_by_it(
+    fake: tuple[FakeOpenSearch, str], index: OpenSearchIndex
+) -> None:
+    # Given a long message and a short one, and a query whose nearest whole vector is the short message's (k=1)
+    doc_id, fields, whole, parts = long_message()
+    short = message_fields(MessageLocation("acct_1", "support", "ana", "ops", 1), "The nightly backup.",
+                           "2026-03-02T08:00:00.000000Z", role="user", embedder=EMBEDDER.name)
+    index.upsert_with_passages([(doc_id, fields, whole, parts),
+                                (message_doc_id("acct_1", "support", "ana", "ops", 1), short,
+                                 EMBEDDER.embed_one("The nightly backup."), [])])
+    question = EMBEDDER.embed_one("The nightly backup.")
+    hits = index.query(None, question, {**journal_filters("acct_1", "support", "ana", None)}, 1)
+    # Then the short one is first; the long one, found by its passage alone, is scored by that passage
+    assert hits[0].fields["seq"] == 1 and hits[0].score == pytest.approx(1.0, abs=1e-6)
+    both = {h.fields["seq"]: h for h in index.query(None, question, journal_filters("acct_1", "support", "ana",
+                                                                                     None), 5)}
+    assert set(both) == {1, 2} and "passage" in both[2].fields and "passage" not in both[1].fields
+
+
+def test_setup_adds_the_nested_passages_to_an_index_made_before_them(
+    fake: tuple[FakeOpenSearch, str], index: OpenSearchIndex
+) -> None:
+    state, _ = fake
+    # Given an index made before messages had passages, holding a message indexed whole
+    old = index_body(DIMENSION)
+    del old["mappings"]["properties"]["passages"]
+    index.client.indices.create(index="agentmem", body=old)
+    doc_id, fields, whole, parts = long_message()
+    index.client.bulk(body=[{"index": {}}, {**fields, "doc_id": doc_id, "vector": whole}], index="agentmem")
+    # When a journal query by meaning runs before any process set the index up, it answers by the whole vectors
+    # (the nested clause ignores the unmapped path)
+    filters = journal_filters("acct_1", "support", "ana", None)
+    (hit,) = index.query(None, EMBEDDER.embed_one("nightly backup"), filters, 5)
+    assert "passage" not in hit.fields
+    # When a process sets it up (the indexer does before its first write)
+    index.setup()
+    # Then the nested field was added, with nothing else, and the message written again holds its passages
+    (put,) = state.sent("PUT", "/agentmem/_mapping")
+    assert put.json() == {"properties": {"passages": index_body(DIMENSION)["mappings"]["properties"]["passages"]}}
+    index.upsert_with_passages([(doc_id, fields, whole, parts)])
+    (stored,) = state.docs().values()
+    assert len(stored["passages"]) == len(parts)
+    (hit,) = index.query(None, EMBEDDER.embed_one("nightly backup"), filters, 5)
+    assert isinstance(hit.fields["passage"], int)
+
+
+def test_deleting_a_message_by_id_removes_its_passages(
+    fake: tuple[FakeOpenSearch, str], index: OpenSearchIndex
+) -> None:
+    state, _ = fake
+    doc_id, fields, whole, parts = long_message()
+    index.upsert_with_passages([(doc_id, fields, whole, parts)])
+    # When the conversation is purged (its documents deleted by id, seq by seq)
+    index.delete_many([doc_id, message_doc_id("acct_1", "support", "ana", "ops", 1)])
+    # Then nothing of the message is left, and a query by a passage finds nothing
+    assert state.docs() == {}
+    assert index.query(None, parts[2].vector, journal_filters("acct_1", "support", "ana", None), 5) == []
+
+
+def test_a_journal_hit_without_inner_hits_is_still_a_cosine() -> None:
+    # (a k-NN release that drops inner hits: both clauses' scores added, nothing to split them by)
+    fields: dict[str, Any] = {}
+    both = OpenSearchIndex._semantic_score({"_score": 1.8 + 1.6}, 1.8 + 1.6, fields)
+    assert both == pytest.approx(0.7) and fields == {}
+    assert OpenSearchIndex._semantic_score({"_score": 1.8}, 1.8, fields) == pytest.approx(0.8)
+    assert OpenSearchIndex._semantic_score({"_score": 0.8}, 0.8, fields) == pytest.approx(-0.25)

@@ -20,6 +20,12 @@ built here and nowhere else:
 | text (content and tool name) | ``content``, the text field a journal search reads |
 | created_at | ``updated_at`` |
 | the embedder of its vector | ``embedder`` |
+| a long message's passages | ``passages`` (nested: ``start``, ``end``, ``vector`` each) |
+
+A message longer than a passage (``domain/passages.py``, the rule the embedded index cuts by) carries its
+passages as **nested documents** of its own (``adapters/aws/opensearch.py``): each one's offsets into the text and
+its vector, written with the message in the same bulk (``upsert_documents``), gone with it when it is deleted by
+id. A short message has none.
 
 No entry field is filled (no ``memory``, ``name`` or ``version``): a query filtered on a memory never meets a
 message, and a journal query filters on ``kind``. Turn and the rest come from the journal when a hit is
@@ -30,13 +36,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from ...domain.models import ACCOUNT_LAYER
+from ...domain.passages import Passage, passages
 from ...domain.search import Query
 from ...domain.text import index_text
 from ...ports.conversations import MessageHit
-from ...ports.search_index import MESSAGE_KIND, Filters
+from ...ports.embedder import Embedder
+from ...ports.search_index import MESSAGE_KIND, Filters, SearchIndex
 
 
 @dataclass(frozen=True)
@@ -108,6 +116,53 @@ def location_of(fields: Mapping[str, Any]) -> MessageLocation | None:
     return MessageLocation(account_id, agent, user or None, key, seq)
 
 
+def message_passages(text: str) -> list[Passage]:
+    """The passages a message's document holds: a long message's (``domain/passages.py``), none for one that is
+    a single passage (its whole text is its only vector)."""
+    cut = passages(text)
+    return cut if len(cut) > 1 else []
+
+
+@dataclass(frozen=True)
+class PassageVector:
+    """One passage of a long message in the index: where it is in the message's text, and its vector."""
+
+    start: int
+    end: int
+    vector: Sequence[float]
+
+
+PassageDocument = tuple[str, Mapping[str, Any], Sequence[float], Sequence[PassageVector]]
+
+
+@runtime_checkable
+class KeepsPassages(Protocol):
+    """An index whose message documents hold their passages (the OpenSearch adapter)."""
+
+    def upsert_with_passages(self, docs: Sequence[PassageDocument]) -> None:
+        """``upsert_many`` of documents each with its passages (none for a short message or an entry)."""
+
+
+def upsert_documents(index: SearchIndex, embedder: Embedder,
+                     docs: Sequence[tuple[str, Mapping[str, Any], str]]) -> None:
+    """Embed and write documents ``(doc_id, fields, text)``: one ``embed`` call for all their texts and, when the
+    index keeps passages, the passages of the long messages among them too; one ``upsert_many``. What the stream
+    indexer and a rebuild (``reindex.py``) both write."""
+    if not docs:
+        return
+    cuts = [message_passages(text) if isinstance(index, KeepsPassages) and fields.get("kind") == MESSAGE_KIND
+            else [] for _, fields, text in docs]
+    texts = [text for _, _, text in docs] + [p.of(text) for (_, _, text), cut in zip(docs, cuts, strict=True)
+                                             for p in cut]
+    vectors = embedder.embed(texts)
+    wholes, rest = vectors[: len(docs)], iter(vectors[len(docs):])
+    if not isinstance(index, KeepsPassages):
+        index.upsert_many([(doc_id, fields, vector) for (doc_id, fields, _), vector in zip(docs, wholes, strict=True)])
+        return
+    index.upsert_with_passages([
+        (doc_id, fields, vector, [PassageVector(p.start, p.end, next(rest)) for p in cut])
+        for (doc_id, fields, _), vector, cut in zip(docs, wholes, cuts, strict=True)
+    ])
 
 
 class WordMatcher:

@@ -18,6 +18,21 @@ for one), so a copy indexed moments before the next change of the same ``doc_id`
 survive; queries then keep only the highest ``version`` of each ``doc_id``, the next change sweeps every
 copy, and recall re-reads every hit from the store (SPEC §6.2) — a stale copy can cost a candidate slot,
 never return stale or deleted content. The same calls work on any OpenSearch cluster.
+
+A long journal message (``domain/passages.py``: longer than a passage) is searched by its passages too, as on
+the embedded backend. Its document holds them as **nested documents** (``passages``: ``start``, ``end`` and a
+``vector`` each, with the same k-NN method as the message's), not as documents of their own: a purge deletes a
+conversation's documents by id (Serverless has no delete-by-query) and a message's nested passages go with it;
+and a k-NN query over a nested field answers each message once, by its nearest passage, where documents per
+passage would fill the k nearest with the passages of a few long messages. A journal query by meaning
+(``query_body``) asks for the nearest messages by their whole vector *or* by a passage's (a nested ``knn`` that
+names the passage in ``inner_hits``); each hit's score is then the embedded index's, ``passage_score`` of its
+whole text's cosine and its best passage's (``domain/recall.py``), and the hit names that passage (``passage``:
+its place among the message's passages; ``passage_start``/``passage_end``: its offsets), from which journal
+search shows it as the snippet.
+
+A vector query's score is the cosine similarity (what recall calibrates), read back from OpenSearch's score
+for the ``innerproduct`` space (``1 + ip`` when ``ip >= 0``, else ``1 / (1 - ip)``).
 """
 
 from __future__ import annotations
@@ -34,9 +49,11 @@ from opensearchpy.exceptions import NotFoundError, RequestError
 from opensearchpy.helpers.signer import AWSV4SignerAuth
 
 from ...domain.clock import TimeRange
+from ...domain.recall import passage_score
 from ...observability import logger
 from ...ports.search_index import (
     DOCUMENT_FIELDS,
+    MESSAGE_KIND,
     FieldType,
     Filters,
     SearchHit,
@@ -45,10 +62,17 @@ from ...ports.search_index import (
     check_filters,
     filter_values,
 )
+from .journal_index import PassageDocument, PassageVector
 
 DEFAULT_INDEX = "agentmem"
 SERVICE = "aoss"
 VECTOR_FIELD = "vector"
+PASSAGES_FIELD = "passages"  # a long message's passages, nested: start, end, vector
+PASSAGE_VECTOR = f"{PASSAGES_FIELD}.{VECTOR_FIELD}"
+# the least score a k-NN match of unit vectors has in the innerproduct space (1 / (1 - ip), ip >= -1): a journal
+# hit's score less its passage's below this is a message not matched by its whole vector
+LEAST_KNN_SCORE = 0.5
+MAX_KNN_SCORE = 2.0 + 1e-6  # ... and the most (1 + ip, ip <= 1)
 ID_FIELD = "doc_id"
 MAX_COPIES = 100  # copies of one doc_id swept per change; more than a handful means something is wrong
 MAX_RESULT_WINDOW = 10_000  # OpenSearch's index.max_result_window: the most one search returns
@@ -93,7 +117,16 @@ def index_body(dimension: int) -> dict[str, Any]:
 def properties(dimension: int) -> dict[str, Any]:
     fields: dict[str, Any] = {ID_FIELD: {"type": "keyword"}}
     fields.update({name: dict(_FIELD_MAPPINGS[kind]) for name, kind in DOCUMENT_FIELDS.items()})
-    fields[VECTOR_FIELD] = {
+    fields[VECTOR_FIELD] = _vector_mapping(dimension)
+    fields[PASSAGES_FIELD] = {
+        "type": "nested",
+        "properties": {"start": {"type": "long"}, "end": {"type": "long"}, VECTOR_FIELD: _vector_mapping(dimension)},
+    }
+    return fields
+
+
+def _vector_mapping(dimension: int) -> dict[str, Any]:
+    return {
         "type": "knn_vector",
         "dimension": dimension,
         "method": {
@@ -103,7 +136,12 @@ def properties(dimension: int) -> dict[str, Any]:
             "parameters": {"ef_construction": 128, "m": 16},
         },
     }
-    return fields
+
+
+def cosine_of(score: float) -> float:
+    """The inner product (the cosine of unit vectors) a k-NN score of the ``innerproduct`` space stands for."""
+    cosine = score - 1.0 if score >= 1.0 else 1.0 - 1.0 / score if score > 0 else -1.0
+    return min(cosine, 1.0)
 
 
 def _keyword_path(name: str) -> str:
@@ -133,12 +171,22 @@ def region_of(endpoint: str) -> str | None:
 
 
 def _differs(mapped: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
-    """What cannot change in place (OpenSearch answers a mapping with defaults of its own filled in)."""
-    return any(mapped.get(key) != wanted.get(key) for key in ("type", "analyzer", "dimension"))
+    """What cannot change in place (OpenSearch answers a mapping with defaults of its own filled in); a nested
+    field's own fields are compared too."""
+    if any(mapped.get(key) != wanted.get(key) for key in ("type", "analyzer", "dimension")):
+        return True
+    inner, wanted_inner = mapped.get("properties") or {}, wanted.get("properties") or {}
+    return any(name not in inner or _differs(inner[name], spec) for name, spec in wanted_inner.items())
 
 
 def _missing(error: Exception) -> bool:
     return isinstance(error, NotFoundError) and error.error == INDEX_MISSING
+
+
+def _journal(filters: Filters) -> bool:
+    """A query for journal messages only (filtered on their kind)."""
+    kind = filters.get("kind")
+    return kind == MESSAGE_KIND or (isinstance(kind, list | tuple) and list(kind) == [MESSAGE_KIND])
 
 
 class OpenSearchIndex(SearchIndex):
@@ -242,12 +290,22 @@ class OpenSearchIndex(SearchIndex):
         self.upsert_many([(doc_id, fields, vector)])
 
     def upsert_many(self, docs: Sequence[Document]) -> None:
+        self.upsert_with_passages([(doc_id, fields, vector, ()) for doc_id, fields, vector in docs])
+
+    def upsert_with_passages(self, docs: Sequence[PassageDocument]) -> None:
+        """``upsert_many`` of documents each with a long message's passages (``journal_index.upsert_documents``),
+        nested in its document: one lookup and one bulk for them all, as without."""
         latest: dict[str, dict[str, Any]] = {}
-        for doc_id, fields, vector in docs:
+        for doc_id, fields, vector, parts in docs:
             check_document(fields)
             self._check_vector(vector)
+            if parts and fields.get("kind") != MESSAGE_KIND:
+                raise ValueError("only a journal message's document holds passages")
+            document = {**fields, ID_FIELD: doc_id, VECTOR_FIELD: [float(x) for x in vector]}
+            if parts:
+                document[PASSAGES_FIELD] = [self._passage(part) for part in parts]
             latest.pop(doc_id, None)  # a later one of the same doc_id wins, in its own place
-            latest[doc_id] = {**fields, ID_FIELD: doc_id, VECTOR_FIELD: [float(x) for x in vector]}
+            latest[doc_id] = document
         ids = list(latest)
         for start in range(0, len(ids), IDS_PER_REQUEST):
             chunk = ids[start : start + IDS_PER_REQUEST]
@@ -299,10 +357,36 @@ class OpenSearchIndex(SearchIndex):
             source = dict(hit.get("_source") or {})
             doc_id = str(source.pop(ID_FIELD, hit.get("_id")))
             source.pop(VECTOR_FIELD, None)
+            source.pop(PASSAGES_FIELD, None)
+            score = float(hit.get("_score") or 0.0)
+            if vector is not None and not text:
+                score = self._semantic_score(hit, score, source)
             current = best.get(doc_id)
             if current is None or int(source.get("version") or 0) > int(current.fields.get("version") or 0):
-                best[doc_id] = SearchHit(doc_id=doc_id, score=float(hit.get("_score") or 0.0), fields=source)
+                best[doc_id] = SearchHit(doc_id=doc_id, score=score, fields=source)
         return sorted(best.values(), key=lambda h: (-h.score, h.doc_id))[:k]
+
+    @staticmethod
+    def _semantic_score(hit: Mapping[str, Any], score: float, fields: dict[str, Any]) -> float:
+        """A vector query's hit as a cosine. A journal message found by a passage (its nearest, in ``inner_hits``)
+        is scored as the embedded index scores it, ``passage_score`` of its whole text's cosine and that
+        passage's, and names the passage in ``fields``; its whole text's score is the hit's less the passage's
+        (a ``bool`` adds the scores of the clauses that matched), none when only the passage matched."""
+        inner = ((hit.get("inner_hits") or {}).get(PASSAGES_FIELD) or {}).get("hits", {}).get("hits") or []
+        if not inner:  # one clause matched; both when over one match's best (some k-NN releases drop inner hits)
+            return cosine_of(score / 2 if score > MAX_KNN_SCORE else score)
+        nearest = max(inner, key=lambda h: float(h.get("_score") or 0.0))
+        part = float(nearest.get("_score") or 0.0)
+        whole = score - part
+        at = (nearest.get("_nested") or {}).get("offset")
+        if isinstance(at, int):
+            fields["passage"] = at
+        found = nearest.get("fields") or {}
+        for name in ("start", "end"):
+            value = found.get(f"{PASSAGES_FIELD}.{name}")
+            if isinstance(value, list) and value and isinstance(value[0], int):
+                fields[f"passage_{name}"] = value[0]
+        return passage_score(cosine_of(whole) if whole >= LEAST_KNN_SCORE else None, [cosine_of(part)])
 
     def _set_up_after_missing(self) -> None:
         """A query found no index: nothing to answer, and the index is made for the next one. A failure
@@ -328,6 +412,8 @@ class OpenSearchIndex(SearchIndex):
             if terms:
                 inner["filter"] = {"bool": {"filter": terms}}
             knn = {"knn": {VECTOR_FIELD: inner}}
+            if not text and _journal(filters):
+                return self._journal_vector_body(knn, inner, terms, k)
         match = None
         if text:
             match = {"multi_match": {"query": text, "fields": list(MULTI_MATCH_FIELDS), "type": MULTI_MATCH_TYPE,
@@ -340,9 +426,32 @@ class OpenSearchIndex(SearchIndex):
         else:
             query = {"bool": {"should": [knn, match], "minimum_should_match": 1, "filter": terms}}
         # Room for stale copies of a doc_id (see the module's docstring), which the dedup drops.
-        return {"size": k * 2, "query": query, "_source": {"excludes": [VECTOR_FIELD]}}
+        return {"size": k * 2, "query": query, "_source": {"excludes": [VECTOR_FIELD, PASSAGES_FIELD]}}
+
+    @staticmethod
+    def _journal_vector_body(knn: dict[str, Any], inner: dict[str, Any], terms: list[dict[str, Any]],
+                             k: int) -> dict[str, Any]:
+        """Journal messages by meaning: the k nearest by their whole vector, or by a passage's (a nested ``knn``
+        whose filter, on the message's own fields, filters while it searches; it answers each message once, by
+        its nearest passage, which ``inner_hits`` names). ``ignore_unmapped``: an index set up before passages
+        answers by the whole vectors until its mapping gains them."""
+        nested = {"nested": {
+            "path": PASSAGES_FIELD, "score_mode": "max", "ignore_unmapped": True,
+            "query": {"knn": {PASSAGE_VECTOR: dict(inner)}},
+            "inner_hits": {"size": 1, "_source": False,
+                           "fields": [f"{PASSAGES_FIELD}.start", f"{PASSAGES_FIELD}.end"]},
+        }}
+        query = {"bool": {"should": [knn, nested], "minimum_should_match": 1, "filter": terms}}
+        # a message found by either clause, and room for stale copies (see the module's docstring)
+        return {"size": k * 3, "query": query, "_source": {"excludes": [VECTOR_FIELD, PASSAGES_FIELD]}}
 
     # -- helpers --------------------------------------------------------------------------------------
+    def _passage(self, part: PassageVector) -> dict[str, Any]:
+        self._check_vector(part.vector)
+        if not 0 <= part.start < part.end:
+            raise ValueError(f"a passage runs from {part.start} to {part.end}")
+        return {"start": part.start, "end": part.end, VECTOR_FIELD: [float(x) for x in part.vector]}
+
     def _copies(self, doc_ids: list[str]) -> list[str]:
         """The ``_id`` of every copy of ``doc_ids`` (one ``terms`` query)."""
         size = min(MAX_RESULT_WINDOW, MAX_COPIES * len(doc_ids))

@@ -11,7 +11,8 @@ documents embedded by the old one are not found by meaning until they are writte
 - Journals (``journal=True``): the conversations' records (``SK = META``), page by page; each conversation's
   messages are read through the conversation store (hot rows and sealed segments alike), 500 at a time, and
   indexed as the stream indexer indexes them (a conversation in the trash too, as the stream left it:
-  journal search re-checks every hit). A conversation being purged is skipped.
+  journal search re-checks every hit), a long message with its passages. A conversation being purged is
+  skipped.
 
 Each step yields a ``Progress`` holding the cursor to resume from (the scan's ``LastEvaluatedKey``, and the
 conversation and seq reached), so an interrupted rebuild starts again where it stopped: every write is an
@@ -34,7 +35,7 @@ from ...ports.embedder import Embedder
 from ...ports.search_index import SearchIndex
 from .dynamodb import layout
 from .entry_documents import entry_fields, entry_key, entry_text, is_checkpoint, is_expired
-from .journal_index import MessageLocation, message_doc_id, message_fields, searchable_text
+from .journal_index import MessageLocation, message_doc_id, message_fields, searchable_text, upsert_documents
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -202,8 +203,4 @@ class TableRebuild:
         return message_doc_id(ref.account_id, ref.agent, ref.user_id, ref.key, message.seq), fields, text
 
     def _write(self, docs: Sequence[tuple[str, dict[str, Any], str]]) -> None:
-        if not docs:
-            return
-        vectors = self.embedder.embed([text for _, _, text in docs])
-        self.index.upsert_many([(doc_id, fields, vector) for (doc_id, fields, _), vector
-                                in zip(docs, vectors, strict=True)])
+        upsert_documents(self.index, self.embedder, docs)  # a long message with its passages
