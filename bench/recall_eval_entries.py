@@ -85,6 +85,7 @@ class MemorySet:
     memory: str
     path: Path
     saves: list[Entry]  # in the order they are saved; a name may come twice (the later is its current version)
+    user: str | None = None  # the user who owns the memory; None: the account's
     questions: list[Question] = field(default_factory=list)
 
     def current(self) -> list[Entry]:
@@ -107,7 +108,7 @@ def read_memory(path: Path) -> MemorySet:
         if not 1 <= len(entry.content) <= 20_000:
             raise ValueError(f"{path}: {entry.name}: the content must be 1–20,000 characters")
     found = MemorySet(str(raw["id"]), str(raw.get("style") or path.parent.name), str(raw["split"]),
-                      str(raw["memory"]), path, saves)
+                      str(raw["memory"]), path, saves, str(raw["user"]) if raw.get("user") else None)
     if found.split not in SPLITS:
         raise ValueError(f"{path}: split {found.split!r} is neither dev nor test")
     if not NAME.match(found.memory):
@@ -185,22 +186,24 @@ def ordered(present: set[str], known: Sequence[str]) -> list[str]:
 # --- one memory -------------------------------------------------------------------------------------------------
 
 
-def search(target: Agentmem, memory: str, params: dict[str, str], q: str) -> tuple[dict[str, Any], int, int]:
+def search(target: Agentmem, memory: MemorySet, params: dict[str, str], q: str) -> tuple[dict[str, Any], int, int]:
     """The answer, its wall time and this process's CPU time over the call (ns)."""
-    query: dict[str, str | float | bool | None] = {"q": q, "limit": LIMIT, **params}
+    query: dict[str, str | float | bool | None] = {"q": q, "limit": LIMIT, "user": memory.user, **params}
     cpu, wall = time.process_time_ns(), time.perf_counter_ns()
-    body = target.client.request_json("GET", f"/memories/{memory}/search", params=query)
+    body = target.client.request_json("GET", f"/memories/{memory.memory}/search", params=query)
     return body, time.perf_counter_ns() - wall, time.process_time_ns() - cpu
 
 
 def load(target: Agentmem, memory: MemorySet) -> float:
     start = time.perf_counter()
-    target.client.request_json("PUT", f"/memories/{memory.memory}")
+    owner = {"user": memory.user} if memory.user else None
+    target.client.request_json("PUT", f"/memories/{memory.memory}", params=owner)
     for entry in memory.saves:
         body: dict[str, Any] = {"content": entry.content, "description": entry.description}
         if entry.category:
             body["category"] = entry.category
-        target.client.request_json("PUT", f"/memories/{memory.memory}/entries/{entry.name}", body=body)
+        target.client.request_json("PUT", f"/memories/{memory.memory}/entries/{entry.name}", params=owner,
+                                   body=body)
     return time.perf_counter() - start
 
 
@@ -211,7 +214,7 @@ def wait_for_index(target: Agentmem, memory: MemorySet) -> float:
     probe = " ".join(last.content.split()[:40])
     start = time.perf_counter()
     while True:
-        body, _, _ = search(target, memory.memory, {"mode": "semantic"}, probe)
+        body, _, _ = search(target, memory, {"mode": "semantic"}, probe)
         if body.get("mode") == "semantic" and any(i.get("name") == last.name and i.get("content") == last.content
                                                   for i in body.get("items", [])):
             return time.perf_counter() - start
@@ -237,7 +240,7 @@ def run_memory(memory: MemorySet, systems: dict[str, dict[str, str]], refused: d
                     if label in refused:
                         continue
                     try:
-                        body, wall, cpu = search(target, memory.memory, params, q.text)
+                        body, wall, cpu = search(target, memory, params, q.text)
                     except AgentmemError as error:
                         if error.status != 400:
                             raise
@@ -266,6 +269,7 @@ def run_memory(memory: MemorySet, systems: dict[str, dict[str, str]], refused: d
         answers[BASELINE].note("bm25")
         answers[BASELINE].per_question[q.qid] = scores([current[d].name for d in docs], q.gold)
     return {"id": memory.sid, "style": memory.style, "split": memory.split, "memory": memory.memory,
+            "user": memory.user,
             "entries": len(current), "saves": len(memory.saves),
             "characters": sum(len(e.content) for e in current), "questions": len(memory.questions),
             "load_s": round(loaded, 2), "index_wait_s": round(waited, 2)}
