@@ -155,6 +155,7 @@ class Run(Answers):
     """One system's answers, with the CPU time of each search beside its wall time."""
 
     cpu_ns: list[int] = field(default_factory=list)
+    stale: int = 0  # hits whose content is not their entry's current version (an old save, as the index had it)
 
 
 def summarise(run: Run, questions: dict[str, Question], meta: dict[str, tuple[str, str]]) -> dict[str, Any]:
@@ -176,6 +177,7 @@ def summarise(run: Run, questions: dict[str, Question], meta: dict[str, tuple[st
     out["latency"] = percentiles(run.latencies_ns, (50, 95))
     out["cpu"] = percentiles(run.cpu_ns, (50, 95))
     out["answered"] = run.answered
+    out["stale_hits"] = run.stale
     return out
 
 
@@ -230,6 +232,8 @@ def run_memory(memory: MemorySet, systems: dict[str, dict[str, str]], refused: d
                answers: dict[str, Run]) -> dict[str, Any]:
     from agentmem.client.errors import AgentmemError
 
+    current = memory.current()
+    content = {e.name: e.content for e in current}
     with tempfile.TemporaryDirectory(prefix="agentmem-recall-eval-entries-") as tmp:
         target = Agentmem(Path(tmp))
         try:
@@ -256,10 +260,11 @@ def run_memory(memory: MemorySet, systems: dict[str, dict[str, str]], refused: d
                     if body.get("fallback"):
                         how += f" (fallback: {body['fallback']})"
                     run.note(how)
-                    run.per_question[q.qid] = scores([i["name"] for i in body.get("items", [])], q.gold)
+                    items = body.get("items", [])
+                    run.stale += sum(1 for i in items if "content" in i and i["content"] != content.get(i["name"]))
+                    run.per_question[q.qid] = scores([i["name"] for i in items], q.gold)
         finally:
             target.close()
-    current = memory.current()
     bm25 = BM25([f"{re.sub(r'[._-]', ' ', e.name)} {e.description} {e.content}" for e in current])
     for q in memory.questions:
         cpu = time.process_time_ns()
@@ -289,6 +294,8 @@ def print_split(split: str, systems: dict[str, dict[str, Any]]) -> None:
     for name, part in present.items():
         a, cpu, wall = part["all"], systems[name]["cpu"], systems[name]["latency"]
         answered = ", ".join(f"{k} ×{v}" for k, v in systems[name]["answered"].items())
+        if systems[name].get("stale_hits"):
+            answered += f"; {systems[name]['stale_hits']} hits with an old version's content"
         print(f"  {name:<10} {fmt(a.get('r@1')):>6} {fmt(a.get('r@3')):>6} {fmt(a.get('r@5')):>6} "
               f"{fmt(a.get('mrr')):>6} {fmt(a.get('ndcg@5')):>7}   {cpu.get('p50_ms', 0):>6.2f}ms "
               f"{cpu.get('p95_ms', 0):>6.2f}ms {wall.get('p50_ms', 0):>7.2f}ms   {answered}")
