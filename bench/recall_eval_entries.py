@@ -197,6 +197,8 @@ def search(target: Agentmem, memory: MemorySet, params: dict[str, str], q: str) 
 
 
 def load(target: Agentmem, memory: MemorySet) -> float:
+    from agentmem.client.errors import AgentmemError
+
     start = time.perf_counter()
     owner = {"user": memory.user} if memory.user else None
     target.client.request_json("PUT", f"/memories/{memory.memory}", params=owner)
@@ -204,8 +206,11 @@ def load(target: Agentmem, memory: MemorySet) -> float:
         body: dict[str, Any] = {"content": entry.content, "description": entry.description}
         if entry.category:
             body["category"] = entry.category
-        target.client.request_json("PUT", f"/memories/{memory.memory}/entries/{entry.name}", params=owner,
-                                   body=body)
+        try:
+            target.client.request_json("PUT", f"/memories/{memory.memory}/entries/{entry.name}", params=owner,
+                                       body=body)
+        except AgentmemError as error:  # e.g. the screening's 422 (SPEC §2.5): the data must change, say where
+            raise SystemExit(f"{memory.path}: saving {entry.name} was refused ({error.status}): {error}") from error
     return time.perf_counter() - start
 
 
