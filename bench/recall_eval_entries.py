@@ -304,6 +304,7 @@ def print_split(split: str, systems: dict[str, dict[str, Any]]) -> None:
         print(f"  {name:<10} {fmt(a.get('r@1')):>6} {fmt(a.get('r@3')):>6} {fmt(a.get('r@5')):>6} "
               f"{fmt(a.get('mrr')):>6} {fmt(a.get('ndcg@5')):>7}   {cpu.get('p50_ms', 0):>6.2f}ms "
               f"{cpu.get('p95_ms', 0):>6.2f}ms {wall.get('p50_ms', 0):>7.2f}ms   {answered}")
+    print("  (CPU and wall time per search over both halves)")
     for group in ("by_kind", "by_style"):
         print(f"\n  {group.replace('_', ' ')}: R@3 (MRR)")
         names = list(present)
