@@ -20,6 +20,11 @@ per question kind and per kind of memory, for the ``dev`` and ``test`` halves ap
 ``bench/results/recall_eval_entries.json`` and the plot ``docs/img/recall-eval-entries.png`` (R@3 per question
 kind on the test half: BM25, hybrid, deep; ``--replot RESULTS`` draws it again from a results file), and exits
 non-zero, loudly, when hybrid's R@3 on the test half is not ahead of BM25's. Tune only on ``dev``.
+
+Then an agent's recall over its memories (``--no-agent`` skips it): for each half, one fresh agentmem holding
+that half's account memories and one agent attaching them all read-only, asked the same questions through
+``GET /v1/agents/{agent}/search`` in each mode, so that the other memories' entries stand beside the right one
+(a hit is its memory and name); BM25 over the union of their entries. Reported apart, not held to the verdict.
 """
 
 from __future__ import annotations
@@ -55,6 +60,7 @@ SYSTEMS: dict[str, dict[str, str]] = {
     "deep": {"mode": "deep"},
 }
 BASELINE = "bm25"
+RECALLING_AGENT = "recall-eval"  # the agent that attaches a half's account memories (agent recall)
 NAME = re.compile(r"^[a-z0-9._-]{1,64}$")
 
 
@@ -196,6 +202,16 @@ def search(target: Agentmem, memory: MemorySet, params: dict[str, str], q: str) 
     return body, time.perf_counter_ns() - wall, time.process_time_ns() - cpu
 
 
+def answered_as(body: dict[str, Any]) -> str:
+    """The mode that answered, the stages that ran and the fallback, if any: ``hybrid [keyword+semantic+fusion]``."""
+    how = str(body.get("mode"))
+    if body.get("stages"):
+        how += " [" + "+".join(body["stages"]) + "]"
+    if body.get("fallback"):
+        how += f" (fallback: {body['fallback']})"
+    return how
+
+
 def load(target: Agentmem, memory: MemorySet) -> float:
     from agentmem.client.errors import AgentmemError
 
@@ -259,12 +275,7 @@ def run_memory(memory: MemorySet, systems: dict[str, dict[str, str]], refused: d
                     run = answers[label]
                     run.latencies_ns.append(wall)
                     run.cpu_ns.append(cpu)
-                    how = str(body.get("mode"))
-                    if body.get("stages"):
-                        how += " [" + "+".join(body["stages"]) + "]"
-                    if body.get("fallback"):
-                        how += f" (fallback: {body['fallback']})"
-                    run.note(how)
+                    run.note(answered_as(body))
                     items = body.get("items", [])
                     run.stale += sum(1 for i in items if "content" in i and i["content"] != content.get(i["name"]))
                     run.per_question[q.qid] = scores([i["name"] for i in items], q.gold)
@@ -283,6 +294,54 @@ def run_memory(memory: MemorySet, systems: dict[str, dict[str, str]], refused: d
             "entries": len(current), "saves": len(memory.saves),
             "characters": sum(len(e.content) for e in current), "questions": len(memory.questions),
             "load_s": round(loaded, 2), "index_wait_s": round(waited, 2)}
+
+
+# --- an agent's recall over its memories -----------------------------------------------------------------------
+
+
+def run_agent(split: str, memories: list[MemorySet], systems: dict[str, dict[str, str]], refused: dict[str, str],
+              answers: dict[str, Run]) -> dict[str, Any]:
+    """One agent attaching every account memory of a half (read-only), asked each of their questions through
+    ``GET /v1/agents/{agent}/search``: the same questions with the other memories' entries as distractors.
+    A hit is (memory, name); BM25 runs over the union of the memories' entries."""
+    with tempfile.TemporaryDirectory(prefix="agentmem-recall-eval-agent-") as tmp:
+        target = Agentmem(Path(tmp))
+        try:
+            loaded = sum(load(target, memory) for memory in memories)
+            waited = sum(wait_for_index(target, memory) for memory in memories)
+            target.client.request_json("PUT", f"/agents/{RECALLING_AGENT}", body={
+                "memories": [{"name": memory.memory, "writable": False} for memory in memories]})
+            for memory in memories:
+                for q in memory.questions:
+                    gold = [(memory.memory, g) for g in q.gold]
+                    for label, params in systems.items():
+                        if label in refused:
+                            continue
+                        query: dict[str, str | float | bool | None] = {"q": q.text, "limit": LIMIT, **params}
+                        cpu, wall = time.process_time_ns(), time.perf_counter_ns()
+                        body = target.client.request_json("GET", f"/agents/{RECALLING_AGENT}/search", params=query)
+                        run = answers[label]
+                        run.latencies_ns.append(time.perf_counter_ns() - wall)
+                        run.cpu_ns.append(time.process_time_ns() - cpu)
+                        run.note(answered_as(body))
+                        ranked = [(i.get("memory"), i["name"]) for i in body.get("items", [])]
+                        run.per_question[q.qid] = scores(ranked, gold)
+        finally:
+            target.close()
+    every = [(memory.memory, e) for memory in memories for e in memory.current()]
+    bm25 = BM25([f"{re.sub(r'[._-]', ' ', e.name)} {e.description} {e.content}" for _, e in every])
+    for memory in memories:
+        for q in memory.questions:
+            cpu = time.process_time_ns()
+            docs, elapsed = bm25.search(q.text, LIMIT)
+            answers[BASELINE].cpu_ns.append(time.process_time_ns() - cpu)
+            answers[BASELINE].latencies_ns.append(elapsed)
+            answers[BASELINE].note("bm25")
+            answers[BASELINE].per_question[q.qid] = scores([(every[d][0], every[d][1].name) for d in docs],
+                                                           [(memory.memory, g) for g in q.gold])
+    return {"split": split, "memories": [m.memory for m in memories], "entries": len(every),
+            "questions": sum(len(m.questions) for m in memories), "load_s": round(loaded, 2),
+            "index_wait_s": round(waited, 2)}
 
 
 # --- the report -------------------------------------------------------------------------------------------------
@@ -386,6 +445,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--plot", type=Path, default=PLOT,
                         help="where to draw R@3 per kind on the test half (BM25, hybrid, deep); default "
                              "docs/img/recall-eval-entries.png")
+    parser.add_argument("--no-agent", action="store_true",
+                        help="skip the agent's recall (one agent per half attaching its account memories)")
     parser.add_argument("--replot", type=Path, metavar="RESULTS",
                         help="only draw the plot from a results file this runner wrote, and exit")
     args = parser.parse_args(argv)
@@ -420,6 +481,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     meta = {q.qid: (m.split, m.style) for m in memories for q in m.questions}
     summary = {name: summarise(run, questions, meta) for name, run in answers.items()
                if run.per_question or name == BASELINE}
+    agents: list[dict[str, Any]] = []
+    by_agent = {name: Run() for name in [*systems, BASELINE]}
+    for split in SPLITS if not args.no_agent else ():
+        shared = [m for m in memories if m.split == split and m.user is None]
+        if shared:
+            log(f"agent recall, {split} half: one agent attaching {len(shared)} memories")
+            agents.append(run_agent(split, shared, systems, refused, by_agent))
+    agent_summary = {name: summarise(run, questions, meta) for name, run in by_agent.items() if run.per_question}
     results: dict[str, Any] = {
         "benchmark": "recall_eval_entries",
         "machine": machine(),
@@ -432,6 +501,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "memories": loaded,
         "systems": summary,
         "per_question": {name: run.per_question for name, run in answers.items()},
+        "agent_recall": {"agents": agents, "systems": agent_summary,
+                         "per_question": {name: run.per_question for name, run in by_agent.items()}},
         "seconds": round(time.perf_counter() - started, 1),
     }
     print(f"\nEntry recall on hand-written memories — {len(memories)} memories "
@@ -439,6 +510,14 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"({sum(e['saves'] for e in loaded)} saves), {len(questions)} questions; top {LIMIT} per search")
     for split in SPLITS:
         print_split(split, summary)
+    if agents:
+        print("\nAn agent's recall over its memories (GET /v1/agents/{agent}/search): one agent a half, attaching "
+              "its account memories; the same questions, the other memories' entries beside them")
+        for agent in agents:
+            print(f"  {agent['split']}: {len(agent['memories'])} memories, {agent['entries']} entries, "
+                  f"{agent['questions']} questions")
+        for split in SPLITS:
+            print_split(split, agent_summary)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1) + "\n")
     shown = args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out
