@@ -155,11 +155,16 @@ def read_data(dirs: Sequence[Path]) -> tuple[list[Conversation], list[str]]:
 # --- scoring ----------------------------------------------------------------------------------------------------
 
 
-def ndcg_at_10(ranked: Sequence[object], gold: Sequence[object]) -> float:
+def ndcg_at(ranked: Sequence[object], gold: Sequence[object], k: int) -> float:
+    """nDCG@k with binary gains: 1 for each gold item in the top k."""
     wanted = set(gold)
-    dcg = sum(1.0 / math.log2(i + 1) for i, hit in enumerate(ranked[:10], start=1) if hit in wanted)
-    ideal = sum(1.0 / math.log2(i + 1) for i in range(1, min(len(wanted), 10) + 1))
+    dcg = sum(1.0 / math.log2(i + 1) for i, hit in enumerate(ranked[:k], start=1) if hit in wanted)
+    ideal = sum(1.0 / math.log2(i + 1) for i in range(1, min(len(wanted), k) + 1))
     return dcg / ideal if ideal else 0.0
+
+
+def ndcg_at_10(ranked: Sequence[object], gold: Sequence[object]) -> float:
+    return ndcg_at(ranked, gold, 10)
 
 
 def scores(ranked: Sequence[object], gold: Sequence[object]) -> dict[str, float]:

@@ -57,10 +57,10 @@ def log(message: str) -> None:
 # --- scoring ---------------------------------------------------------------------------------------------
 
 
-def score(ranked: Sequence[object], gold: Sequence[object]) -> dict[str, float]:
+def score(ranked: Sequence[object], gold: Sequence[object], ks: Sequence[int] = KS) -> dict[str, float]:
     """recall@k for each k (share of the gold in the top k) and the reciprocal rank of the first gold hit."""
     wanted = set(gold)
-    out = {f"r@{k}": len(wanted & set(ranked[:k])) / len(wanted) for k in KS}
+    out = {f"r@{k}": len(wanted & set(ranked[:k])) / len(wanted) for k in ks}
     first = next((i for i, hit in enumerate(ranked[:LIMIT], start=1) if hit in wanted), None)
     out["mrr"] = 1.0 / first if first else 0.0
     return out
@@ -72,7 +72,9 @@ def mean_scores(rows: Sequence[dict[str, float]]) -> dict[str, float]:
     return {key: round(sum(r[key] for r in rows) / len(rows), 4) for key in rows[0]}
 
 
-def percentiles(samples_ns: Sequence[int]) -> dict[str, float]:
+def percentiles(samples_ns: Sequence[int], quantiles: Sequence[int] = (50, 99), unit: str = "ms"
+                ) -> dict[str, float]:
+    """``n`` and, for each quantile q (in percent), ``p{q}_{unit}``: the samples' q-th percentile in ms."""
     if not samples_ns:
         return {}
     values = sorted(samples_ns)
@@ -80,7 +82,7 @@ def percentiles(samples_ns: Sequence[int]) -> dict[str, float]:
     def at(q: float) -> float:
         return round(values[min(len(values) - 1, int(q * len(values)))] / 1e6, 3)
 
-    return {"n": len(values), "p50_ms": at(0.50), "p99_ms": at(0.99)}
+    return {"n": len(values)} | {f"p{q}_{unit}": at(q / 100) for q in quantiles}
 
 
 @dataclass
