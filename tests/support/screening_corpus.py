@@ -463,6 +463,8 @@ ORDINARY = [
     'session: 2026 spring semester',
     'auth: enabled',
     'secret: santa gift exchange on Friday',
+    'If you clicked a link or entered credentials: tell us in #security-incidents.',
+    'Lost your credentials: ask the service desk for a reset link.',
     'password policy: 12 characters minimum',
     'The PIN pad is broken; use the other terminal.',
     'Room 4155 on floor 5, extension 0100.',

@@ -751,10 +751,11 @@ _PLAIN_WORDS = re.compile(r"[A-Za-z]+(?:[\-_.][A-Za-z]+)*+")
 
 
 def _word_secret(text: str, start: int, key: str, end: int) -> bool:
-    """A bare "secret" (no other word in its key) before a plain word, in prose, is English, not a credential:
-    after another word on its line ("Kubernetes secret: db-credentials") or before more words ("secret: santa
-    gift exchange on Friday"). "secret: tiger-lily" on a line of its own stays a password."""
-    if key.lower() != "secret":
+    """A bare "secret" or "credentials" (no other word in its key) before a plain word, in prose, is English, not
+    a credential: after another word on its line ("Kubernetes secret: db-credentials", "if you entered
+    credentials: tell us") or before more words ("secret: santa gift exchange on Friday"). "secret: tiger-lily"
+    on a line of its own stays a password."""
+    if key.lower() not in _PROSE_KEYS:
         return False
     value_start = text.find(":", start)
     eq = text.find("=", start)
@@ -768,6 +769,7 @@ def _word_secret(text: str, start: int, key: str, end: int) -> bool:
 
 
 _WORD_AFTER = re.compile(r"\s+[A-Za-z]+\s+[A-Za-z]")
+_PROSE_KEYS = frozenset(("secret", "credential", "credentials"))
 
 
 def _has_bearer(text: str, low: bytes) -> bool:
