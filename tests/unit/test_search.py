@@ -238,3 +238,26 @@ def test_ranked_results_carry_the_entry_whole() -> None:
     (result,) = Query("refund").rank([own], 10)
     assert (result.entry.content, result.entry.memory, result.entry.user_id) == ("refund me", "company", "ana")
     assert result.score > 0
+
+
+def test_read_against_a_full_match_one_word_of_a_long_question_is_not_a_full_keyword_match() -> None:
+    from agentmem.domain.recall import Calibration, Signals, fuse
+
+    # Given a question whose words only an unrelated entry shares one of, and the meant entry found by meaning
+    query = Query("who is his next of kin if something happens")
+    (only,) = query.rank([entry("health.appointments", "Upcoming appointments",
+                                "Podiatrist every 8 weeks, next one 3 February.")], 10)
+    candidates = {"health.appointments": Signals(keyword=only.score),
+                  "family.daughter": Signals(semantic=0.35)}
+    calibration = Calibration(floor=0.1, ceiling=0.6, keyword_weight=0.5, importance_boost=0.1, min_score=0.12)
+    # Then read against the best of the answer the one shared word outweighs the meaning; against a full match
+    # of the question it does not
+    assert fuse(candidates, "hybrid", calibration)[0][0] == "health.appointments"
+    ranked = fuse(candidates, "hybrid", calibration, keyword_scale=query.full_match())
+    assert ranked[0][0] == "family.daughter"
+    # an entry holding every word still reads as a full match, and a query without words has no scale
+    every = Query("refund order")
+    (full,) = every.rank([entry("refunds", content="refund order")], 10)
+    assert fuse({"refunds": Signals(keyword=full.score)}, "keyword", calibration,
+                keyword_scale=every.full_match()) == [("refunds", 1.0)]
+    assert Query("?!").full_match() is None

@@ -256,6 +256,15 @@ class Query:
         # then the whole query, then BM25 (squashed below the whole query's notch)
         return held + 0.5 * in_meta / n + (0.25 / n if whole else 0.0) + (0.2 / n) * bm25 / (bm25 + 1.0)
 
+    def full_match(self) -> float | None:
+        """The score of an entry that holds every query word once, in its content (``_score`` with each word
+        held, none in the name or description, BM25 at 1): what a keyword score is read against in fusion
+        (``recall.fuse``'s ``keyword_scale``). Read against the best of the answer instead, one common word of
+        a long question, when nothing else matched it, counts as a full match and outweighs the meaning.
+        None for a query without words."""
+        n = len(self.words)
+        return n + (0.2 / n) * 0.5 if n else None
+
     def rank(self, candidates: Iterable[Entry], limit: int, *, total: int | None = None) -> list[Ranked]:
         """The best ``limit`` matching candidates. ``total`` is how many entries the searched layers hold
         (the candidates are all those holding a query word, so they give each word's document frequency)."""

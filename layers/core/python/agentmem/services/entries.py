@@ -383,7 +383,8 @@ class EntryService:
         signals = {k: Signals(keyword.get(k), cosine.get(k), found[k].importance) for k in found if k in keep}
         deep = wanted_mode == "deep" and self.reranking is not None
         # deep: the default cut-off is the re-ranking stage's to make, so it reads the fused top whole
-        fused = fuse(signals, how.mode, self.calibration, min_score=0.0 if deep and floor is None else floor)
+        fused = fuse(signals, how.mode, self.calibration, min_score=0.0 if deep and floor is None else floor,
+                     keyword_scale=compiled.full_match())
         answered_mode, fallback = how.mode, how.fallback
         if wanted_mode == "deep" and self.reranking is None:
             answered_mode, fallback = "hybrid" if how.mode == "deep" else how.mode, fallback or "rerank_not_configured"
