@@ -10,14 +10,21 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
+from functools import cache
 from typing import Any, Generic, NamedTuple, TypeVar
 
 T = TypeVar("T")
 
 
 def _known(cls: type[Any], data: Mapping[str, Any]) -> dict[str, Any]:
-    names = {f.name for f in fields(cls)}
+    names = _field_names(cls)
     return {key: value for key, value in data.items() if key in names}
+
+
+@cache
+def _field_names(cls: type[Any]) -> frozenset[str]:
+    """A model's field names, read once (every answer parsed asks)."""
+    return frozenset(f.name for f in fields(cls))
 
 
 @dataclass(frozen=True)
