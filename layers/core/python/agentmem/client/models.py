@@ -10,21 +10,19 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
-from functools import cache
 from typing import Any, Generic, NamedTuple, TypeVar
 
 T = TypeVar("T")
 
 
+_FIELD_NAMES: dict[type[Any], frozenset[str]] = {}  # each model's, read once (every answer parsed asks)
+
+
 def _known(cls: type[Any], data: Mapping[str, Any]) -> dict[str, Any]:
-    names = _field_names(cls)
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = frozenset(f.name for f in fields(cls))
     return {key: value for key, value in data.items() if key in names}
-
-
-@cache
-def _field_names(cls: type[Any]) -> frozenset[str]:
-    """A model's field names, read once (every answer parsed asks)."""
-    return frozenset(f.name for f in fields(cls))
 
 
 @dataclass(frozen=True)
