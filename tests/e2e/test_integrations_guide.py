@@ -29,7 +29,7 @@ def key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     monkeypatch.setenv("AGENTMEM_URL", "http://in-process")
     monkeypatch.setenv("AGENTMEM_API_KEY", account_key)
     # the page's AsyncClient() reaches the handler in-process instead of over HTTP
-    monkeypatch.setattr(aio, "AsyncHttpTransport", lambda url, timeout: aio.AsyncInProcessTransport(lambda_handler))
+    monkeypatch.setattr(aio, "default_transport", lambda url, timeout: aio.AsyncInProcessTransport(lambda_handler))
     yield account_key
     set_container(None)
 

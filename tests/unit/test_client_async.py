@@ -1,11 +1,15 @@
 """The async SDK (``AsyncClient`` and its handles) against the sync one: the same scenarios run through both —
-on the real API handler in-process, and on a scripted transport — give equal results, raise the same typed
-errors, walk the same pages and retry the same way."""
+on the real API handler in-process, over HTTP through each of the async client's HTTP transports (aiohttp's and
+httpx's), and on a scripted transport — give equal results, raise the same typed errors, walk the same pages
+and retry the same way."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
+import socket
+import threading
 import warnings
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
@@ -31,11 +35,15 @@ from agentmem.client import (
     Unauthorized,
     Unreachable,
 )
+from agentmem.client.aio import AiohttpTransport, AsyncHttpTransport, default_transport
 from agentmem.client.conversation import ConversationRequests
 from agentmem.settings import Settings
 
 T = TypeVar("T")
 MODES = ["sync", "async"]
+# the async client on the handler in-process, and over HTTP (``agentmem serve``'s server) through each transport
+ASYNC_MODES = ["async", "async-aiohttp", "async-httpx"]
+HTTP_TRANSPORTS = {"async-aiohttp": AiohttpTransport, "async-httpx": AsyncHttpTransport}
 
 
 class Sdk:
@@ -44,7 +52,7 @@ class Sdk:
     def __init__(self, mode: str, client: Client | AsyncClient) -> None:
         self.mode = mode
         self.client: Any = client
-        self._loop = asyncio.new_event_loop() if mode == "async" else None
+        self._loop = asyncio.new_event_loop() if mode != "sync" else None
 
     def do(self, value: T | Awaitable[T]) -> T:
         if self._loop is None:
@@ -53,13 +61,18 @@ class Sdk:
 
     def close(self) -> None:
         if self._loop is not None:
+            self._loop.run_until_complete(self.client.aclose())
             self._loop.close()
+
+
+OPENED: list[Sdk] = []  # sdk_for's, closed after each test (``quiet``)
 
 
 def sdk_for(mode: str, url: str, key: str | None, transport: Any) -> Sdk:
     if mode == "sync":
         return Sdk(mode, Client(url, key, transport=transport))
-    return Sdk(mode, AsyncClient(url, key, transport=AsyncOf(transport)))
+    OPENED.append(Sdk(mode, AsyncClient(url, key, transport=AsyncOf(transport))))
+    return OPENED[-1]
 
 
 class AsyncOf:
@@ -74,30 +87,49 @@ class AsyncOf:
 
 
 @pytest.fixture(autouse=True)
-def quiet(monkeypatch: pytest.MonkeyPatch) -> None:
+def quiet(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
     monkeypatch.delenv("AGENTMEM_API_KEY", raising=False)
     monkeypatch.setattr(ConversationRequests, "retry_backoff_s", 0.0)
+    yield
+    while OPENED:
+        OPENED.pop().close()
 
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[Callable[[str], Sdk]]:
-    """A fresh embedded service per client, reached in-process by the sync or the async transport."""
+    """A fresh embedded service per client, reached in-process by the sync or the async transport, or over HTTP
+    (``agentmem serve``'s server on a free port) by one of the async client's HTTP transports."""
+    from agentmem.local.server import make_server
+
     made: list[Sdk] = []
+    servers: list[Any] = []
 
     def make(mode: str) -> Sdk:
         container = build_container(Settings(data_dir=tmp_path / mode))
         key = ensure_default_account(container)
         set_container(container)
-        transport: Any = InProcessTransport(lambda_handler) if mode == "sync" else AsyncInProcessTransport(
-            lambda_handler)
-        sdk = Sdk(mode, (Client if mode == "sync" else AsyncClient)("http://in-process", key, transport=transport))
+        if mode in HTTP_TRANSPORTS:
+            os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
+            server = make_server(container, "127.0.0.1", 0)
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+            servers.append(server)
+            url = f"http://127.0.0.1:{server.server_address[1]}"
+            sdk = Sdk(mode, AsyncClient(url, key, transport=HTTP_TRANSPORTS[mode](url)))
+        else:
+            transport: Any = InProcessTransport(lambda_handler) if mode == "sync" else AsyncInProcessTransport(
+                lambda_handler)
+            sdk = Sdk(mode, (Client if mode == "sync" else AsyncClient)("http://in-process", key,
+                                                                        transport=transport))
         made.append(sdk)
         return sdk
 
     yield make
     for sdk in made:
         sdk.close()
+    for server in servers:
+        server.shutdown()
+        server.server_close()
     set_container(None)
 
 
@@ -172,13 +204,15 @@ def agent_scenario(sdk: Sdk) -> dict[str, Any]:
     }
 
 
+@pytest.mark.parametrize("mode", ASYNC_MODES)
 @pytest.mark.parametrize("scenario", [memory_scenario, agent_scenario], ids=["memory", "agent"])
 def test_the_async_client_answers_as_the_sync_one(served: Callable[[str], Sdk],
-                                                  scenario: Callable[[Sdk], dict[str, Any]]) -> None:
-    # When the same scenario runs through the sync client and through the async one, each on a fresh service
-    results = {mode: scenario(served(mode)) for mode in MODES}
+                                                  scenario: Callable[[Sdk], dict[str, Any]], mode: str) -> None:
+    # When the same scenario runs through the sync client and through the async one (in-process, or over HTTP
+    # through either transport), each on a fresh service
+    results = {kind: scenario(served(kind)) for kind in ("sync", mode)}
     # Then every result and every error is the same
-    assert results["async"] == results["sync"]
+    assert results[mode] == results["sync"]
     assert results["sync"]  # (and the scenario did something)
 
 
@@ -192,9 +226,10 @@ def test_the_memory_scenarios_values(served: Callable[[str], Sdk]) -> None:
     assert ("refunds", None) in got["hits"]
 
 
-def test_async_handles_are_concurrent_on_one_client(served: Callable[[str], Sdk]) -> None:
+@pytest.mark.parametrize("mode", ASYNC_MODES)
+def test_async_handles_are_concurrent_on_one_client(served: Callable[[str], Sdk], mode: str) -> None:
     # Given one async client shared by many tasks
-    sdk = served("async")
+    sdk = served(mode)
     memory = sdk.do(sdk.client.memories.create("notes"))
 
     async def many() -> list[int]:
@@ -341,7 +376,7 @@ def test_the_async_names_are_the_packages() -> None:
     assert agentmem.AsyncClient is AsyncClient
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", ["sync", *ASYNC_MODES])
 def test_from_name_warns_alike_when_the_stored_agent_has_other_settings(served: Callable[[str], Sdk],
                                                                         mode: str) -> None:
     # Given an agent made with some instructions
@@ -352,7 +387,7 @@ def test_from_name_warns_alike_when_the_stored_agent_has_other_settings(served: 
         return await sdk.client.agents.from_name("support", create_if_missing=True, instructions="Other")
 
     with pytest.warns(agentmem.SettingsDifferWarning, match="with other instructions than given") as warned:
-        found = (sdk.do(awaited()) if mode == "async"
+        found = (sdk.do(awaited()) if mode != "sync"
                  else sdk.client.agents.from_name("support", create_if_missing=True, instructions="Other"))
     # Then it is returned as stored, and the warning points at the caller's line, not into the SDK
     assert sdk.do(found.info()).instructions == "Answer billing questions."
@@ -362,3 +397,68 @@ def test_from_name_warns_alike_when_the_stored_agent_has_other_settings(served: 
         warnings.simplefilter("error")
         sdk.do(sdk.client.agents.from_name("support", create_if_missing=True,
                                            instructions="Answer billing questions."))
+
+
+# --- the HTTP transports ---------------------------------------------------------------------------
+
+
+def test_the_default_transport_is_aiohttp_unless_a_proxy_applies(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "all_proxy",
+                 "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    # aiohttp (the async extra) sends when nothing stands in the way
+    assert isinstance(AsyncClient("http://127.0.0.1:8787", "sk").transport, AiohttpTransport)
+    # a proxy for the service's URL: httpx, which speaks to it
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    assert isinstance(default_transport("https://memory.example", 5.0), AsyncHttpTransport)
+    # unless NO_PROXY covers the service
+    monkeypatch.setenv("NO_PROXY", "memory.example")
+    assert isinstance(default_transport("https://memory.example", 5.0), AiohttpTransport)
+
+
+@pytest.mark.parametrize("mode", HTTP_TRANSPORTS)
+def test_a_service_that_is_not_there_is_unreachable(mode: str) -> None:
+    # Given a port nobody listens on
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    sdk = Sdk(mode, AsyncClient(url, "sk", transport=HTTP_TRANSPORTS[mode](url)))
+    try:
+        # When a memory is read, Then the error is Unreachable, not timed out, naming the service
+        with pytest.raises(Unreachable) as error:
+            sdk.do(sdk.client.memory("m").read("x"))
+        assert error.value.timed_out is False and url in str(error.value)
+    finally:
+        sdk.close()
+
+
+@pytest.mark.parametrize("mode", HTTP_TRANSPORTS)
+def test_a_service_that_never_answers_times_out(mode: str) -> None:
+    # Given a server that accepts the connection and never answers
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        sdk = Sdk(mode, AsyncClient(url, "sk", transport=HTTP_TRANSPORTS[mode](url, timeout=0.3)))
+        try:
+            # When a memory is read, Then it is Unreachable, timed out after the client's timeout
+            with pytest.raises(Unreachable) as error:
+                sdk.do(sdk.client.memory("m").read("x"))
+            assert error.value.timed_out is True and "no answer within 0.3s" in str(error.value)
+        finally:
+            sdk.close()
+
+
+@pytest.mark.parametrize("mode", HTTP_TRANSPORTS)
+def test_a_large_file_goes_through_an_absolute_link_on_either_transport(served: Callable[[str], Sdk],
+                                                                         mode: str) -> None:
+    # Given a workspace reached over HTTP
+    sdk = served(mode)
+    workspace = sdk.client.agent("support").workspace("ticket-7", user="user_42")
+    sdk.do(sdk.client.agents.create("support"))
+    data = bytes(range(256)) * (5 * 4096)  # 5 MiB: past what is written through the API
+    # When it is written and read back, Then the bytes are the same, through the server's absolute links
+    assert sdk.do(workspace.write("big.bin", data)).size_bytes == len(data)
+    assert sdk.do(workspace.read("big.bin")) == data
+    assert sdk.do(workspace.url("big.bin")).startswith(sdk.client.url + "/v1/links/")

@@ -15,6 +15,7 @@ from __future__ import annotations
 from .agent import Agent, Agents
 from .agent_settings import AgentSettings, SettingsDifferWarning
 from .aio import (
+    AiohttpTransport,
     AsyncAgent,
     AsyncAgents,
     AsyncClient,
@@ -87,6 +88,7 @@ __all__ = [
     "AgentSettings",
     "AgentmemError",
     "Agents",
+    "AiohttpTransport",
     "ApiKey",
     "AppendResult",
     "AsyncAgent",

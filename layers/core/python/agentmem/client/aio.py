@@ -14,20 +14,26 @@ same pagination (``iter_*`` are async iterators) and the same retries (an append
 with the same client ids). The request rules are not copied: both clients run the same ``rules.Op`` each handle's
 ``*Requests`` base builds (URL, query, headers, body, the answer's parsing), map error answers with the same
 ``rules.checked``, walk lists with the same ``rules.CursorWalk`` and wait as the same ``rules.RetryPolicy`` says;
-only the sending is async (httpx), and the sleeping (``asyncio.sleep``).
+only the sending is async (aiohttp or httpx), and the sleeping (``asyncio.sleep``).
 
-HTTP is httpx's ``AsyncClient`` (already installed with the ``mcp`` SDK; HTTP/1.1 keep-alive, the environment's
-proxies and CA bundle as httpx reads them). ``AsyncInProcessTransport`` calls the Lambda handler in-process, as
-the sync ``InProcessTransport`` does, for tests.
+HTTP is aiohttp's ``ClientSession`` when aiohttp is installed (``pip install "agentmem-server[async]"``) and no
+proxy applies to the service's URL (``AiohttpTransport``), else httpx's ``AsyncClient`` (``AsyncHttpTransport``;
+httpx is installed with the base package, and reads the environment's proxies): HTTP/1.1 keep-alive either way.
+httpx's pool costs its caller's CPU in proportion to its open connections at every request, which at 64 tasks
+made the async client slower than the sync one on one thread (``bench/integrations.py``).
+``AsyncInProcessTransport`` calls the Lambda handler in-process, as the sync ``InProcessTransport`` does, for
+tests.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from os import PathLike
 from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar, Unpack
+from urllib.parse import urlencode
 
 from .agent import AgentRequests
 from .agent_settings import AgentSettings, settings_body, warn_when_settings_differ
@@ -78,6 +84,9 @@ from .transport import InProcessTransport, LambdaHandler, TransportResponse
 from .workspace import _REDIRECTS, WorkspaceRequests, _is_relative
 
 if TYPE_CHECKING:
+    import ssl
+
+    import aiohttp
     import httpx
 
 T = TypeVar("T")
@@ -92,7 +101,11 @@ class AsyncTransport(Protocol):
 
 
 class AsyncHttpTransport:
-    """HTTP on one ``httpx.AsyncClient``: connections kept alive and shared by every task of the client."""
+    """HTTP on one ``httpx.AsyncClient``: connections kept alive and shared by every task of the client, the
+    environment's proxies and CA bundle as httpx reads them. ``AsyncClient`` uses it when a proxy applies to the
+    service's URL, or when aiohttp is not installed (``default_transport``)."""
+
+    name = "httpx"
 
     def __init__(self, base_url: str, timeout: float = 30.0, *, client: httpx.AsyncClient | None = None,
                  max_connections: int = 100) -> None:
@@ -130,6 +143,112 @@ class AsyncHttpTransport:
         await self._client.aclose()
 
 
+class AiohttpTransport:
+    """HTTP on one ``aiohttp.ClientSession`` (the ``async`` extra): connections kept alive and shared by every
+    task of the client, up to ``max_connections`` at once (a task past them waits for one).
+
+    httpx's pool spends its caller's CPU on every open connection at every request (each request looks at each
+    connection, and asks each idle one's socket whether it is readable): against ``agentmem serve`` an entry
+    read cost about 1.4 ms of the caller's CPU on one task and 8 ms with 64 tasks at once, where aiohttp's pool
+    takes a fraction of that (``bench/integrations.py``). What it sends and answers is httpx's: no redirect
+    followed, no cookie kept, the body decoded as its ``Content-Encoding`` says, ``Content-Length: 0`` and no
+    ``Content-Type`` on a write without a body, repeated answer headers joined with ``", "``; a connection that
+    fails or times out is ``Unreachable`` (timed out: ``no answer within`` ``timeout`` seconds, to connect or
+    between two reads of the answer). Certificates are verified against ``REQUESTS_CA_BUNDLE``,
+    ``CURL_CA_BUNDLE``, ``SSL_CERT_FILE`` or ``SSL_CERT_DIR`` when set (as the sync client and httpx read
+    them), else ``certifi``'s bundle. It reads no proxy and no ``~/.netrc``: ``default_transport`` takes httpx
+    when a proxy applies.
+
+    The session is opened at the first request, on the event loop that sends it (aiohttp binds it to that
+    loop); ``aclose`` closes it."""
+
+    name = "aiohttp"
+
+    def __init__(self, base_url: str, timeout: float = 30.0, *, session: aiohttp.ClientSession | None = None,
+                 max_connections: int = 100) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self.max_connections = max_connections
+        self._session = session
+
+    def _opened(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            import aiohttp
+
+            connector = aiohttp.TCPConnector(limit=self.max_connections, ssl=_tls_context())
+            self._session = aiohttp.ClientSession(
+                connector=connector, cookie_jar=aiohttp.DummyCookieJar(), trust_env=False,
+                skip_auto_headers=("Content-Type",),  # (it would say octet-stream on a write without a body)
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.timeout, sock_read=self.timeout),
+            )
+        return self._session
+
+    async def request(
+        self, method: str, path: str, *, params: dict[str, str] | None, headers: dict[str, str], body: bytes | None,
+    ) -> TransportResponse:
+        return await self.send(method, self.base_url + path, params=params, headers=headers, body=body)
+
+    async def send(
+        self, method: str, url: str, *, params: dict[str, str] | None = None, headers: dict[str, str],
+        body: bytes | None,
+    ) -> TransportResponse:
+        """One request to ``url`` (the API's, its path already percent-encoded, or a workspace link's)."""
+        import aiohttp
+        from yarl import URL
+
+        if params:
+            url += ("&" if "?" in url else "?") + urlencode(params)
+        try:
+            async with self._opened().request(method, URL(url, encoded=True), headers=headers, data=body,
+                                              allow_redirects=False) as response:
+                payload = await response.read()
+                answer: dict[str, str] = {}
+                for key, value in response.headers.items():
+                    name = key.lower()
+                    answer[name] = f"{answer[name]}, {value}" if name in answer else value
+                return TransportResponse(response.status, answer, payload)
+        except TimeoutError as exc:  # (aiohttp's timeouts are TimeoutErrors too)
+            raise Unreachable(self.base_url, f"no answer within {self.timeout:g}s", timed_out=True) from exc
+        except (aiohttp.ClientError, OSError) as exc:
+            raise Unreachable(self.base_url, str(exc) or type(exc).__name__) from exc
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+
+def _tls_context() -> ssl.SSLContext:
+    """Certificates verified against the environment's bundle (``AiohttpTransport``), else certifi's."""
+    import ssl
+
+    bundle = (os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
+              or os.environ.get("SSL_CERT_FILE") or os.environ.get("SSL_CERT_DIR"))
+    if bundle and os.path.isdir(bundle):
+        return ssl.create_default_context(capath=bundle)
+    if bundle:
+        return ssl.create_default_context(cafile=bundle)
+    import certifi
+
+    return ssl.create_default_context(cafile=certifi.where())
+
+
+def default_transport(base_url: str, timeout: float) -> AiohttpTransport | AsyncHttpTransport:
+    """What ``AsyncClient`` sends through: ``AiohttpTransport`` when aiohttp is installed (the ``async`` extra)
+    and no proxy applies to ``base_url`` (``HTTPS_PROXY``, ``HTTP_PROXY``, ``ALL_PROXY`` with ``NO_PROXY``, as
+    the sync client reads them), else ``AsyncHttpTransport`` (httpx, which speaks to proxies)."""
+    from importlib.util import find_spec
+    from urllib.parse import urlsplit
+
+    from requests.utils import get_environ_proxies
+
+    scheme = urlsplit(base_url).scheme.lower()
+    proxies = get_environ_proxies(base_url)
+    if find_spec("aiohttp") is not None and scheme in ("http", "https") and not (
+            proxies.get(scheme) or proxies.get("all")):
+        return AiohttpTransport(base_url, timeout)
+    return AsyncHttpTransport(base_url, timeout)
+
+
 class AsyncInProcessTransport:
     """The API's Lambda handler called in-process (``InProcessTransport``'s events), awaited: for tests."""
 
@@ -163,7 +282,7 @@ class AsyncClient:
     @property
     def transport(self) -> AsyncTransport:
         if self._transport is None:
-            self._transport = AsyncHttpTransport(self.url, self.timeout)
+            self._transport = default_transport(self.url, self.timeout)
         return self._transport
 
     # --- raw requests (the same rules as Client's) ----------------------------------------------
@@ -648,9 +767,14 @@ class AsyncWorkspace(WorkspaceRequests):
                                                            body=body)
         else:
             transport = self.client.transport
-            if not isinstance(transport, AsyncHttpTransport):
-                transport = AsyncHttpTransport(url, self.client.timeout)
-            response = await transport.send(method, url, headers=sent, body=body)
+            if isinstance(transport, AiohttpTransport | AsyncHttpTransport):
+                response = await transport.send(method, url, headers=sent, body=body)
+            else:
+                link = default_transport(url, self.client.timeout)
+                try:
+                    response = await link.send(method, url, headers=sent, body=body)
+                finally:
+                    await link.aclose()
         if response.status >= 400:
             raise error_from_response(response.status, response.headers, response.body)
         return response
@@ -658,6 +782,7 @@ class AsyncWorkspace(WorkspaceRequests):
 
 
 __all__ = [
-    "AsyncAgent", "AsyncAgents", "AsyncClient", "AsyncConversation", "AsyncHttpTransport", "AsyncInProcessTransport",
+    "AiohttpTransport", "AsyncAgent", "AsyncAgents", "AsyncClient", "AsyncConversation", "AsyncHttpTransport",
+    "AsyncInProcessTransport",
     "AsyncMemories", "AsyncMemory", "AsyncTransport", "AsyncWorkspace",
 ]

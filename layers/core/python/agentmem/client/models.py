@@ -15,8 +15,13 @@ from typing import Any, Generic, NamedTuple, TypeVar
 T = TypeVar("T")
 
 
+_FIELD_NAMES: dict[type[Any], frozenset[str]] = {}  # each model's, read once (every answer parsed asks)
+
+
 def _known(cls: type[Any], data: Mapping[str, Any]) -> dict[str, Any]:
-    names = {f.name for f in fields(cls)}
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = frozenset(f.name for f in fields(cls))
     return {key: value for key, value in data.items() if key in names}
 
 
