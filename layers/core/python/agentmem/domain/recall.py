@@ -59,6 +59,9 @@ PASSAGE_WEIGHT = 0.3
 # its question's ranking or an aspect's gave it (``best_of``): on the dev half of bench/recall_eval, R@10 of the
 # order questions 0.682 -> 0.735, the other kinds as they were
 ASPECTS_MAX = 4
+ASPECT_CANDIDATES = 50  # ... each offering this many candidates a side (or three pages' worth), the neighbours of
+# its best fifth read: an aspect's best need only be near the top, and a question with aspects does its work again
+# for each
 ASPECT_MIN_WORDS = 2
 COMMON_WORD_SHARE = 0.2  # a word held by more of the messages searched than this is not embedded with the query
 COMMON_WORD_MIN_MESSAGES = 200  # ... once there are this many

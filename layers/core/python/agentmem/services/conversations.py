@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -41,6 +41,7 @@ from ..domain.model_messages import Skipped, parse_messages
 from ..domain.models import Entry, Layer, MemoryRecord, Principal
 from ..domain.passages import Passage, best_passage, passages
 from ..domain.recall import (
+    ASPECT_CANDIDATES,
     FUSED_NEIGHBOUR_SHARE,
     KEYWORD_CANDIDATES,
     MODES,
@@ -202,6 +203,17 @@ class _View:
     pending: PendingAnswer | None = None
     keyword: dict[tuple[str, int], float] = field(default_factory=dict)
     cosine: dict[tuple[str, int], float] = field(default_factory=dict)
+    whole: bool = True  # the whole question (else one thing it names)
+
+    def seats(self, found: dict[tuple[str, int], Message]) -> Collection[tuple[str, int]]:
+        """The candidates this reading ranks: every one for the whole question; for an aspect, those its sides
+        found and the messages beside them (an aspect ranked over every candidate would cost the whole
+        question's work again for each)."""
+        if self.whole:
+            return found
+        own = set(self.keyword) | set(self.cosine)
+        return [seat for seat in found
+                if seat in own or (seat[0], seat[1] - 1) in own or (seat[0], seat[1] + 1) in own]
 
 
 def _semantic_passage(message: Message, index: int | None) -> Passage | None:
@@ -405,24 +417,27 @@ class ConversationService:
         offset = _search_offset(cursor, asked)
         keyword_pool = pool(KEYWORD_CANDIDATES, offset, size)
         semantic_pool = pool(SEMANTIC_CANDIDATES, offset, size)
+        aspect_pool = pool(ASPECT_CANDIDATES, offset, size)  # an aspect's best need only be near the top
         account, agent_name, user_id = ctx.principal.account_id, ctx.agent.name, ctx.user
         total, held = self.store.word_counts(compiled.words)
-        # the question, and each thing it names when it names several (domain/recall.py aspects): each is
-        # searched on both sides and fused on its own, and a message keeps its best of those scores
+        # the question, and each thing it names when it names several to tell apart (domain/recall.py aspects):
+        # each is searched on both sides and fused on its own, and the rankings take turns (best_of)
         views = [_View(compiled, held)]
         if wanted_mode in ("hybrid", "deep"):
-            views += [_View(Query(text), {w: held.get(w, 0) for w in Query(text).words})
-                      for text in aspects(query)]
+            for aspect in map(Query, aspects(query)):
+                views.append(_View(aspect, {w: held.get(w, 0) for w in aspect.words}, whole=False))
         for view in views:
             view.pending = self._semantic(account, agent_name, user_id, conversation,
-                                          without_common_words(view.query.text, total, view.held), semantic_pool,
+                                          without_common_words(view.query.text, total, view.held),
+                                          semantic_pool if view is views[0] else aspect_pool,
                                           wanted_mode, when)
         pending = views[0].pending
         found: dict[tuple[str, int], Message] = {}
 
         def by_words(view: _View) -> None:
             for hit in self.store.search_candidates(account, agent_name, user_id, view.query.words,
-                                                    conversation=conversation, limit=keyword_pool, when=when):
+                                                    conversation=conversation, when=when,
+                                                    limit=keyword_pool if view is views[0] else aspect_pool):
                 key = (hit.conversation, hit.message.seq)
                 found[key], view.keyword[key] = hit.message, hit.score
 
@@ -467,9 +482,9 @@ class ConversationService:
             # a message borrows from the one before and after it (a question and its answer): the neighbours of
             # the best keyword hits are read as candidates too, from the journal, like every semantic hit
             for view in views:
-                read(neighbours_to_read(view.keyword, found))
+                read(neighbours_to_read(view.keyword, found, None if view is views[0] else ASPECT_CANDIDATES // 5))
             for view in views:
-                view.keyword = lend_neighbours(view.keyword, found, NEIGHBOUR_SHARE)
+                view.keyword = lend_neighbours(view.keyword, view.seats(found), NEIGHBOUR_SHARE)
             stages.append("neighbours")
         if "keyword" in stages and "semantic" in stages:
             stages.append("fusion")
@@ -479,14 +494,15 @@ class ConversationService:
         lending = how.mode in ("hybrid", "deep")
 
         def fused(view: _View) -> list[tuple[tuple[str, int], float]]:
-            signals = {k: Signals(view.keyword.get(k), view.cosine.get(k)) for k in found}
+            seats = view.seats(found)  # the whole question's: every candidate; an aspect's: its own and theirs
+            signals = {k: Signals(view.keyword.get(k), view.cosine.get(k)) for k in seats}
             if not lending:
                 return fuse(signals, how.mode, calibration, min_score=cut, keyword_scale=bm25_scale(total, view.held))
             # each message borrows a share of its neighbours' fused score too (what the meaning found of them),
             # then the cut-off
             return lend_ranked(fuse(signals, how.mode, calibration, min_score=0.0,
                                     keyword_scale=bm25_scale(total, view.held)),
-                               found, FUSED_NEIGHBOUR_SHARE, calibration.min_score if cut is None else cut)
+                               seats, FUSED_NEIGHBOUR_SHARE, calibration.min_score if cut is None else cut)
 
         ranked = first_of_each(
             best_of([fused(view) for view in views]),
