@@ -463,10 +463,10 @@ class ConversationService:
         if semantic is not None:
             for view in views:
                 answer = view.pending.answer() if view.pending is not None and how.fallback is None else None
-                hits = answer.hits if answer is not None and answer.fallback is None else []
+                nearest = answer.hits if answer is not None and answer.fallback is None else []
                 near = {(str(h.fields.get("conversation")), int(h.fields.get("seq") or 0)): h.score
-                        for h in reversed(hits)}  # the best score of a message wins
-                for h in hits:  # the whole question's first, then the best hit's
+                        for h in reversed(nearest)}  # the best score of a message wins
+                for h in nearest:  # the whole question's first, then the best hit's
                     if isinstance(h.fields.get("passage"), int):
                         nearest_passage.setdefault((str(h.fields.get("conversation")), int(h.fields.get("seq") or 0)),
                                                    int(h.fields["passage"]))
