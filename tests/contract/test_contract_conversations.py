@@ -652,11 +652,12 @@ def test_journal_search_finds_this_users_conversations_with_this_agent_only(worl
     def hits(principal: Principal, user: str | None, **options: Any) -> set[tuple[str, int]]:
         return {(h.conversation, h.seq) for h in service.search(principal, AGENT, "invoice", user=user, **options)}
 
-    # Then ana's search finds her two conversations with support, and nothing else
-    assert hits(world.account, "ana") == {("c1", 1), ("c1", 2), ("c2", 1)}
-    assert hits(world.ana, None) == {("c1", 1), ("c1", 2), ("c2", 1)}
-    # (in one conversation the answer "Yes." may ride on its question's words: in hybrid a message borrows from its
-    # neighbours; where no semantic index answers, the words alone do)
+    # Then ana's search finds her two conversations with support, and nothing else (the answer "Yes." may ride on
+    # its question's evidence: in hybrid a message borrows from its neighbours; where no semantic index answers,
+    # the words alone do)
+    hers = {("c1", 1), ("c1", 2), ("c2", 1)}
+    assert hers <= hits(world.account, "ana") <= hers | {("c2", 2)}
+    assert hers <= hits(world.ana, None) <= hers | {("c2", 2)}
     assert {("c2", 1)} <= hits(world.account, "ana", conversation="c2") <= {("c2", 1), ("c2", 2)}
     assert hits(world.account, "bob") == {("b1", 1)}
     assert hits(world.account, None) == {("a1", 1)}
@@ -667,7 +668,7 @@ def test_journal_search_finds_this_users_conversations_with_this_agent_only(worl
     assert status(lambda: service.search(world.other, AGENT, "invoice", user="ana")) == 404
     # and through the agent's tool, on the agent surface
     result = tool(world, "journal_message_search", {"query": "invoice"})
-    assert {(i["conversation"], i["seq"]) for i in result["items"]} == {("c1", 1), ("c1", 2), ("c2", 1)}
+    assert hers <= {(i["conversation"], i["seq"]) for i in result["items"]} <= hers | {("c2", 2)}
 
 
 def test_journal_search_pages_with_a_cursor_of_its_own(world: World, jobs: PassRunner) -> None:

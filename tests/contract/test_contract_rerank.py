@@ -84,7 +84,8 @@ def test_deep_mode_reorders_the_fused_top_by_the_reranker_and_says_so(world: Wor
     journal(world)
     fused = search(world, "pharmacy neighbours book", min_score=0.0, limit=50)  # deep reads the fused top whole
     reranker = Reversing()
-    world.container.conversations.reranking = Reranking(lambda: reranker, deadline_s=30.0)
+    # (no neighbours' share of the model's scores here: it would move a message beside its neighbour)
+    world.container.conversations.reranking = Reranking(lambda: reranker, deadline_s=30.0, neighbour_share=0.0)
     deep = search(world, "pharmacy neighbours book", mode="deep", limit=50)
     # Then the reranker read the fused top with the query, and its order is the page's
     assert reranker.calls == [("pharmacy neighbours book", len(fused.items))]

@@ -132,6 +132,73 @@ def test_the_neighbours_of_the_best_keyword_hits_are_read_once_each() -> None:
     assert wanted == {"c": [6, 8], "d": [2]}
 
 
+def test_a_message_borrows_a_share_of_its_neighbours_fused_score_then_the_cut_off() -> None:
+    from agentmem.domain.recall import lend_ranked
+
+    ranked = [(("c", 5), 0.9), (("c", 9), 0.2), (("c", 7), 0.15)]
+    seats = [seat for seat, _ in ranked] + [("c", 6), ("c", 4), ("c", 20)]
+    out = lend_ranked(ranked, seats, 0.2, 0.12)
+    # seq 6 (between two hits, no evidence of its own) and 4 borrow 0.2 of the answer's 0.9 and pass the cut-off,
+    # below the answer; seq 20, with nothing of its own and no neighbour found, is left out
+    assert out == [(("c", 5), 0.9), (("c", 9), 0.2), (("c", 6), 0.18), (("c", 4), 0.18), (("c", 7), 0.15)]
+    # a score never goes above 1
+    assert lend_ranked([(("c", 1), 1.0), (("c", 2), 0.95)], [("c", 1), ("c", 2)], 0.2, 0.0)[0][1] == 1.0
+
+
+# --- aspects: a question naming several things -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Which came first: booking the flights for the wedding, or sorting out the cancelled Lisbon flight?",
+     ["booking the flights for the wedding", "sorting out the cancelled Lisbon flight"]),
+    ("Did the rehearsal come up before or after I'd booked the Lisbon hotel?",
+     ["Did the rehearsal come up", "I'd booked the Lisbon hotel"]),
+    ("Put these in order: paying the kiln invoice, refunding Beatriz, paying for the stall.",
+     ["paying the kiln invoice", "refunding Beatriz", "paying for the stall."]),
+    # a name alone is read with the question's head: alone it would find every message naming her
+    ("Whose parcel arrived first, Amara's or Henrik's?",
+     ["Whose parcel arrived first", "Whose parcel arrived first Amara's", "Whose parcel arrived first Henrik's"]),
+])
+def test_a_question_naming_things_to_tell_apart_is_searched_by_each(question: str, expected: list[str]) -> None:
+    from agentmem.domain.recall import aspects
+
+    assert aspects(question) == expected
+
+
+@pytest.mark.parametrize("question", [
+    "How much did the greenhouse produce this year, and from how many plants?",  # two things of one event
+    "Why did the weekly cleanup never run, and when had we set it up?",
+    "What did we decide about the Postgres upgrade?",
+    "Is it 1,000 or more?",  # one telling word: nothing to tell apart
+    "",
+])
+def test_a_question_naming_one_thing_is_one_aspect(question: str) -> None:
+    from agentmem.domain.recall import aspects
+
+    assert aspects(question) == []
+
+
+def test_aspects_are_at_most_four() -> None:
+    from agentmem.domain.recall import aspects
+
+    assert len(aspects("Order these: red apples, green pears, blue plums, ripe figs, sour limes, sweet dates")) == 4
+
+
+def test_rankings_of_the_aspects_take_turns_and_stay_best_first() -> None:
+    from agentmem.domain.recall import best_of
+
+    whole = [("a1", 0.9), ("a2", 0.85), ("a3", 0.8), ("b1", 0.3)]
+    aspect_a = [("a2", 0.95), ("a1", 0.9)]
+    aspect_b = [("b1", 0.5), ("a3", 0.2)]
+    # each ranking's first is in the top three, whatever the scores; each candidate once, at its best place
+    ranked = best_of([whole, aspect_a, aspect_b])
+    assert [k for k, _ in ranked] == ["a2", "a1", "b1", "a3"]
+    scores = [s for _, s in ranked]
+    assert scores == sorted(scores, reverse=True) and scores[0] == 0.95
+    # one ranking is itself
+    assert best_of([whole]) == whole
+
+
 def test_every_search_takes_deep_and_nothing_else_beyond_the_four_modes() -> None:
     assert [check_mode(mode) for mode in (None, "keyword", "semantic", "deep")] == [
         "hybrid", "keyword", "semantic", "deep"]

@@ -16,12 +16,13 @@ A hit under ``min_score`` is left out, so an off-topic query answers few hits or
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeVar, get_args
 
 from .errors import InvalidError
-from .text import query_words, words
+from .text import STOP_WORDS, query_words, words
 
 Mode = Literal["hybrid", "keyword", "semantic", "deep"]  # deep: hybrid, then the re-ranking stage
 Fallback = Literal["index_unavailable", "timeout", "not_configured",
@@ -40,6 +41,9 @@ SEMANTIC_CANDIDATES = 100  # ... and the nearest the semantic index offers (each
 # of its neighbours, and the neighbours of the best keyword hits join the candidates (bench/recall_models.py,
 # the dev half of bench/recall_eval: BM25 R@10 0.479 -> 0.534 with a third)
 NEIGHBOUR_SHARE = 1 / 3
+# ... and, in hybrid, this share of the better fused score of its neighbours (what the meaning found of them too:
+# a question found by its meaning lends to the answer after it, whose words may not match)
+FUSED_NEIGHBOUR_SHARE = 0.2
 NEIGHBOUR_SOURCES = 50  # the best keyword hits whose neighbours are read as candidates
 RERANK_CANDIDATES = 50  # the fused top that the re-ranking stage reads (mode=deep)
 RERANK_NEIGHBOUR_SHARE = 0.1  # ... and the share of its neighbours' re-ranking score a candidate borrows
@@ -48,6 +52,17 @@ RERANK_NEIGHBOUR_SHARE = 0.1  # ... and the share of its neighbours' re-ranking 
 # the largest weight tried (0, 0.3, 0.5, 0.7, 1) that leaves hybrid's R@10 and R@20 as they were and its MRR
 # within 0.005: semantic R@20 on the questions about long messages 0.851 -> 0.900, hybrid MRR 0.443 -> 0.441
 PASSAGE_WEIGHT = 0.3
+# A question that names several things to tell apart ("which came first, the move or the wedding?", "put these in
+# order: A, B, C") is also searched by each of them (``aspects``): at most this many, each of at least
+# ASPECT_MIN_WORDS telling words (a shorter part is read with the question's head: "whose parcel came first,
+# Amara's or Henrik's?" asks of "whose parcel came first Amara's" and "... Henrik's"). A message's score is the best
+# its question's ranking or an aspect's gave it (``best_of``): on the dev half of bench/recall_eval, R@10 of the
+# order questions 0.682 -> 0.735, the other kinds as they were
+ASPECTS_MAX = 4
+ASPECT_CANDIDATES = 50  # ... each offering this many candidates a side (or three pages' worth), the neighbours of
+# its best fifth read: an aspect's best need only be near the top, and a question with aspects does its work again
+# for each
+ASPECT_MIN_WORDS = 2
 COMMON_WORD_SHARE = 0.2  # a word held by more of the messages searched than this is not embedded with the query
 COMMON_WORD_MIN_MESSAGES = 200  # ... once there are this many
 
@@ -89,11 +104,11 @@ def check_mode(value: str | None, allowed: Sequence[str] = MODES) -> Mode:
 Seat = tuple[str, int]  # a journal message's place: (conversation, seq)
 
 
-def neighbours_to_read(keyword: Mapping[Seat, float], known: Collection[Seat], top: int = NEIGHBOUR_SOURCES,
+def neighbours_to_read(keyword: Mapping[Seat, float], known: Collection[Seat], top: int | None = None,
                        ) -> dict[str, list[int]]:
     """The messages just before and after the ``top`` best keyword hits that are not candidates yet, by
     conversation: they may hold the other half of what a question asks (the answer to a question found)."""
-    best = sorted(keyword, key=lambda seat: -keyword[seat])[:top]
+    best = sorted(keyword, key=lambda seat: -keyword[seat])[:NEIGHBOUR_SOURCES if top is None else top]
     wanted: dict[str, list[int]] = {}
     for conversation, seq in best:
         for near in (seq - 1, seq + 1):
@@ -113,6 +128,18 @@ def lend_neighbours(scores: Mapping[Seat, float], seats: Iterable[Seat], share: 
         if value > 0:
             lent[(conversation, seq)] = value
     return lent
+
+
+def lend_ranked(ranked: Sequence[tuple[Seat, float]], seats: Iterable[Seat], share: float, cut: float,
+                ) -> list[tuple[Seat, float]]:
+    """A journal's fused ranking with each of ``seats`` (the candidates) scored by its own fused score (0 when it
+    was not ranked) plus ``share`` of the better fused score of the messages just before and after it
+    (``lend_neighbours``), capped at 1; those under ``cut`` left out, best first (ties keep the ranked order)."""
+    own = dict(ranked)
+    lent = lend_neighbours(own, seats, share)
+    place = {seat: n for n, (seat, _) in enumerate(ranked)}
+    kept = [(seat, round(min(score, 1.0), 6)) for seat, score in lent.items() if score >= cut]
+    return sorted(kept, key=lambda pair: (-pair[1], place.get(pair[0], len(place))))
 
 
 def passage_score(whole: float | None, passages: Sequence[float], weight: float | None = None) -> float:
@@ -185,6 +212,27 @@ def fuse(
     return scored
 
 
+def best_of(rankings: Sequence[Sequence[tuple[K, float]]]) -> list[tuple[K, float]]:
+    """Several rankings of the same candidates (a question's, and each of the things it names) as one, taking
+    turns: the first of each, then the second of each, and so on, each candidate once at its best place (so each
+    ranking's best is near the top, however the others score), ties by the best score any of them gave it.
+    A candidate's score is the best any gave it, made no higher than the one's before it, so the answer stays
+    best first."""
+    if len(rankings) == 1:
+        return list(rankings[0])
+    best: dict[K, float] = {}
+    place: dict[K, tuple[int, int]] = {}
+    for n, ranking in enumerate(rankings):
+        for m, (key, score) in enumerate(ranking):
+            best[key] = max(best.get(key, 0.0), score)
+            place[key] = min(place.get(key, (m, n)), (m, n))
+    ordered = sorted(best, key=lambda key: (place[key][0], -best[key], place[key][1]))
+    out: list[tuple[K, float]] = []
+    for key in ordered:
+        out.append((key, min(best[key], out[-1][1]) if out else best[key]))
+    return out
+
+
 def bm25_scale(total: int, counts: Mapping[str, int]) -> float | None:
     """The BM25 score of a message holding each word of a query once at the average length: the sum of the
     words' idf (FTS5's: ``log((N - n + 0.5) / (n + 0.5))``, at least 1e-6), ``counts`` saying how many of the
@@ -210,6 +258,47 @@ def without_common_words(query: str, total: int, counts: Mapping[str, int], *, s
     if not common or not telling:
         return query
     return " ".join(word for word in words(query) if word not in common)
+
+
+# a question naming alternatives ("or", "before or after"); where one names one more thing: a comma or semicolon
+# (not inside a number), "or", "and", "then", "before or after"
+_ALTERNATIVE = re.compile(r"\bor\b", re.IGNORECASE)
+_ASPECT_BREAK = re.compile(r"(?<!\d)[,;](?!\d)|[?!]|\bbefore or after\b|\bor\b|\band\b|\bthen\b", re.IGNORECASE)
+
+
+def aspects(query: str, *, most: int | None = None, least: int | None = None) -> list[str]:
+    """The things a question asks to tell apart, one by one, when it names more than one; else none (``[]``).
+
+    One ranked list for "which came first: the move or the wedding?" fills its top with whichever of the two
+    the words and the meaning favour, and the other is lost; each searched alone finds its own best. Only a
+    question naming alternatives ("A or B", "before or after") or listing things after a frame ending in a colon
+    ("put these in order: A, B, C") is cut: "how much was it, and why?" asks two things of the same events, and
+    its second half alone ("why") would find other ones. It is cut where it names one more thing (a comma,
+    "or", "and", "then", "before or after"); the frame is not an aspect. A part with fewer than ``least``
+    telling words (not stop words) is read with the head (the frame, else the first part): "Amara's" alone
+    would find every message naming her. Parts are kept in order, each once, at most ``most``; a question
+    with fewer than two is one aspect, itself."""
+    most = ASPECTS_MAX if most is None else most
+    least = ASPECT_MIN_WORDS if least is None else least
+    frame, colon, body = query.partition(":")
+    if not colon or not query_words_telling(frame) or not query_words_telling(body):
+        frame, body = "", query
+    if not frame and not _ALTERNATIVE.search(body):
+        return []
+    parts = [" ".join(p.split()) for p in _ASPECT_BREAK.split(body)]
+    parts = [p for p in parts if query_words_telling(p)]
+    head = frame or (parts[0] if parts else "")
+    found: list[str] = []
+    for part in parts:
+        text = part if len(query_words_telling(part)) >= least or part == head else f"{head} {part}"
+        if len(query_words_telling(text)) >= least and text not in found:
+            found.append(text)
+    return found[:most] if len(found) >= 2 else []
+
+
+def query_words_telling(text: str) -> list[str]:
+    """The distinct words of ``text`` that are not stop words (none when it holds only stop words)."""
+    return [w for w in dict.fromkeys(words(text)) if w not in STOP_WORDS]
 
 
 def first_of_each(ranked: Sequence[tuple[K, float]], same: Callable[[K], Hashable]) -> list[tuple[K, float]]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -41,6 +41,8 @@ from ..domain.model_messages import Skipped, parse_messages
 from ..domain.models import Entry, Layer, MemoryRecord, Principal
 from ..domain.passages import Passage, best_passage, passages
 from ..domain.recall import (
+    ASPECT_CANDIDATES,
+    FUSED_NEIGHBOUR_SHARE,
     KEYWORD_CANDIDATES,
     MODES,
     NEIGHBOUR_SHARE,
@@ -49,12 +51,15 @@ from ..domain.recall import (
     Mode,
     Signals,
     Stage,
+    aspects,
+    best_of,
     bm25_scale,
     check_min_score,
     check_mode,
     first_of_each,
     fuse,
     lend_neighbours,
+    lend_ranked,
     neighbours_to_read,
     pool,
     without_common_words,
@@ -186,6 +191,29 @@ def snippet_at(text: str, words: Sequence[str], passage: Passage | None = None) 
         end = min(start + SNIPPET_CHARS, len(text))
     piece = text[start:end].replace("\n", " ")
     return ("…" if start > 0 else "") + piece + ("…" if end < len(text) else ""), start, end
+
+
+@dataclass
+class _View:
+    """One way a journal search reads its question (the whole of it, or one thing it names) and what each side
+    found for it."""
+
+    query: Query
+    held: dict[str, int]  # how many messages hold each of its words
+    pending: PendingAnswer | None = None
+    keyword: dict[tuple[str, int], float] = field(default_factory=dict)
+    cosine: dict[tuple[str, int], float] = field(default_factory=dict)
+    whole: bool = True  # the whole question (else one thing it names)
+
+    def seats(self, found: dict[tuple[str, int], Message]) -> Collection[tuple[str, int]]:
+        """The candidates this reading ranks: every one for the whole question; for an aspect, those its sides
+        found and the messages beside them (an aspect ranked over every candidate would cost the whole
+        question's work again for each)."""
+        if self.whole:
+            return found
+        own = set(self.keyword) | set(self.cosine)
+        return [seat for seat in found
+                if seat in own or (seat[0], seat[1] - 1) in own or (seat[0], seat[1] + 1) in own]
 
 
 def _semantic_passage(message: Message, index: int | None) -> Passage | None:
@@ -388,19 +416,30 @@ class ConversationService:
         asked = {"q": query, "conversation": conversation, **_time_marks(when)}
         offset = _search_offset(cursor, asked)
         keyword_pool = pool(KEYWORD_CANDIDATES, offset, size)
+        semantic_pool = pool(SEMANTIC_CANDIDATES, offset, size)
+        aspect_pool = pool(ASPECT_CANDIDATES, offset, size)  # an aspect's best need only be near the top
         account, agent_name, user_id = ctx.principal.account_id, ctx.agent.name, ctx.user
         total, held = self.store.word_counts(compiled.words)
-        pending = self._semantic(account, agent_name, user_id, conversation,
-                                 without_common_words(query, total, held), pool(SEMANTIC_CANDIDATES, offset, size),
-                                 wanted_mode, when)
+        # the question, and each thing it names when it names several to tell apart (domain/recall.py aspects):
+        # each is searched on both sides and fused on its own, and the rankings take turns (best_of)
+        views = [_View(compiled, held)]
+        if wanted_mode in ("hybrid", "deep"):
+            for aspect in map(Query, aspects(query)):
+                views.append(_View(aspect, {w: held.get(w, 0) for w in aspect.words}, whole=False))
+        for view in views:
+            view.pending = self._semantic(account, agent_name, user_id, conversation,
+                                          without_common_words(view.query.text, total, view.held),
+                                          semantic_pool if view is views[0] else aspect_pool,
+                                          wanted_mode, when)
+        pending = views[0].pending
         found: dict[tuple[str, int], Message] = {}
-        keyword: dict[tuple[str, int], float] = {}
 
-        def by_words() -> None:
-            for hit in self.store.search_candidates(account, agent_name, user_id, compiled.words,
-                                                    conversation=conversation, limit=keyword_pool, when=when):
+        def by_words(view: _View) -> None:
+            for hit in self.store.search_candidates(account, agent_name, user_id, view.query.words,
+                                                    conversation=conversation, when=when,
+                                                    limit=keyword_pool if view is views[0] else aspect_pool):
                 key = (hit.conversation, hit.message.seq)
-                found[key], keyword[key] = hit.message, hit.score
+                found[key], view.keyword[key] = hit.message, hit.score
 
         def read(wanted: dict[str, list[int]]) -> None:
             for conversation_key, seqs in wanted.items():  # one read a conversation: the journal decides
@@ -412,44 +451,62 @@ class ConversationService:
         lag = self._index_lag(account, agent_name, user_id, conversation, wanted_mode)
         stages: list[Stage] = []
         if wanted_mode != "semantic":
-            by_words()  # while the semantic side embeds and searches
+            for view in views:  # while the semantic side embeds and searches
+                by_words(view)
             stages.append("keyword")
         semantic = pending.answer() if pending is not None else None
         how = answered(wanted_mode, semantic)
         if wanted_mode == "semantic" and how.mode == "keyword":
-            by_words()  # the semantic side fell back: the words answer
+            by_words(views[0])  # the semantic side fell back: the words answer
             stages.append("keyword")
-        cosine: dict[tuple[str, int], float] = {}
         nearest_passage: dict[tuple[str, int], int] = {}  # the passage of a long message the semantic side found
         if semantic is not None:
-            near = {(str(h.fields.get("conversation")), int(h.fields.get("seq") or 0)): h.score
-                    for h in reversed(semantic.hits)}  # the best score of a message wins
-            nearest_passage = {(str(h.fields.get("conversation")), int(h.fields.get("seq") or 0)):
-                               int(h.fields["passage"])
-                               for h in semantic.hits if isinstance(h.fields.get("passage"), int)}
-            unread: dict[str, list[int]] = {}
-            for conversation_key, seq in near:
-                if (conversation_key, seq) not in found:
-                    unread.setdefault(conversation_key, []).append(seq)
-            read(unread)
-            cosine = {k: score for k, score in near.items() if k in found}
+            for view in views:
+                answer = view.pending.answer() if view.pending is not None and how.fallback is None else None
+                nearest = answer.hits if answer is not None and answer.fallback is None else []
+                near = {(str(h.fields.get("conversation")), int(h.fields.get("seq") or 0)): h.score
+                        for h in reversed(nearest)}  # the best score of a message wins
+                for h in nearest:  # the whole question's first, then the best hit's
+                    if isinstance(h.fields.get("passage"), int):
+                        nearest_passage.setdefault((str(h.fields.get("conversation")), int(h.fields.get("seq") or 0)),
+                                                   int(h.fields["passage"]))
+                unread: dict[str, list[int]] = {}
+                for conversation_key, seq in near:
+                    if (conversation_key, seq) not in found:
+                        unread.setdefault(conversation_key, []).append(seq)
+                read(unread)
+                view.cosine = {k: score for k, score in near.items() if k in found}
             if semantic.fallback is None:
                 stages.append("semantic")
-        if how.mode in ("hybrid", "deep") and keyword:
+        if how.mode in ("hybrid", "deep") and any(view.keyword for view in views):
             # a message borrows from the one before and after it (a question and its answer): the neighbours of
             # the best keyword hits are read as candidates too, from the journal, like every semantic hit
-            read(neighbours_to_read(keyword, found))
-            keyword = lend_neighbours(keyword, found, NEIGHBOUR_SHARE)
+            for view in views:
+                read(neighbours_to_read(view.keyword, found, None if view is views[0] else ASPECT_CANDIDATES // 5))
+            for view in views:
+                view.keyword = lend_neighbours(view.keyword, view.seats(found), NEIGHBOUR_SHARE)
             stages.append("neighbours")
         if "keyword" in stages and "semantic" in stages:
             stages.append("fusion")
         calibration = self.agent_memory.entries.calibration
-        signals = {k: Signals(keyword.get(k), cosine.get(k)) for k in found}
         # deep: the default cut-off is the re-ranking stage's to make, so it reads the fused top 50 whole
         cut = 0.0 if wanted_mode == "deep" and floor is None and self.reranking is not None else floor
-        ranked = first_of_each(fuse(signals, how.mode, calibration, min_score=cut,
-                                    keyword_scale=bm25_scale(total, held)),
-                               lambda key: (found[key].role, " ".join(message_text(found[key]).casefold().split())))
+        lending = how.mode in ("hybrid", "deep")
+
+        def fused(view: _View) -> list[tuple[tuple[str, int], float]]:
+            seats = view.seats(found)  # the whole question's: every candidate; an aspect's: its own and theirs
+            signals = {k: Signals(view.keyword.get(k), view.cosine.get(k)) for k in seats}
+            if not lending:
+                return fuse(signals, how.mode, calibration, min_score=cut, keyword_scale=bm25_scale(total, view.held))
+            # each message borrows a share of its neighbours' fused score too (what the meaning found of them),
+            # then the cut-off
+            return lend_ranked(fuse(signals, how.mode, calibration, min_score=0.0,
+                                    keyword_scale=bm25_scale(total, view.held)),
+                               seats, FUSED_NEIGHBOUR_SHARE, calibration.min_score if cut is None else cut)
+
+        ranked = first_of_each(
+            best_of([fused(view) for view in views]),
+            lambda key: (found[key].role, " ".join(message_text(found[key]).casefold().split())))
         answered_mode, fallback = how.mode, how.fallback
 
         def shown(key: tuple[str, int]) -> Passage | None:
