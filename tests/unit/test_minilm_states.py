@@ -156,3 +156,17 @@ def test_the_indexer_reads_ahead_and_a_deep_search_then_reads_only_the_query(
     # answer is a whole deep one
     assert page.items and reranker.forward_texts == 0
     assert (page.mode, page.fallback, page.stages[-1]) == ("deep", None, "rerank")
+
+
+def test_a_reader_far_behind_starts_at_the_newest_messages_the_bound_can_hold(
+        journal: tuple[Container, Principal]) -> None:
+    container, account = journal
+    # Given a large journal written before any was read ahead (an upgrade), and a bound of a few messages
+    for start in range(0, 1200, 40):
+        container.conversations.append(account, "support", "import", [
+            MessageDraft("user", f"the cat sleeps {n}") for n in range(start, start + 40)])
+    states = store_of(container, max_tokens=60)
+    read_all(states)
+    # Then it read about what the bound holds, the newest, and not the whole journal only to drop it
+    assert states.read_messages < 50 and states.behind() == 0
+    assert _key("the cat sleeps 1199") in states.get([_key("the cat sleeps 1199")])

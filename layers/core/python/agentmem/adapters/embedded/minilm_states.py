@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 STORE_TOKENS = 1_000_000  # token rows kept, 384 bytes each
 READ_TOKENS = 256  # tokens one batch of the indexer reads (about an eighth of a second of one core)
 _MESSAGES_A_BATCH = 64
-_TOKENS_A_MESSAGE = 50  # a guess, to start a reader far behind at the newest messages the bound can hold
+_FAR_BEHIND = 1000  # messages: past this, the reader starts at the newest messages the bound can hold...
+_CHARS_A_TOKEN = 3.0  # ... guessed from their length (passages overlap: a little more than 4 characters a token)
 _SCALE = 127.0
 
 
@@ -108,8 +109,14 @@ class TokenStates:
         newest = int(conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0])
         if newest <= after:
             return 0
-        keep = max(self.max_tokens // _TOKENS_A_MESSAGE, 1)
-        after = max(after, newest - keep)  # far behind: the newest messages the bound can hold
+        if newest - after > _FAR_BEHIND:  # far behind: no reading what the bound would drop at once
+            guess = 0.0
+            for message, chars in conn.execute(
+                    "SELECT id, length(content) FROM messages WHERE id > ? ORDER BY id DESC", (after,)):
+                guess += chars / _CHARS_A_TOKEN + 2
+                if guess > self.max_tokens:
+                    after = int(message)
+                    break
         rows = conn.execute(f"SELECT m.id, {_MESSAGE_COLUMNS} FROM messages m WHERE m.id > ? ORDER BY m.id LIMIT ?",
                             (after, _MESSAGES_A_BATCH)).fetchall()
         if not rows:
