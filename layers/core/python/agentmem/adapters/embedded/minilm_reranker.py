@@ -29,7 +29,7 @@ from . import minilm
 from .minilm_states import TokenStates, key
 
 CACHE_TOKENS = 200_000  # token rows kept (384 float32 each: about 300 MB at the most)
-_CHUNK_TOKENS = 96  # tokens read by one forward pass at search time, between two looks at the clock
+_CHUNK_TOKENS = 64  # tokens read by one forward pass at search time, between two looks at the clock
 _SECONDS_A_TOKEN = 0.0006  # a first guess of the model's speed here, corrected by what it measures
 
 
