@@ -170,3 +170,22 @@ def test_a_reader_far_behind_starts_at_the_newest_messages_the_bound_can_hold(
     # Then it read about what the bound holds, the newest, and not the whole journal only to drop it
     assert states.read_messages < 50 and states.behind() == 0
     assert _key("the cat sleeps 1199") in states.get([_key("the cat sleeps 1199")])
+
+
+def test_a_batch_stopped_for_the_vectors_keeps_the_messages_read_whole_and_goes_on_after_them(
+        journal: tuple[Container, Principal]) -> None:
+    container, _ = journal
+    states = store_of(container)
+    # Given the indexer has vectors to write again after the first forward pass of a batch
+    passes: list[int] = []
+    states.yielding = lambda: bool(passes.append(1) or len(passes) >= 1)
+    # When it reads a batch that holds the long message (its passages take several passes)
+    read = states.read_some(tokens=60)
+    # Then the messages read whole before it are kept, the long one and those after it are left to the next
+    held = states.get([_key(t) for t in what_deep_reads()])
+    assert read == 3 and _key("printer") in held
+    assert not any(_key(piece) in held for _, piece in texts_read(LONG))
+    states.yielding = lambda: False
+    read_all(states)
+    assert states.behind() == 0 and len(states.get([_key(t) for t in what_deep_reads()])) == len(
+        set(what_deep_reads()))

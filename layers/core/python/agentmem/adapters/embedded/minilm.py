@@ -18,7 +18,7 @@ import importlib.util
 import json
 import threading
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -126,8 +126,9 @@ class MiniLM:
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         return [e.ids for e in self.tokenizer.encode_batch(list(texts))]
 
-    def token_states(self, texts: Sequence[str]) -> list[np.ndarray]:
-        """Each text's token states after the last layer, one row per token ([CLS] and [SEP] included)."""
+    def token_states(self, texts: Sequence[str], pause: Callable[[], None] | None = None) -> list[np.ndarray]:
+        """Each text's token states after the last layer, one row per token ([CLS] and [SEP] included).
+        ``pause`` is called between two layers (work in the background: let queries go first)."""
         ids = self.token_ids(texts)
         out: list[np.ndarray] = [np.zeros((0, self.width), np.float32)] * len(ids)
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
@@ -143,13 +144,13 @@ class MiniLM:
                 real += longest
                 end += 1
             batch = order[start:end]
-            states = self._forward([ids[i] for i in batch])
+            states = self._forward([ids[i] for i in batch], pause)
             for row, i in enumerate(batch):
                 out[i] = states[row, : len(ids[i])]
             start = end
         return out
 
-    def _forward(self, batch: list[list[int]]) -> np.ndarray:
+    def _forward(self, batch: list[list[int]], pause: Callable[[], None] | None = None) -> np.ndarray:
         size, length = len(batch), max(len(x) for x in batch)
         ids = np.zeros((size, length), dtype=np.int64)
         mask = np.zeros((size, length), dtype=np.float32)
@@ -160,7 +161,9 @@ class MiniLM:
         h = _layer_norm(h, *self.norm)
         heads, width = self.heads, self.width // self.heads
         bias = ((1.0 - mask) * np.float32(-1e4))[:, None, None, :]
-        for layer in self.layers:
+        for n, layer in enumerate(self.layers):
+            if pause is not None and n:
+                pause()
             qkv = h @ layer["qkv_w"] + layer["qkv_b"]
             q, k, v = (qkv[..., i * self.width:(i + 1) * self.width].reshape(size, length, heads, width)
                        .transpose(0, 2, 1, 3) for i in range(3))

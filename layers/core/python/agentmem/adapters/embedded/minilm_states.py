@@ -2,11 +2,11 @@
 
 The re-ranking stage (``minilm_reranker.py``) reads each candidate's token states: through the model, about half
 a millisecond of CPU a token on numpy, so a first deep search over 50 candidates it has not read costs a second or
-more. The embedded indexer reads them ahead instead (``read_some``, when the vector index is caught up, one small
-batch at a time, letting running queries go first: ``IndexWorker``), and keeps them here (``token_states``,
-migration 21): one row per text the stage would read of a message (the message, or each passage of a long one:
-``domain/passages.py``), keyed by the model and the text (``key``), int8 (the unit rows times 127: 384 bytes a
-token). A deep search then reads no model forward pass for an indexed candidate.
+more. The embedded indexer reads them ahead instead (``read_some``, when the vector index is caught up, one
+small batch at a time, letting running queries go first between two layers of the model: ``IndexWorker``), and
+keeps them here (``token_states``, migration 21): one row per text the stage would read of a message (the
+message, or each passage of a long one: ``domain/passages.py``), keyed by the model and the text (``key``), int8
+(the unit rows times 127: 384 bytes a token). A deep search then reads no model forward pass for an indexed candidate.
 
 Bounded: at most ``max_tokens`` token rows (``AGENTMEM_RERANK_STORE_TOKENS``, 1,000,000 by default: about
 400 MB), the newest messages kept, the oldest out; far behind (an upgrade over a large journal), the reader
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from .database import Database
 
 STORE_TOKENS = 1_000_000  # token rows kept, 384 bytes each
-READ_TOKENS = 256  # tokens one batch of the indexer reads (about an eighth of a second of one core)
+READ_TOKENS = 128  # tokens one forward pass of the indexer reads (some 60 ms of one core, 10 a layer)
 _MESSAGES_A_BATCH = 64
 _FAR_BEHIND = 1000  # messages: past this, the reader starts at the newest messages the bound can hold...
 _CHARS_A_TOKEN = 3.0  # ... guessed from their length (passages overlap: a little more than 4 characters a token)
@@ -72,7 +72,10 @@ class TokenStates:
         self.read_chars = 0
         self.read_messages = 0
         self.read_tokens = 0
-        self.pause: Callable[[], None] = lambda: None  # between two forward passes (the indexer: queries first)
+        # called before each layer of a forward pass (the indexer: running queries go first)
+        self.pause: Callable[[], None] = lambda: None
+        # asked between two forward passes: whether to stop the batch there (the indexer: the vectors have work)
+        self.yielding: Callable[[], bool] = lambda: False
 
     def get(self, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
         """The unit token states (float32, one row a token) held for these keys."""
@@ -126,7 +129,7 @@ class TokenStates:
         wanted: list[tuple[int, int, str, bytes]] = []  # message, part, text, key
         taken, counted, last = 0, 0, after
         contents: dict[int, str] = {}
-        for row in rows:
+        for taken, row in enumerate(rows, start=1):  # noqa: B007 - how many, after the loop
             text = row_text(_message(row))
             contents[int(row["id"])] = row["content"]
             parts = texts_read(text)
@@ -134,7 +137,6 @@ class TokenStates:
                 wanted.append((int(row["id"]), part, piece, key(piece)))
             counted += sum(len(ids) for ids in model.token_ids([p for _, p in parts])) if parts else 0
             self.read_chars += len(text)
-            taken += 1
             last = int(row["id"])
             if counted >= tokens:
                 break
@@ -143,16 +145,27 @@ class TokenStates:
         lengths = [len(ids) for ids in model.token_ids(fresh)]
         start = 0
         while start < len(fresh):  # a long message's passages a few at a time, running queries first between
+            if start and self.yielding():
+                break  # the messages read whole are kept; the next batch starts after them
             end, size = start + 1, lengths[start]
             while end < len(fresh) and size + lengths[end] <= tokens:
                 size += lengths[end]
                 end += 1
-            if start:
-                self.pause()
-            for piece, states in zip(fresh[start:end], model.token_states(fresh[start:end]), strict=True):
+            self.pause()
+            for piece, states in zip(fresh[start:end], model.token_states(fresh[start:end], self.pause),
+                                     strict=True):
                 known[key(piece)] = minilm.unit_rows(states)
                 self.read_tokens += len(states)
             start = end
+        order = list(dict.fromkeys(message for message, *_ in wanted))
+        whole = {m for m in order if all(k in known for message, _, _, k in wanted if message == m)}
+        done = next((n for n, m in enumerate(order) if m not in whole), len(order))
+        if done < len(order):  # stopped early: up to the last message read whole, in order
+            wanted = [w for w in wanted if w[0] in set(order[:done])]
+            taken = done
+            last = order[done - 1] if done else after
+            if not done:
+                return 0
         with self.db.write() as write:
             # (a delete, then an insert: REPLACE would fire no delete trigger, and the rows held would be off)
             write.executemany("DELETE FROM token_states WHERE message=? AND part=?",
