@@ -17,6 +17,7 @@ top 50 from R@10 0.62-0.68 to 0.75-0.76 (``bench/recall_models.py``). The model 
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections import OrderedDict
@@ -70,13 +71,14 @@ class MiniLMLateInteraction(Reranker):
             lengths = [len(ids) for ids in model.token_ids([passages[i] for i in missing])]
             at = 0
             while at < len(missing):  # in the fused order: the best candidates first
+                left = math.inf if budget_s is None else budget_s - (time.perf_counter() - started)
+                if lengths[at] * self._seconds_a_token > left:
+                    break  # the next candidate would end past the budget: the rest keep their fused place
                 end, size = at + 1, lengths[at]
-                while end < len(missing) and size + lengths[end] <= _CHUNK_TOKENS:
+                while (end < len(missing) and size + lengths[end] <= _CHUNK_TOKENS
+                       and (size + lengths[end]) * self._seconds_a_token <= left):
                     size += lengths[end]
                     end += 1
-                if budget_s is not None and (
-                        time.perf_counter() - started + size * self._seconds_a_token > budget_s):
-                    break  # this chunk would end past the budget: the rest keep their fused place
                 began = time.perf_counter()
                 texts = [passages[i] for i in missing[at:end]]
                 computed = model.token_states(texts)
