@@ -15,6 +15,14 @@ once per system: ``mode=keyword``, ``semantic``, ``hybrid`` and each further sta
 BM25 (``bm25s``, PyStemmer's English stemmer, English stop words: ``recall_quality.BM25``) over the same
 messages of the same conversation.
 
+The model's token states for ``mode=deep`` are read ahead as the indexer does once caught up
+(``adapters/embedded/minilm_states.py``), after the semantic index holds the conversation (``--no-read-ahead``:
+not, so that deep reads every candidate at search time within its budget, ``rerank_partial`` past it); the time
+that takes is its throughput (messages, characters and tokens a second). Each ``deep`` question is asked twice:
+**cold** (the re-ranking stage's memory emptied first: a candidate's states come from what was read ahead, or
+from the model) and **warm** (again at once); the deep latency block prints p50/p95/p99 of both, wall and the
+process's CPU time, with the load average of the machine before and after.
+
 Scores each ranked list of 20 against the question's gold messages: R@5/10/20 (the share of the gold in the top
 k), MRR (first gold hit in the top 20) and nDCG@10 (binary gains), per question kind and per style, for the
 ``dev`` and ``test`` halves separately. Prints the tables, writes ``bench/results/recall_eval.json`` and the plot
@@ -178,6 +186,9 @@ class Answers:
     per_question: dict[str, dict[str, float]] = field(default_factory=dict)
     latencies_ns: list[int] = field(default_factory=list)
     answered: dict[str, int] = field(default_factory=dict)
+    cpu_ns: list[int] = field(default_factory=list)
+    warm_ns: list[int] = field(default_factory=list)  # deep: the same question again at once
+    warm_cpu_ns: list[int] = field(default_factory=list)
 
     def note(self, how: str) -> None:
         self.answered[how] = self.answered.get(how, 0) + 1
@@ -211,8 +222,20 @@ def summarise(answers: Answers, questions: dict[str, Question], meta: dict[str, 
             "by_gold": {s: mean_scores(v) | {"n": len(v)} for s, v in by_gold.items()},
         }
     out["latency"] = percentiles(answers.latencies_ns)
+    if answers.warm_ns:
+        out["deep_latency"] = {"cold": tail(answers.latencies_ns), "warm": tail(answers.warm_ns),
+                               "cold_cpu": tail(answers.cpu_ns), "warm_cpu": tail(answers.warm_cpu_ns)}
     out["answered"] = answers.answered
     return out
+
+
+def tail(samples_ns: Sequence[int]) -> dict[str, float]:
+    """p50/p95/p99 in ms (the nearest rank)."""
+    if not samples_ns:
+        return {}
+    values = sorted(samples_ns)
+    return {"n": len(values), **{f"p{q}_ms": round(values[min(len(values) - 1, math.ceil(q / 100 * len(values)) - 1)]
+                                                    / 1e6, 2) for q in (50, 95, 99)}}
 
 
 def _order(present: set[str], known: Sequence[str]) -> list[str]:
@@ -279,8 +302,22 @@ def wait_for_index(target: Agentmem, convo: Conversation) -> float:
         time.sleep(0.25)
 
 
+def read_ahead(target: Agentmem) -> dict[str, float]:
+    """What the indexer does once caught up: read the conversation's token states for mode=deep ahead."""
+    ahead = getattr(target.container.search_index, "read_ahead", None)
+    if ahead is None:
+        return {}
+    while ahead.read_some():
+        pass
+    seconds = max(ahead.read_s, 1e-9)
+    return {"read_ahead_s": round(ahead.read_s, 2), "read_ahead_tokens": ahead.read_tokens,
+            "read_ahead_messages_per_s": round(ahead.read_messages / seconds, 1),
+            "read_ahead_chars_per_s": round(ahead.read_chars / seconds), "read_ahead_tokens_per_s":
+                round(ahead.read_tokens / seconds)}
+
+
 def run_conversation(convo: Conversation, server: Server, systems: dict[str, dict[str, str]],
-                     answers: dict[str, Answers]) -> dict[str, Any]:
+                     answers: dict[str, Answers], ahead: bool = True) -> dict[str, Any]:
     from agentmem.client.errors import AgentmemError
 
     ids = [m["id"] for m in convo.messages]
@@ -289,12 +326,24 @@ def run_conversation(convo: Conversation, server: Server, systems: dict[str, dic
         try:
             loaded = append_all(target, server, convo)
             waited = wait_for_index(target, convo)
+            reading = read_ahead(target) if ahead else {}
+            reranker = target.container.reranker if "deep" in systems else None
             for q in convo.questions:
                 for label, params in systems.items():
                     if label in server.refused:
                         continue
+                    cold = label == "deep" and hasattr(reranker, "forget")
+                    if cold:
+                        reranker.forget()  # type: ignore[union-attr]
+                    cpu = time.process_time_ns()
                     try:
                         body, elapsed = search(target, convo, params, q.text)
+                        cpu = time.process_time_ns() - cpu
+                        if cold:
+                            warm_cpu = time.process_time_ns()
+                            _, warm = search(target, convo, params, q.text)
+                            answers[label].warm_cpu_ns.append(time.process_time_ns() - warm_cpu)
+                            answers[label].warm_ns.append(warm)
                     except AgentmemError as error:
                         if error.status != 400:
                             raise
@@ -303,6 +352,7 @@ def run_conversation(convo: Conversation, server: Server, systems: dict[str, dic
                         continue
                     run = answers[label]
                     run.latencies_ns.append(elapsed)
+                    run.cpu_ns.append(cpu)
                     how = str(body.get("mode"))
                     if body.get("stages"):
                         how += " [" + "+".join(body["stages"]) + "]"
@@ -311,6 +361,8 @@ def run_conversation(convo: Conversation, server: Server, systems: dict[str, dic
                     run.note(how)
                     ranked = [ids[i["seq"] - 1] for i in body.get("items", []) if 0 < i["seq"] <= len(ids)]
                     run.per_question[q.qid] = scores(ranked, q.gold)
+            if hasattr(reranker, "forward_texts"):  # candidates the model read at search time (not read ahead)
+                reading["deep_forward_texts"] = reranker.forward_texts  # type: ignore[union-attr]
         finally:
             target.close()
     bm25 = BM25([str(m.get("content") or "") for m in convo.messages])
@@ -322,7 +374,7 @@ def run_conversation(convo: Conversation, server: Server, systems: dict[str, dic
     return {"id": convo.cid, "style": convo.style, "split": convo.split, "messages": len(convo.messages),
             "characters": sum(len(str(m.get("content") or "")) for m in convo.messages),
             "questions": len(convo.questions), "append_s": round(loaded, 2), "index_wait_s": round(waited, 2),
-            "created_at_shifted_days": convo.shifted_days}
+            "created_at_shifted_days": convo.shifted_days, **reading}
 
 
 # --- the report -------------------------------------------------------------------------------------------------
@@ -330,6 +382,31 @@ def run_conversation(convo: Conversation, server: Server, systems: dict[str, dic
 
 def fmt(value: float | None) -> str:
     return "    –" if value is None else f"{value:.3f}"
+
+
+def print_deep_latency(results: dict[str, Any]) -> None:
+    deep = results["systems"].get("deep", {})
+    if "deep_latency" not in deep:
+        return
+    before, after = results["load_average"]["before"], results["load_average"]["after"]
+    print(f"\n== deep latency, both halves ({deep['deep_latency']['cold'].get('n', 0)} questions; token states "
+          f"{'read ahead' if results['read_ahead'] else 'read at search time only'}; load average "
+          f"{before[0]:.2f} before, {after[0]:.2f} after)")
+    print(f"  {'':<10} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}")
+    for name, row in deep["deep_latency"].items():
+        print(f"  {name:<10} {row.get('p50_ms', 0):>8.1f} {row.get('p95_ms', 0):>8.1f} {row.get('p99_ms', 0):>8.1f}")
+    print("  answered as: " + ", ".join(f"{k} ×{v}" for k, v in deep["answered"].items()))
+    forward = sum(c.get("deep_forward_texts", 0) for c in results["conversations"])
+    print(f"  candidates the model read at search time (cold and warm): {forward:,}")
+    read = [c for c in results["conversations"] if "read_ahead_s" in c]
+    if read:
+        seconds = sum(c["read_ahead_s"] for c in read)
+        tokens = sum(c["read_ahead_tokens"] for c in read)
+        chars = sum(c["characters"] for c in read)
+        messages = sum(c["messages"] for c in read)
+        print(f"  read ahead: {messages:,} messages, {chars:,} characters, {tokens:,} tokens in {seconds:.1f} s "
+              f"({messages / max(seconds, 1e-9):.1f} messages/s, {chars / max(seconds, 1e-9):,.0f} chars/s, "
+              f"{tokens / max(seconds, 1e-9):,.0f} tokens/s)")
 
 
 def print_split(split: str, systems: dict[str, dict[str, Any]]) -> None:
@@ -419,6 +496,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--plot", type=Path, default=PLOT,
                         help="where to draw R@10 per kind on the test half (BM25, hybrid, deep); default "
                              "docs/img/recall-eval.png")
+    parser.add_argument("--no-read-ahead", action="store_true",
+                        help="leave the token states for mode=deep to be read at search time (within its budget)")
     parser.add_argument("--replot", type=Path, metavar="RESULTS",
                         help="only draw the plot from a results file this runner wrote, and exit")
     args = parser.parse_args(argv)
@@ -442,6 +521,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"no conversations under {', '.join(map(str, args.data))}", file=sys.stderr)
         return 2
     started = time.perf_counter()
+    load_before = os.getloadavg()
     server = Server()
     answers = {name: Answers() for name in [*systems, BASELINE]}
     loaded = []
@@ -449,7 +529,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         log(f"{n}/{len(conversations)} {convo.cid} ({convo.style}, {convo.split}): {len(convo.messages)} messages, "
             f"{len(convo.questions)} questions"
             + (f"; its times moved back {convo.shifted_days} days, out of the future" if convo.shifted_days else ""))
-        loaded.append(run_conversation(convo, server, systems, answers))
+        loaded.append(run_conversation(convo, server, systems, answers, not args.no_read_ahead))
     questions = {q.qid: q for c in conversations for q in c.questions}
     meta = {q.qid: (c.split, c.style, gold_size(c, q)) for c in conversations for q in c.questions}
     summary = {name: summarise(run, questions, meta) for name, run in answers.items()
@@ -467,6 +547,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "systems": summary,
         "per_question": {name: run.per_question for name, run in answers.items()},
         "seconds": round(time.perf_counter() - started, 1),
+        "load_average": {"before": [round(x, 2) for x in load_before],
+                         "after": [round(x, 2) for x in os.getloadavg()]},
+        "read_ahead": not args.no_read_ahead,
     }
     styles = sorted({c.style for c in conversations})
     print(f"\nRecall on hand-written conversations — {len(conversations)} conversations ({', '.join(styles)}), "
@@ -474,6 +557,7 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"created_at {'kept' if server.takes_created_at else 'not taken by appends'}")
     for split in SPLITS:
         print_split(split, summary)
+    print_deep_latency(results)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1) + "\n")
     shown = args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out

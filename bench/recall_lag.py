@@ -14,7 +14,12 @@ with the configured embedder (the offline default: wordllama, 256 dimensions) an
    search (hybrid, the default deadline, top 10) over and over: keyword queries and questions, over all of
    the user's conversations and over one. Each answer's time, the mode that answered, its ``fallback``
    and its ``index_lag`` are kept.
-3. **After.** The same queries once the index has caught up: the latency the lag run is compared with.
+3. **While reading ahead.** Once the vectors have caught up, the indexer reads the journal's token states for
+   ``mode=deep`` (``adapters/embedded/minilm_states.py``, when the MiniLM reranker is installed and
+   ``AGENTMEM_RERANK_STORE_TOKENS`` is not 0): the searches go on for ``--read-ahead-s`` seconds (30) or until
+   it is done, and its throughput is measured (messages, characters, word pieces a second). With
+   ``AGENTMEM_RERANK_STORE_TOKENS=0`` the same 30 s with an idle indexer: the figure to compare with.
+4. **After.** The same queries once the indexer has stopped: the latency the other two are compared with.
 
 Prints a table and writes ``bench/results/recall_lag.json``: timeout fallbacks (the goal: none), search
 p50/p99 while catching up and after, the index lag the answers reported, and the catch-up throughput in
@@ -161,7 +166,7 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def run(count: int, seed: int) -> dict[str, Any]:
+def run(count: int, seed: int, read_ahead_s: float = 30.0) -> dict[str, Any]:
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")  # (a fallback is counted here, not printed)
     import logging
 
@@ -213,10 +218,17 @@ def run(count: int, seed: int) -> dict[str, Any]:
         while index.pending():
             time.sleep(0.05)
         caught_up = time.perf_counter()
+        ahead = index.read_ahead
+        # the searches go on while the indexer reads ahead (or idles, when it has nothing to read ahead: the
+        # figure to compare with)
+        while (ahead is None or ahead.behind()) and time.perf_counter() - caught_up < read_ahead_s:
+            time.sleep(0.05)
+        reading_ahead = time.perf_counter()
         searcher.stop.set()
         searcher.join()
         worker.stop()
-        during = summary(searcher.rows)
+        during = summary([r for r in searcher.rows if r["at"] <= caught_up])
+        while_reading = [r for r in searcher.rows if r["at"] > caught_up]
         after_rows = []
         for query, conversation in queries:
             t0 = time.perf_counter()
@@ -234,6 +246,14 @@ def run(count: int, seed: int) -> dict[str, Any]:
             "throughput": {"messages_per_s": round(indexed / seconds, 1),
                            "characters_per_s": round(indexed_chars / seconds)},
             "during": during, "after": after, "errors": searcher.errors[:5],
+            "while_reading_ahead": summary(while_reading) if while_reading else None,
+            "read_ahead": None if ahead is None else {
+                "seconds": round(reading_ahead - caught_up, 2), "messages": ahead.read_messages,
+                "characters": ahead.read_chars, "tokens": ahead.read_tokens,
+                "messages_per_s": round(ahead.read_messages / max(reading_ahead - caught_up, 1e-9), 2),
+                "characters_per_s": round(ahead.read_chars / max(reading_ahead - caught_up, 1e-9)),
+                "tokens_per_s": round(ahead.read_tokens / max(reading_ahead - caught_up, 1e-9)),
+                "left": ahead.behind()},
             "embedder": container.embedder.name,
         }
 
@@ -248,7 +268,10 @@ def print_table(result: dict[str, Any]) -> None:
           f"{result['throughput']['characters_per_s']:,} characters/s")
     print()
     print(f"  {'':<22}{'searches':>9}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}{'timeouts':>10}  answered")
-    for label, row in (("while catching up", result["during"]), ("after", result["after"])):
+    ahead = "while reading ahead" if result.get("read_ahead") else "caught up, indexer on"
+    rows = [("while catching up", result["during"]), (ahead, result.get("while_reading_ahead")),
+            ("after", result["after"])]
+    for label, row in [(label, row) for label, row in rows if row]:
         answered = ", ".join(f"{k} ×{v}" for k, v in row["answered"].items())
         print(f"  {label:<22}{row['searches']:>9}{row['p50_ms']:>9.2f}{row['p99_ms']:>9.2f}{row['max_ms']:>9.2f}"
               f"{row['timeouts']:>10}  {answered}")
@@ -256,6 +279,12 @@ def print_table(result: dict[str, Any]) -> None:
     if lag:
         print(f"  index_lag reported while catching up: up to {lag['max']:,} messages "
               f"({lag['answers_with_lag']} answers said the index was behind)")
+    read = result.get("read_ahead")
+    if read:
+        print(f"  read ahead for mode=deep: {read['messages']:,} messages, {read['characters']:,} characters, "
+              f"{read['tokens']:,} word pieces in {read['seconds']} s ({read['messages_per_s']} messages/s, "
+              f"{read['characters_per_s']:,} characters/s, {read['tokens_per_s']:,} word pieces/s); "
+              f"{read['left']:,} messages left")
     if result["errors"]:
         print("  errors:", *result["errors"], sep="\n    ")
 
@@ -264,9 +293,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--messages", type=int, default=MESSAGES)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--read-ahead-s", type=float, default=30.0,
+                        help="how long the searches go on while the indexer reads token states ahead")
     parser.add_argument("--no-write", action="store_true", help="print only; leave the results file alone")
     args = parser.parse_args()
-    result = run(args.messages, args.seed)
+    result = run(args.messages, args.seed, args.read_ahead_s)
     result["machine"] = {"python": sys.version.split()[0], "platform": platform.platform(),
                          "cpus": os.cpu_count(), "when": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
     print_table(result)

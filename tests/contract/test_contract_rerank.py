@@ -143,6 +143,55 @@ def test_a_reranker_that_fails_leaves_the_fused_order_and_names_why(world: World
         assert (deep.mode, deep.fallback) == ("keyword", fused.fallback)
 
 
+class ReadingTheFirstThree(Reranker):
+    """A model whose budget runs out after the fused top three: it scores them in reverse, the rest unread."""
+
+    def rerank(self, query: str, passages: Sequence[str]) -> list[float]:
+        raise AssertionError("the stage asks within its budget")
+
+    def rerank_within(self, query: str, passages: Sequence[str], budget_s: float | None) -> list[float | None]:
+        assert budget_s == 0.05
+        return [[0.2, 0.5, 0.9][n] if n < 3 else None for n in range(len(passages))]
+
+
+def test_a_budget_cut_reorders_what_was_read_and_keeps_the_fused_place_of_the_rest(world: World) -> None:
+    journal(world)
+    fused = search(world, "pharmacy neighbours book", min_score=0.0, limit=50)
+    assert len(fused.items) > 3
+    world.container.conversations.reranking = Reranking(lambda: ReadingTheFirstThree(), deadline_s=30.0,
+                                                        budget_s=0.05)
+    deep = search(world, "pharmacy neighbours book", mode="deep", limit=50)
+    order = [h.seq for h in fused.items]
+    # Then the three read are in the model's order in the places they held, the rest where the fusion put them
+    assert [h.seq for h in deep.items][:3] == [order[2], order[1], order[0]]
+    assert [h.seq for h in deep.items][3:] == order[3:]
+    assert [h.score for h in deep.items][3:] == [h.score for h in fused.items][3:]
+    # and the answer says the stage ran over part of them
+    assert deep.stages[-1] == "rerank"
+    if fused.fallback is None:
+        assert (deep.mode, deep.fallback) == ("deep", "rerank_partial")
+    else:  # no semantic side here: its reason is said first
+        assert (deep.mode, deep.fallback) == ("keyword", fused.fallback)
+
+
+def test_a_budget_that_reads_nothing_leaves_the_fused_order_as_a_timeout(world: World) -> None:
+    journal(world)
+    fused = search(world, "pharmacy neighbours book")
+
+    class ReadingNothing(Reranker):
+        def rerank(self, query: str, passages: Sequence[str]) -> list[float]:
+            raise AssertionError("the stage asks within its budget")
+
+        def rerank_within(self, query: str, passages: Sequence[str], budget_s: float | None
+                          ) -> list[float | None]:
+            return [None] * len(passages)
+
+    world.container.conversations.reranking = Reranking(lambda: ReadingNothing(), deadline_s=30.0)
+    deep = search(world, "pharmacy neighbours book", mode="deep")
+    assert [h.seq for h in deep.items] == [h.seq for h in fused.items] and "rerank" not in deep.stages
+    assert deep.fallback == ("rerank_timeout" if fused.fallback is None else fused.fallback)
+
+
 # --- entry recall: the same stage over a memory's entries -------------------------------------------------
 
 

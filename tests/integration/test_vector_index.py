@@ -352,7 +352,7 @@ def test_an_index_made_before_passages_keeps_its_vectors_and_adds_the_passages_o
         tmp_path: Path) -> None:
     import sqlite3
 
-    from agentmem.adapters.embedded.migrations import MIGRATIONS
+    from agentmem.adapters.embedded.migrations import MIGRATIONS, _passages
 
     container, account, index = make(tmp_path)
     container.agents.put(account, "support", AgentSettings())
@@ -376,7 +376,7 @@ def test_an_index_made_before_passages_keeps_its_vectors_and_adds_the_passages_o
         " source INTEGER NOT NULL);"
         "CREATE TRIGGER vectors_removed AFTER DELETE ON vectors BEGIN"
         " INSERT INTO vector_removals (partition, source) VALUES (old.partition, old.source); END;"
-        f"PRAGMA user_version = {len(MIGRATIONS) - 1};")
+        f"PRAGMA user_version = {MIGRATIONS.index(_passages)};")
     newest = db.execute("SELECT max(id) FROM vectors").fetchone()[0]
     db.close()
     # When the server starts on it

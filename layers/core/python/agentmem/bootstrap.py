@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # built on first use: the authorizer's cold start needs none 
     from .adapters.aws.cloudfront_links import CloudFrontLinkSigner
     from .adapters.aws.usage_plan import UsagePlanKeys
     from .adapters.embedded.database import Database
+    from .adapters.embedded.minilm_states import TokenStates
     from .adapters.embedded.server_state import ServerState
     from .domain.recall import Calibration
     from .local.rate_limit import RateLimiter
@@ -128,11 +129,12 @@ class Container:
     def reranking(self) -> Reranking:
         from .services.recall import Reranking
 
-        return Reranking(lambda: self.reranker, deadline_s=self.settings.rerank_deadline_ms / 1000)
+        return Reranking(lambda: self.reranker, deadline_s=self.settings.rerank_deadline_ms / 1000,
+                         budget_s=self.settings.rerank_budget_ms / 1000)
 
     @cached_property
     def reranker(self) -> Reranker | None:
-        return build_reranker(self.settings)
+        return build_reranker(self.settings, db=getattr(self.stores.entries, "db", None))
 
     @cached_property
     def workspaces(self) -> WorkspaceService:
@@ -370,8 +372,9 @@ _CALIBRATION = {"wordllama": (0.05, 0.8), "minilm": (0.1, 0.75), "hashing": (0.1
                 "openai": (0.15, 0.75)}
 
 
-def build_reranker(settings: Settings) -> Reranker | None:
-    """Journal search's re-ranking stage (mode=deep); None when it is off or its model is not installed."""
+def build_reranker(settings: Settings, *, db: Database | None = None) -> Reranker | None:
+    """Journal search's re-ranking stage (mode=deep); None when it is off or its model is not installed. ``db``:
+    the embedded backend's database, where the indexer keeps the token states it read ahead."""
     if settings.reranker == "none":
         return None
     timeout_s = settings.rerank_deadline_ms / 1000  # one attempt, within the stage's deadline
@@ -391,7 +394,20 @@ def build_reranker(settings: Settings) -> Reranker | None:
         return None
     from .adapters.embedded.minilm_reranker import MiniLMLateInteraction
 
-    return MiniLMLateInteraction()
+    return MiniLMLateInteraction(store=token_states(settings, db))
+
+
+def token_states(settings: Settings, db: Database | None) -> TokenStates | None:
+    """The journal's token states read ahead by the indexer for the MiniLM re-ranking stage (embedded)."""
+    if db is None or settings.reranker != "minilm" or settings.rerank_store_tokens <= 0:
+        return None
+    from .adapters.embedded import minilm
+
+    if not minilm.installed():
+        return None
+    from .adapters.embedded.minilm_states import TokenStates
+
+    return TokenStates(db, max_tokens=settings.rerank_store_tokens)
 
 
 def build_calibration(settings: Settings) -> Calibration:
@@ -456,6 +472,8 @@ def build_adapters(settings: Settings, *, create_resources: bool = False, db: Da
         from .adapters.embedded.vector_index import SqliteVectorIndex
 
         embedded_index = SqliteVectorIndex(db, embedder)
+        # the indexer's work once caught up: the token states mode=deep reads, ahead
+        embedded_index.read_ahead = token_states(settings, db)
     return Adapters(
         embedder=embedder,
         journal=FileBlobStore(blobs / "journal"),

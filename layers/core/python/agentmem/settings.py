@@ -122,6 +122,12 @@ class Settings(BaseModel):
     rerank_api_key: str | None = None  # http: sent as a Bearer token when set
     # the stage's deadline: slower than this, the fused order stands ("rerank_timeout")
     rerank_deadline_ms: float = Field(default=2000.0, gt=0)
+    # minilm: the time it has to read candidates it has not read before; those not reached keep their fused place
+    # ("rerank_partial"); 0: only what the indexer read ahead
+    rerank_budget_ms: float = Field(default=80.0, ge=0)
+    # minilm, embedded: the journal messages' token states the indexer reads ahead and keeps, at most this many
+    # token rows (384 bytes each), the newest messages' (adapters/embedded/minilm_states.py); 0: none
+    rerank_store_tokens: int = Field(default=1_000_000, ge=0)
     # the embedded backend's sweep (expiry, trash, conversations left over threshold), every this many seconds
     sweep_every_s: float = Field(default=60.0, gt=0)
     # embedded backend: the address workspace links start with (default: the address `serve` listens on)

@@ -34,7 +34,7 @@ _CONTENT_FIELDS = {"content": {"type": "string"}, "content_hash": {"type": "stri
 _SEARCH_MODE = {"type": "string", "enum": ["hybrid", "keyword", "semantic", "deep"],
                 "description": "The mode that answered (deep: hybrid, then the re-ranking stage)"}
 _SEARCH_FALLBACK = {"type": "string", "enum": ["index_unavailable", "timeout", "not_configured", "rerank_unavailable",
-                                               "rerank_timeout", "rerank_not_configured"],
+                                               "rerank_timeout", "rerank_not_configured", "rerank_partial"],
                     "description": "Why a search answered with less than it was asked for: the semantic side's "
                                    "reason (it answered by words), or the re-ranking stage's (the fused order stands)"}
 

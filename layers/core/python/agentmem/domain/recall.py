@@ -26,7 +26,7 @@ from .text import STOP_WORDS, query_words, words
 
 Mode = Literal["hybrid", "keyword", "semantic", "deep"]  # deep: hybrid, then the re-ranking stage
 Fallback = Literal["index_unavailable", "timeout", "not_configured",
-                   "rerank_unavailable", "rerank_timeout", "rerank_not_configured"]
+                   "rerank_unavailable", "rerank_timeout", "rerank_not_configured", "rerank_partial"]
 Stage = Literal["keyword", "semantic", "neighbours", "fusion", "rerank"]
 Fusion = Literal["weighted", "rrf"]
 MODES: tuple[str, ...] = get_args(Mode)
@@ -47,6 +47,7 @@ FUSED_NEIGHBOUR_SHARE = 0.2
 NEIGHBOUR_SOURCES = 50  # the best keyword hits whose neighbours are read as candidates
 RERANK_CANDIDATES = 50  # the fused top that the re-ranking stage reads (mode=deep)
 RERANK_NEIGHBOUR_SHARE = 0.1  # ... and the share of its neighbours' re-ranking score a candidate borrows
+RERANK_BUDGET_S = 0.08  # ... and the time it has to read candidates it has not read before (rerank_partial past it)
 # A long message is searched by its passages too (domain/passages.py): its semantic score is this share of its
 # best passage's cosine, and the rest its whole text's (see passage_score). On the dev half of bench/recall_eval
 # the largest weight tried (0, 0.3, 0.5, 0.7, 1) that leaves hybrid's R@10 and R@20 as they were and its MRR

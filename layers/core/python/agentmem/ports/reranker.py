@@ -27,3 +27,9 @@ class Reranker(ABC):
     @abstractmethod
     def rerank(self, query: str, passages: Sequence[str]) -> list[float]:
         """One score per passage."""
+
+    def rerank_within(self, query: str, passages: Sequence[str], budget_s: float | None) -> list[float | None]:
+        """One score per passage, or None for a passage left unread when ``budget_s`` (seconds, from the call)
+        ran out; the passages are given best first, and read in that order. A model that reads every passage
+        in one call (a remote endpoint) scores them all."""
+        return list(self.rerank(query, passages))

@@ -10,7 +10,9 @@ that is not a vector). The callers (entries and journal search) fuse these hits 
 ``Reranking.run`` re-orders the fused top candidates (``mode=deep``) by a ``Reranker``'s scores, each candidate
 borrowing a little of its neighbours' (``domain/recall.py``): or, when the model is missing, fails, hangs past its
 deadline or answers something that is not one score per candidate in [0, 1], keeps the fused order and says why
-(``rerank_not_configured``, ``rerank_unavailable``, ``rerank_timeout``).
+(``rerank_not_configured``, ``rerank_unavailable``, ``rerank_timeout``). The model has a budget
+(``Reranking.budget_s``) to read the candidates it has not read before, best first: those it did not reach keep
+their fused place, the others are re-ordered among the places they held, and the answer says ``rerank_partial``.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar, cast
 
 from ..domain.recall import (
+    RERANK_BUDGET_S,
     RERANK_CANDIDATES,
     RERANK_NEIGHBOUR_SHARE,
     Calibration,
@@ -155,7 +158,7 @@ class Reranked(Generic[K]):
     why (``fallback``)."""
 
     ranked: list[tuple[K, float]]
-    fallback: Fallback | None = None
+    fallback: Fallback | None = None  # rerank_partial: it ran, over the candidates read within the budget
 
 
 @dataclass(frozen=True)
@@ -171,9 +174,11 @@ class DeepAnswer(Generic[K]):
 
 class Reranking:
     def __init__(self, reranker: Callable[[], Reranker | None], *, deadline_s: float = 1.5,
-                 neighbour_share: float = RERANK_NEIGHBOUR_SHARE, candidates: int = RERANK_CANDIDATES) -> None:
+                 neighbour_share: float = RERANK_NEIGHBOUR_SHARE, candidates: int = RERANK_CANDIDATES,
+                 budget_s: float | None = RERANK_BUDGET_S) -> None:
         self._reranker = reranker
         self.deadline_s = deadline_s
+        self.budget_s = budget_s  # for reading candidates the model has not read before (None: all)
         self.neighbour_share = neighbour_share
         self.candidates = candidates
 
@@ -188,9 +193,9 @@ class Reranking:
         plain: Mode = "hybrid" if mode == "deep" else mode
         head = ranked[: self.candidates]
         outcome = self.run(query, head, [text_of(key) for key, _ in head], neighbours=neighbours)
-        if outcome.fallback is not None:
+        if outcome.fallback is not None and outcome.fallback != "rerank_partial":
             return DeepAnswer(plain, fallback or outcome.fallback, [(k, s) for k, s in ranked if s >= cut], False)
-        return DeepAnswer(mode, fallback, outcome.ranked + ranked[self.candidates:], bool(head))
+        return DeepAnswer(mode, fallback or outcome.fallback, outcome.ranked + ranked[self.candidates:], bool(head))
 
     def run(self, query: str, head: list[tuple[K, float]], texts: list[str], *,
             neighbours: bool = True) -> Reranked[K]:
@@ -207,7 +212,7 @@ class Reranking:
             return self._fell_back(head, "rerank_unavailable")
         if reranker is None:
             return Reranked(head, "rerank_not_configured")
-        future = _RERANK_POOL.submit(reranker.rerank, query, texts)
+        future = _RERANK_POOL.submit(reranker.rerank_within, query, texts, self.budget_s)
         try:
             scores = future.result(timeout=self.deadline_s)
         except FutureTimeout:
@@ -217,19 +222,28 @@ class Reranking:
             logger.exception("the reranker failed")
             return self._fell_back(head, "rerank_unavailable")
         if (not isinstance(scores, list) or len(scores) != len(head)
-                or not all(isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
-                           and -1e-6 <= x <= 1 + 1e-6 for x in scores)):
+                or not all(x is None or (isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+                                         and -1e-6 <= x <= 1 + 1e-6) for x in scores)):
             logger.error("the reranker answered something that is not one score per candidate in [0, 1]")
             return self._fell_back(head, "rerank_unavailable")
-        keys = [key for key, _ in head]
-        own: dict[K, float] = dict(zip(keys, map(float, scores), strict=True))
+        read = [n for n, x in enumerate(scores) if x is not None]  # the places of the candidates it read
+        if not read:  # the budget went before the first candidate it had to read
+            return self._fell_back(head, "rerank_timeout")
+        keys = [head[n][0] for n in read]
+        own: dict[K, float] = {key: float(scores[n]) for key, n in zip(keys, read, strict=True)}  # type: ignore[arg-type]
         lent: Mapping[K, float] = own
         if neighbours:  # the keys are journal seats
             lent = cast("Mapping[K, float]", lend_neighbours(cast("dict[Seat, float]", own),
                                                              cast("list[Seat]", keys), self.neighbour_share))
         place = {key: n for n, key in enumerate(keys)}
         ordered = sorted(keys, key=lambda key: (-lent.get(key, 0.0), place[key]))
-        return Reranked([(key, round(min(max(lent.get(key, 0.0), 0.0), 1.0), 6)) for key in ordered])
+        out = list(head)  # a candidate not read keeps its fused place and score
+        for n, key in zip(read, ordered, strict=True):
+            out[n] = (key, round(min(max(lent.get(key, 0.0), 0.0), 1.0), 6))
+        if len(read) < len(head):
+            count("RecallFallbacks", reason="rerank_partial")
+            return Reranked(out, "rerank_partial")
+        return Reranked(out)
 
     @staticmethod
     def _fell_back(head: list[tuple[K, float]], reason: Fallback) -> Reranked[K]:

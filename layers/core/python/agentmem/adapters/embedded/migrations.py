@@ -504,4 +504,41 @@ MIGRATIONS: list[Migration] = [
     # it runs once, on the first start after an upgrade). The counter of vector ids goes on from where it was,
     # and the removal log names the part that left.
     _passages,
+    # 21: all-MiniLM-L6-v2's token states of journal messages, read by the indexer for mode=deep
+    # (adapters/embedded/minilm_states.py): one row per text the re-ranking stage reads of a message (part 0 the
+    # message, 1, 2, ... a long one's passages), int8; ``token_reader`` the newest message read and the rows
+    # held (kept by triggers). A message deleted or changed loses its rows in the same transaction; when the
+    # newest messages go, the reader goes back to read the ids given again.
+    """
+    CREATE TABLE IF NOT EXISTS token_states (
+        message INTEGER NOT NULL,
+        part INTEGER NOT NULL,
+        text_hash BLOB NOT NULL,
+        tokens INTEGER NOT NULL,
+        states BLOB NOT NULL,
+        PRIMARY KEY (message, part)
+    );
+    CREATE INDEX IF NOT EXISTS token_states_by_text ON token_states(text_hash);
+    CREATE TABLE IF NOT EXISTS token_reader (
+        id INTEGER PRIMARY KEY CHECK (id = 0),
+        after INTEGER NOT NULL,
+        tokens INTEGER NOT NULL
+    );
+    INSERT OR IGNORE INTO token_reader (id, after, tokens) VALUES (0, 0, 0);
+    CREATE TRIGGER IF NOT EXISTS token_states_held_on_insert AFTER INSERT ON token_states BEGIN
+        UPDATE token_reader SET tokens = tokens + new.tokens;
+    END;
+    CREATE TRIGGER IF NOT EXISTS token_states_held_on_delete AFTER DELETE ON token_states BEGIN
+        UPDATE token_reader SET tokens = tokens - old.tokens;
+    END;
+    CREATE TRIGGER IF NOT EXISTS token_states_on_message_delete AFTER DELETE ON messages BEGIN
+        DELETE FROM token_states WHERE message = old.id;
+        UPDATE token_reader SET after = min(after, (SELECT coalesce(max(id), 0) FROM messages));
+    END;
+    CREATE TRIGGER IF NOT EXISTS token_states_on_message_update
+    AFTER UPDATE OF content, tool_name, arguments, result ON messages BEGIN
+        DELETE FROM token_states WHERE message = old.id;
+        UPDATE token_reader SET after = min(after, old.id - 1);
+    END;
+    """,
 ]

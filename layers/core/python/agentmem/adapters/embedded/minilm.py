@@ -18,7 +18,7 @@ import importlib.util
 import json
 import threading
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -126,8 +126,9 @@ class MiniLM:
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         return [e.ids for e in self.tokenizer.encode_batch(list(texts))]
 
-    def token_states(self, texts: Sequence[str]) -> list[np.ndarray]:
-        """Each text's token states after the last layer, one row per token ([CLS] and [SEP] included)."""
+    def token_states(self, texts: Sequence[str], pause: Callable[[], None] | None = None) -> list[np.ndarray]:
+        """Each text's token states after the last layer, one row per token ([CLS] and [SEP] included).
+        ``pause`` is called between two layers (work in the background: let queries go first)."""
         ids = self.token_ids(texts)
         out: list[np.ndarray] = [np.zeros((0, self.width), np.float32)] * len(ids)
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
@@ -143,13 +144,13 @@ class MiniLM:
                 real += longest
                 end += 1
             batch = order[start:end]
-            states = self._forward([ids[i] for i in batch])
+            states = self._forward([ids[i] for i in batch], pause)
             for row, i in enumerate(batch):
                 out[i] = states[row, : len(ids[i])]
             start = end
         return out
 
-    def _forward(self, batch: list[list[int]]) -> np.ndarray:
+    def _forward(self, batch: list[list[int]], pause: Callable[[], None] | None = None) -> np.ndarray:
         size, length = len(batch), max(len(x) for x in batch)
         ids = np.zeros((size, length), dtype=np.int64)
         mask = np.zeros((size, length), dtype=np.float32)
@@ -160,7 +161,9 @@ class MiniLM:
         h = _layer_norm(h, *self.norm)
         heads, width = self.heads, self.width // self.heads
         bias = ((1.0 - mask) * np.float32(-1e4))[:, None, None, :]
-        for layer in self.layers:
+        for n, layer in enumerate(self.layers):
+            if pause is not None and n:
+                pause()
             qkv = h @ layer["qkv_w"] + layer["qkv_b"]
             q, k, v = (qkv[..., i * self.width:(i + 1) * self.width].reshape(size, length, heads, width)
                        .transpose(0, 2, 1, 3) for i in range(3))
@@ -202,6 +205,26 @@ def late_interaction(query: np.ndarray, passage: np.ndarray) -> float:
     if not len(q) or not len(passage):
         return 0.0
     return float((q @ passage.T).max(axis=1).mean())
+
+
+def late_interactions(query: np.ndarray, passages: Sequence[np.ndarray]) -> list[float]:
+    """``late_interaction`` of the query with each passage, in one matrix product over all their tokens."""
+    q = query[1:-1] if len(query) > 2 else query
+    lengths = [len(p) for p in passages]
+    if not len(q) or not sum(lengths):
+        return [0.0] * len(passages)
+    tokens = np.concatenate([p for p in passages if len(p)]).astype(np.float32, copy=False)
+    cosines = q @ tokens.T  # query tokens × every passage token
+    starts = np.cumsum([0, *[n for n in lengths if n][:-1]])
+    best = np.maximum.reduceat(cosines, starts, axis=1).mean(axis=0)  # per passage
+    out, at = [], 0
+    for n in lengths:
+        if n:
+            out.append(float(best[at]))
+            at += 1
+        else:
+            out.append(0.0)
+    return out
 
 
 def installed() -> bool:

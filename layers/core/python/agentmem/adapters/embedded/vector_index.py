@@ -42,7 +42,7 @@ import time
 from array import array
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -66,6 +66,9 @@ from ...ports.search_index import (
 from .database import Database
 from .private_files import open_private_file
 
+if TYPE_CHECKING:
+    from .minilm_states import TokenStates
+
 BATCH = 512
 # A query first applies what is queued, so a save is found by meaning at once. In process, with no indexer thread
 # (tests, the CLI), it applies up to QUERY_CATCH_UP queued changes; beside the indexer (``agentmem serve``) it
@@ -77,6 +80,10 @@ QUERY_CATCH_UP_BEHIND = 16
 # of one core), and lets a query that is running go first between two batches, for at most WORKER_YIELD_S.
 WORKER_BATCH = 64
 WORKER_YIELD_S = 0.05
+# Reading token states ahead for mode=deep (minilm_states.py) waits, before each layer of the model, until no
+# query has run for READ_AHEAD_QUIET_S: queries that come one after another keep the CPU to themselves.
+READ_AHEAD_QUIET_S = 0.25
+READ_AHEAD_WAIT_S = 1.0  # ... at most this long each time (a layer a second, at least, under a steady stream)
 LAG_KEPT_S = 0.5  # a scope's count of queued messages (index_lag) is counted again after this long
 ANN_THRESHOLD = 50_000  # vectors in one partition above which a graph answers instead of a full scan
 LOAD_CHUNK = 20_000
@@ -321,7 +328,10 @@ class SqliteVectorIndex(SearchIndex):
         self._queries_lock = threading.Lock()
         self._no_queries = threading.Event()
         self._no_queries.set()
+        self.last_query_s = 0.0  # when the last query ended (time.monotonic)
         self._lags: dict[tuple[str, ...], tuple[float, int]] = {}
+        # once caught up, the indexer reads the journal's token states for mode=deep ahead (minilm_states.py)
+        self.read_ahead: TokenStates | None = None
 
     @property
     def dimension(self) -> int:
@@ -540,6 +550,7 @@ class SqliteVectorIndex(SearchIndex):
         finally:
             with self._queries_lock:
                 self._queries -= 1
+                self.last_query_s = time.monotonic()
                 if not self._queries:
                     self._no_queries.set()
 
@@ -791,13 +802,33 @@ class IndexWorker:
             self._thread = None
         self.index.background = False
 
+    def _quiet(self) -> None:
+        """Reading ahead, between two layers of the model: until no query runs nor has for READ_AHEAD_QUIET_S
+        (at most WORKER_YIELD_S for one that runs, as the vectors' batches wait), and READ_AHEAD_WAIT_S in all."""
+        until = time.monotonic() + READ_AHEAD_WAIT_S
+        self.index.wait_for_queries(WORKER_YIELD_S)
+        while not self._stop.is_set():
+            quiet = min(READ_AHEAD_QUIET_S - (time.monotonic() - self.index.last_query_s), until - time.monotonic())
+            if quiet <= 0:
+                return
+            self._stop.wait(quiet)
+            self.index.wait_for_queries(WORKER_YIELD_S)
+
     def _run(self) -> None:
         """Small batches (WORKER_BATCH), and between two of them the queries running now go first: a query never
-        waits for the indexer (it answers over what is indexed), and the indexer leaves it the CPU."""
+        waits for the indexer (it answers over what is indexed), and the indexer leaves it the CPU. Caught up, it
+        reads the token states of the journal's new messages for mode=deep (``read_ahead``), a few hundred tokens
+        at a time, the vectors still first and queries before both."""
+        ahead = self.index.read_ahead
+        if ahead is not None:
+            ahead.pause = self._quiet
+            ahead.yielding = lambda: self._stop.is_set() or self.index.pending() > 0
         while not self._stop.is_set():
             self.index.wait_for_queries(WORKER_YIELD_S)
             try:
                 applied = self.index.catch_up(WORKER_BATCH)
+                if not applied and ahead is not None:
+                    applied = ahead.read_some()
             except Exception:  # a bad moment (a locked database, a failing embedder): try again shortly
                 logger.exception("the semantic indexer could not catch up")
                 applied = 0

@@ -1,0 +1,191 @@
+"""mode=deep's token states read when a journal message is indexed (adapters/embedded/minilm_states.py) and the
+MiniLM re-ranking stage's budget (minilm_reranker.py), on a tiny model made here (the real weights ship in an
+optional package; the arithmetic is the same): a search reads no model forward pass for a candidate read ahead,
+a candidate not read in time is left unscored, and an erased message leaves nothing behind."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from agentmem.adapters.embedded import minilm
+from agentmem.adapters.embedded.minilm_reranker import MiniLMLateInteraction
+from agentmem.adapters.embedded.minilm_states import TokenStates, texts_read
+from agentmem.bootstrap import Container, build_container
+from agentmem.domain.conversations import MessageDraft
+from agentmem.domain.models import Principal
+from agentmem.services.agents import AgentSettings
+from agentmem.settings import Settings
+from test_minilm_numpy import tiny_model
+
+WIDTH = 24
+LONG = " ".join(f"the cat sleeps at seven {'printer ' * (n % 4)}the pharmacy closes." for n in range(40))
+LINES = ["the pharmacy closes at seven", "the cat sleeps", "printer", LONG, "the printer the cat", "seven"]
+
+
+@pytest.fixture()
+def tiny(monkeypatch: pytest.MonkeyPatch) -> minilm.MiniLM:
+    model = tiny_model(width=WIDTH)
+    model.tokenizer.enable_truncation(60)  # its 64 positions
+    monkeypatch.setitem(minilm._LOADED, minilm.MODEL, model)
+    return model
+
+
+@pytest.fixture()
+def journal(tmp_path: Path, tiny: minilm.MiniLM) -> Iterator[tuple[Container, Principal]]:
+    container = build_container(Settings(backend="embedded", data_dir=tmp_path, embedder="none"))
+    _, secret = container.keys.create_account("acme")
+    account = container.keys.authenticate("Bearer " + secret)
+    container.agents.put(account, "support", AgentSettings())
+    drafts = [MessageDraft("user" if n % 2 == 0 else "assistant", line) for n, line in enumerate(LINES)]
+    container.conversations.append(account, "support", "errands", drafts)
+    yield container, account
+
+
+def store_of(container: Container, **options: int) -> TokenStates:
+    return TokenStates(container.stores.entries.db, **options)  # type: ignore[attr-defined]
+
+
+def read_all(states: TokenStates) -> None:
+    while states.read_some(tokens=16):
+        pass
+
+
+def what_deep_reads() -> list[str]:
+    """What journal search hands the stage: a short message whole, a long one by its passages."""
+    return [piece for line in LINES for _, piece in texts_read(line)]
+
+
+def test_states_read_when_indexed_are_used_and_the_search_reads_no_forward_pass(
+        journal: tuple[Container, Principal]) -> None:
+    container, _ = journal
+    # Given the indexer has read the journal ahead (a long message by its passages)
+    states = store_of(container)
+    read_all(states)
+    texts = what_deep_reads()
+    assert len(texts) > len(LINES)  # the long message is read by passage
+    assert states.held() > 0 and states.behind() == 0
+    # When the stage scores every candidate with no time at all to read one
+    reranker = MiniLMLateInteraction(store=store_of(container))
+    scores = reranker.rerank_within("when does the pharmacy close", texts, 0.0)
+    # Then every candidate is scored from what was read ahead, without a forward pass over any of them
+    assert reranker.forward_texts == 0 and None not in scores
+    # and the scores are the model's own (int8 states: within a hundredth)
+    read_now = MiniLMLateInteraction().rerank_within("when does the pharmacy close", texts, None)
+    assert np.allclose(scores, read_now, atol=0.01)  # type: ignore[arg-type]
+
+
+def test_a_candidate_not_read_within_the_budget_is_left_unscored(tiny: minilm.MiniLM) -> None:
+    reranker = MiniLMLateInteraction()
+    texts = ["the pharmacy closes at seven", "the cat sleeps", "printer"]
+    # With no budget and nothing read before, nothing is read
+    assert reranker.rerank_within("pharmacy", texts, 0.0) == [None, None, None]
+    assert reranker.forward_texts == 0
+    # with time enough, all are, best first; and what was read is not read again
+    full = reranker.rerank_within("pharmacy", texts, None)
+    assert None not in full and reranker.forward_texts == 3
+    assert reranker.rerank_within("pharmacy", [*texts, "seven"], 0.0) == [*full, None]
+
+
+def test_erasing_a_conversation_takes_its_token_states(journal: tuple[Container, Principal]) -> None:
+    container, account = journal
+    states = store_of(container)
+    read_all(states)
+    db = container.stores.entries.db  # type: ignore[attr-defined]
+    assert db.connection().execute("SELECT count(*) FROM token_states").fetchone()[0] > 0
+    container.conversations.delete(account, "support", "errands", purge=True)
+    assert db.connection().execute("SELECT count(*) FROM token_states").fetchone()[0] == 0
+    assert states.held() == 0
+    # and a conversation appended after (its ids may be the erased ones' again) is read anew
+    container.conversations.append(account, "support", "again", [MessageDraft("user", "the cat sleeps")])
+    read_all(states)
+    assert states.get(list(map(_key, ["the cat sleeps"]))) != {}
+
+
+def _key(text: str) -> bytes:
+    from agentmem.adapters.embedded.minilm_states import key
+
+    return key(text)
+
+
+def test_the_store_keeps_the_newest_messages_within_its_bound(journal: tuple[Container, Principal]) -> None:
+    container, _ = journal
+    states = store_of(container, max_tokens=40)
+    read_all(states)
+    held = states.get([_key(t) for t in what_deep_reads()])
+    assert 0 < states.held() <= 40
+    # the newest message is kept, the oldest went first
+    assert _key("seven") in held and _key("the pharmacy closes at seven") not in held
+
+
+def test_the_indexer_reads_ahead_and_a_deep_search_then_reads_only_the_query(
+        tmp_path: Path, tiny: minilm.MiniLM, monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    from agentmem.adapters.embedded.vector_index import IndexWorker, SqliteVectorIndex
+    from agentmem.services.recall import Reranking
+
+    monkeypatch.setattr(minilm, "installed", lambda: True)  # the tiny model stands in for the package's
+    container = build_container(Settings(backend="embedded", data_dir=tmp_path, embedder="hashing",
+                                         recall_deadline_ms=30_000))
+    _, secret = container.keys.create_account("acme")
+    account = container.keys.authenticate("Bearer " + secret)
+    container.agents.put(account, "support", AgentSettings())
+    drafts = [MessageDraft("user" if n % 2 == 0 else "assistant", line) for n, line in enumerate(LINES)]
+    container.conversations.append(account, "support", "errands", drafts)
+    # Given the indexer thread of `agentmem serve`, which once caught up reads the journal's token states ahead
+    index = container.search_index
+    assert isinstance(index, SqliteVectorIndex) and index.read_ahead is not None
+    worker = IndexWorker(index, idle_s=0.01)
+    worker.start()
+    try:
+        deadline = time.monotonic() + 60
+        while (index.pending() or index.read_ahead.behind()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        worker.stop()
+    assert index.read_ahead.behind() == 0
+    # When a deep search has no time at all to read a candidate through the model
+    reranker = container.reranker
+    assert isinstance(reranker, MiniLMLateInteraction)
+    container.conversations.reranking = Reranking(lambda: reranker, deadline_s=30.0, budget_s=0.0)
+    page = container.conversations.search_page(account, "support", "the pharmacy closes at seven", mode="deep")
+    # Then every candidate was scored from what the indexer read (no forward pass but the query's), and the
+    # answer is a whole deep one
+    assert page.items and reranker.forward_texts == 0
+    assert (page.mode, page.fallback, page.stages[-1]) == ("deep", None, "rerank")
+
+
+def test_a_reader_far_behind_starts_at_the_newest_messages_the_bound_can_hold(
+        journal: tuple[Container, Principal]) -> None:
+    container, account = journal
+    # Given a large journal written before any was read ahead (an upgrade), and a bound of a few messages
+    for start in range(0, 1200, 40):
+        container.conversations.append(account, "support", "import", [
+            MessageDraft("user", f"the cat sleeps {n}") for n in range(start, start + 40)])
+    states = store_of(container, max_tokens=60)
+    read_all(states)
+    # Then it read about what the bound holds, the newest, and not the whole journal only to drop it
+    assert states.read_messages < 50 and states.behind() == 0
+    assert _key("the cat sleeps 1199") in states.get([_key("the cat sleeps 1199")])
+
+
+def test_a_batch_stopped_for_the_vectors_keeps_the_messages_read_whole_and_goes_on_after_them(
+        journal: tuple[Container, Principal]) -> None:
+    container, _ = journal
+    states = store_of(container)
+    # Given the indexer has vectors to write again after the first forward pass of a batch
+    passes: list[int] = []
+    states.yielding = lambda: bool(passes.append(1) or len(passes) >= 1)
+    # When it reads a batch that holds the long message (its passages take several passes)
+    read = states.read_some(tokens=60)
+    # Then the messages read whole before it are kept, the long one and those after it are left to the next
+    held = states.get([_key(t) for t in what_deep_reads()])
+    assert read == 3 and _key("printer") in held
+    assert not any(_key(piece) in held for _, piece in texts_read(LONG))
+    states.yielding = lambda: False
+    read_all(states)
+    assert states.behind() == 0 and len(states.get([_key(t) for t in what_deep_reads()])) == len(
+        set(what_deep_reads()))
