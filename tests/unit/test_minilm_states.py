@@ -189,3 +189,29 @@ def test_a_batch_stopped_for_the_vectors_keeps_the_messages_read_whole_and_goes_
     read_all(states)
     assert states.behind() == 0 and len(states.get([_key(t) for t in what_deep_reads()])) == len(
         set(what_deep_reads()))
+
+
+def test_entry_recall_reads_every_candidate_where_journal_search_reads_within_its_budget(
+        tmp_path: Path, tiny: minilm.MiniLM) -> None:
+    from agentmem.services.entries import SaveRequest
+
+    # Given no budget at all to read a candidate not read before, and nothing read ahead
+    container = build_container(Settings(backend="embedded", data_dir=tmp_path / "e", embedder="none",
+                                         rerank_budget_ms=0, rerank_store_tokens=0))
+    _, secret = container.keys.create_account("acme")
+    account = container.keys.authenticate("Bearer " + secret)
+    container.memories.create(account, "errands")
+    for n, line in enumerate(LINES[:3]):
+        container.entries.save(account, "errands", f"note-{n}", SaveRequest(content=line, description="errand"))
+    container.agents.put(account, "support", AgentSettings())
+    drafts = [MessageDraft("user" if n % 2 == 0 else "assistant", line) for n, line in enumerate(LINES)]
+    container.conversations.append(account, "support", "errands", drafts)
+    # When both are searched deep
+    entries = container.entries.search_page(account, "errands", "pharmacy seven", mode="deep")
+    journal = container.conversations.search_page(account, "support", "pharmacy seven", mode="deep")
+    # Then entry recall (never read ahead) read its candidates within its deadline; journal search kept to its
+    # budget and says so
+    # Then entry recall (never read ahead) read its candidates within its deadline, and journal search kept to
+    # its budget (no semantic side here: both answer by words, which is said first)
+    assert entries.stages[-1] == "rerank" and entries.fallback == "not_configured"
+    assert "rerank" not in journal.stages and journal.fallback == "not_configured"

@@ -101,9 +101,10 @@ class Container:
         entries.calibration = build_calibration(self.settings)
         entries.semantic = SemanticSide(lambda: self.embedder, lambda: self.search_index, entries.calibration,
                                         deadline_s=self.settings.recall_deadline_ms / 1000)
-        # the re-ranking stage (mode=deep), shared with journal search: its model is found and loaded on the
-        # first deep search
-        entries.reranking = self.reranking
+        # the re-ranking stage (mode=deep), its model shared with journal search, found and loaded on the first
+        # deep search; no budget short of its deadline: nothing reads entries ahead, and a memory's entries, once
+        # read, stay at hand in the model's cache
+        entries.reranking = self.entry_reranking
         # deleting a checkpoint forgets what it covered
         entries.checkpoint_deleted.append(lambda layer, entry: self.conversations.forget_checkpoint(layer, entry))
         return entries
@@ -131,6 +132,12 @@ class Container:
 
         return Reranking(lambda: self.reranker, deadline_s=self.settings.rerank_deadline_ms / 1000,
                          budget_s=self.settings.rerank_budget_ms / 1000)
+
+    @cached_property
+    def entry_reranking(self) -> Reranking:
+        from .services.recall import Reranking
+
+        return Reranking(lambda: self.reranker, deadline_s=self.settings.rerank_deadline_ms / 1000, budget_s=None)
 
     @cached_property
     def reranker(self) -> Reranker | None:

@@ -122,8 +122,9 @@ class Settings(BaseModel):
     rerank_api_key: str | None = None  # http: sent as a Bearer token when set
     # the stage's deadline: slower than this, the fused order stands ("rerank_timeout")
     rerank_deadline_ms: float = Field(default=2000.0, gt=0)
-    # minilm: the time it has to read candidates it has not read before; those not reached keep their fused place
-    # ("rerank_partial"); 0: only what the indexer read ahead
+    # minilm, journal search: the time it has to read candidates it has not read before; those not reached keep
+    # their fused place ("rerank_partial"); 0: only what the indexer read ahead. (Entry recall reads every
+    # candidate within the deadline: nothing reads entries ahead.)
     rerank_budget_ms: float = Field(default=80.0, ge=0)
     # minilm, embedded: the journal messages' token states the indexer reads ahead and keeps, at most this many
     # token rows (384 bytes each), the newest messages' (adapters/embedded/minilm_states.py); 0: none
