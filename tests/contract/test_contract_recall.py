@@ -317,6 +317,30 @@ def test_a_question_naming_two_events_finds_each_of_them(world: World) -> None:
     assert any(seq in seqs for seq in (1, 2, 3, 4))
 
 
+def test_deep_keeps_each_event_a_question_names_where_the_model_favours_one(world: World) -> None:
+    from agentmem.ports.reranker import Reranker
+    from agentmem.services.recall import Reranking
+
+    class FavouringPorto(Reranker):
+        """Reads every message of the wedding flights as a better answer than any other."""
+
+        def rerank(self, query: str, passages: Sequence[str]) -> list[float]:
+            return [min(1.0, 0.1 + 0.4 * p.lower().count("porto")) for p in passages]
+
+    # Given the two events' conversation, and a model that prefers the one spoken of most
+    _two_events_journal(world)
+    world.container.conversations.reranking = Reranking(lambda: FavouringPorto(), deadline_s=30.0)
+    # When the question naming both is searched deep
+    page = world.container.conversations.search_page(
+        world.account, "support", "What came first: booking seats on the wedding flights to Porto, or the cancelled "
+        "train?", limit=3, mode="deep")
+    # Then the model ran, and the top still holds the message of each event
+    seqs = [h.seq for h in page.items]
+    assert page.stages[-1] == "rerank"
+    assert 9 in seqs, [(h.snippet, h.score) for h in page.items]
+    assert any(seq in seqs for seq in (1, 2, 3, 4))
+
+
 def test_a_question_asking_two_things_of_one_event_is_not_cut(world: World) -> None:
     # Given the same conversation, and a question asking two things of the wedding flights
     _two_events_journal(world)

@@ -504,9 +504,11 @@ class ConversationService:
                                     keyword_scale=bm25_scale(total, view.held)),
                                seats, FUSED_NEIGHBOUR_SHARE, calibration.min_score if cut is None else cut)
 
-        ranked = first_of_each(
-            best_of([fused(view) for view in views]),
-            lambda key: (found[key].role, " ".join(message_text(found[key]).casefold().split())))
+        def same(key: tuple[str, int]) -> tuple[str, str]:
+            return found[key].role, " ".join(message_text(found[key]).casefold().split())
+
+        rankings = [fused(view) for view in views]
+        ranked = first_of_each(best_of(rankings), same)
         answered_mode, fallback = how.mode, how.fallback
 
         def shown(key: tuple[str, int]) -> Passage | None:
@@ -519,6 +521,10 @@ class ConversationService:
         if wanted_mode == "deep":
             answered_mode, fallback, ranked = self._rerank(query, ranked, found, how.mode, how.fallback, stages,
                                                            floor, shown)
+            if "rerank" in stages and len(rankings) > 1:
+                # the model reads each candidate against the whole question and fills the top with the thing it
+                # matches best: each thing named keeps taking turns with it, by its own fused ranking
+                ranked = first_of_each(best_of([ranked, *rankings[1:]]), same)
         hits = []
         for key, score in ranked[offset : offset + size]:  # snippets for the page only
             message = found[key]
