@@ -925,7 +925,9 @@ def value_text(check: dict[str, Any]) -> str:
     return f"{value:.2f} ms"
 
 
-def plot(results: dict[str, Any], path: Path) -> bool:
+def plot(results: dict[str, Any], path: Path, before: dict[str, Any] | None = None) -> bool:
+    """Journal latency against size: hybrid and keyword p50/p99 (wall), hybrid's CPU time per search at p50, and
+    ``before``'s hybrid p50/p99 (an earlier results file) in grey."""
     steps = results.get("journal", {}).get("steps", [])
     if not steps:
         return False
@@ -944,7 +946,18 @@ def plot(results: dict[str, Any], path: Path) -> bool:
         for key, line in (("p50_ms", "-"), ("p99_ms", "--")):
             values = [s["search"].get(mode, {}).get(key) for s in steps]
             if all(v is not None for v in values):
-                ax.plot(sizes, values, line, color=color, marker=marker, label=f"{mode} {key[:3]}")
+                ax.plot(sizes, values, line, color=color, marker=marker, label=f"{mode} {key[:3]}, wall")
+    cpu = [s["search"].get("hybrid", {}).get("cpu_p50_ms") for s in steps]
+    if all(v is not None for v in cpu):
+        ax.plot(sizes, cpu, "-.", color="tab:green", marker="^", label="hybrid p50, CPU time")
+    old = (before or {}).get("journal", {}).get("steps", [])
+    if old:
+        when = (before or {}).get("machine", {}).get("date", "before")
+        for key, line in (("p50_ms", "-"), ("p99_ms", "--")):
+            values = [s["search"].get("hybrid", {}).get(key) for s in old]
+            if all(v is not None for v in values):
+                ax.plot([s["messages"] for s in old], values, line, color="silver", marker=".",
+                        label=f"hybrid {key[:3]}, {when} (short messages only)")
     ax.axhline(TARGETS["journal_p50_ms"], color="grey", linestyle=":", linewidth=1)
     ax.axhline(TARGETS["journal_p99_ms"], color="grey", linestyle=":", linewidth=1)
     ax.text(sizes[0], TARGETS["journal_p50_ms"], " p50 target", va="bottom", fontsize=8, color="grey")
@@ -953,7 +966,9 @@ def plot(results: dict[str, Any], path: Path) -> bool:
     ax.set_yscale("log")
     ax.set_xlabel("messages in the journal (one agent, one user)")
     ax.set_ylabel("latency, ms (in process)")
-    ax.set_title(f"Journal search latency, embedded backend, top {LIMIT}")
+    share = results.get("long_messages", {}).get("share")
+    mix = f", {share:.0%} long messages" if share else ""
+    ax.set_title(f"Journal search latency, embedded backend, top {LIMIT}{mix}")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -1019,7 +1034,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help=f"a long message's length in characters (default {LONG_CHARS[0]}-{LONG_CHARS[1]})")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "recall_speed.json")
     parser.add_argument("--plot", type=Path, default=ROOT / "docs" / "img" / "recall_latency.png")
+    parser.add_argument("--before", type=Path, default=None,
+                        help="an earlier results file whose hybrid latency the plot draws in grey")
+    parser.add_argument("--report", action="store_true",
+                        help="run nothing: print the tables of --out and draw its plot again")
     args = parser.parse_args(argv)
+    before = json.loads(args.before.read_text()) if args.before else None
+    if args.report:
+        results = json.loads(args.out.read_text())
+        print_tables(results)
+        found = checks(results)
+        if found:
+            print_targets(found, value_text, max(len(c["target"]) for c in found))
+        if plot(results, args.plot, before):
+            print(f"wrote {args.plot}")
+        return 0
     low, _, high = args.long_chars.partition("-")
     long_chars = (int(low), int(high or low))
     if not 0 <= args.long_share <= 1 or not 0 < long_chars[0] <= long_chars[1]:
@@ -1087,7 +1116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         write(args.out, results)
         print(f"wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")
         try:
-            if plot(results, args.plot):
+            if plot(results, args.plot, before):
                 print(f"wrote {args.plot.relative_to(ROOT) if args.plot.is_relative_to(ROOT) else args.plot}")
         except Exception as error:
             print(f"plot failed: {failure(error)}", file=sys.stderr)
