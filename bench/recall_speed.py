@@ -142,7 +142,7 @@ class Series:
     """The timings of one kind of search in one mode, the modes that answered, and the hits."""
 
     samples_ns: list[int] = field(default_factory=list)
-    cpu_ns: list[int] = field(default_factory=list)  # the process's CPU time (every thread) in each search
+    cpu_ns: list[int] = field(default_factory=list)  # the process's CPU time in each search, summed over threads
     answered: dict[str, int] = field(default_factory=dict)
     hits: int = 0
 
@@ -828,8 +828,8 @@ def print_tables(results: dict[str, Any]) -> None:
                 print(f"  {step['messages']:>10,} {mode:<9} {cell(row, 'p50_ms')} {cell(row, 'p99_ms')} "
                       f"{cell(row, 'cpu_p50_ms')} {cell(row, 'cpu_p99_ms')} "
                       f"{row.get('mean_hits', 0):>6.1f}   {answered_text(row)}")
-        print("  (CPU: the process's CPU time in one search, every thread; the wall time less the waits of a "
-              "shared machine)")
+        print("  (CPU: the process's CPU time during one search, summed over its threads: the two sides run side "
+              "by side, so it may exceed the wall time; it leaves out the waits for a core of a shared machine)")
         print()
         profile = steps[-1].get("profile", {})
         if "tottime" in profile:
@@ -1041,12 +1041,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     before = json.loads(args.before.read_text()) if args.before else None
     if args.report:
-        results = json.loads(args.out.read_text())
-        print_tables(results)
-        found = checks(results)
+        recorded: dict[str, Any] = json.loads(args.out.read_text())
+        print_tables(recorded)
+        found = checks(recorded)
         if found:
             print_targets(found, value_text, max(len(c["target"]) for c in found))
-        if plot(results, args.plot, before):
+        if plot(recorded, args.plot, before):
             print(f"wrote {args.plot}")
         return 0
     low, _, high = args.long_chars.partition("-")
