@@ -1,9 +1,10 @@
 """Recall speed and memory on the embedded backend: entry recall, journal search as the journal grows, the
 indexing rate and how soon a save is found by meaning.
 
-    .venv/bin/python bench/recall_speed.py                # the journal grows to 1,000,000 messages (~30 min)
-    .venv/bin/python bench/recall_speed.py --quick        # the journal stops at 100,000 messages (~5 min)
-    .venv/bin/python bench/recall_speed.py --max 10000    # stop the journal at 10,000 messages
+    .venv/bin/python bench/recall_speed.py                # the journal grows to 1,000,000 messages (over an hour)
+    .venv/bin/python bench/recall_speed.py --quick        # the journal stops at 100,000 messages (~10 min)
+    .venv/bin/python bench/recall_speed.py --max 10000    # stop the journal at 10,000 messages (~2 min)
+    .venv/bin/python bench/recall_speed.py --long-share 0 # short messages only (the journal before passages)
 
 Everything runs in this process, through the services (no HTTP), on one embedded container in a temporary
 data dir, with the configured embedder (the offline default: wordllama, 256 dimensions):
@@ -14,21 +15,27 @@ data dir, with the configured embedder (the offline default: wordllama, 256 dime
    entries mostly lack) time the agent's search and ``entries.search_page`` over one memory, top 10.
 2. **Journal search.** One agent and one user; generated conversations (templates with names, places,
    numbers, references, topics) grow the same data dir 1,000 → 10,000 → 100,000 → 1,000,000 messages
-   (40 messages an append, 200 a conversation). At each size, after ``catch_up()``: the first (cold)
-   query, with the semantic deadline lifted, then ~200 queries (keyword queries and natural-language
-   questions drawn from the messages so far) in hybrid, keyword and semantic mode; p50/p99, which mode
-   answered (a semantic side over its deadline answers by keyword, "fallback: timeout"), the process's
-   resident memory (VmRSS) and its peak (VmHWM), and the database's size on disk.
-3. **Indexing rate.** Messages per second of the appends alone, and of ``catch_up()`` alone (embedding
-   and writing vectors), at each step; the same for the entries.
+   (40 messages an append, 200 a conversation). ``--long-share`` of them (default 15%) are an assistant's
+   long answers of ``--long-chars`` characters (default 1,000–6,000, log-uniform): an opening, paragraphs,
+   lists and often a code block, from the same words; each is cut into passages, and each passage is a
+   vector of its own beside the message's whole. The mix is recorded at each size: the share of long
+   messages, characters per message, the journal's vectors and passages per long message. At each size,
+   after ``catch_up()``: the first (cold) query, with the semantic deadline lifted, then ~200 queries
+   (keyword queries and natural-language questions drawn from the messages so far) in hybrid, keyword and
+   semantic mode; p50/p99, which mode answered (a semantic side over its deadline answers by keyword,
+   "fallback: timeout"), the process's resident memory (VmRSS) and its peak (VmHWM), and the database's
+   size on disk.
+3. **Indexing rate.** Messages and characters per second of the appends alone, and of ``catch_up()`` alone
+   (embedding and writing vectors), at each step; entries per second for the entries.
 4. **Freshness.** 20 times: save a new entry, then poll ``entries.search_page(mode="semantic")`` until it
    is among the hits and the semantic side answered; the median time from the save.
 
 The agent's summary thresholds are set to their maximum, so no summary pass runs while the journal grows
-(this measures recall, not summarising). Prints the tables and targets, writes
-``bench/results/recall_speed.json`` and plots journal latency against size into
-``docs/img/recall_latency.png``. A benchmark: nothing is asserted; a failing phase is reported and the
-rest still runs.
+(this measures recall, not summarising). The load average is recorded at the start, before each of the
+journal's sizes and at the end (the machine may be shared). Prints the tables and targets, writes
+``bench/results/recall_speed.json`` (after each of the journal's sizes too, marked ``partial``) and plots
+journal latency against size into ``docs/img/recall_latency.png``. A benchmark: nothing is asserted; a
+failing phase is reported and the rest still runs.
 """
 
 from __future__ import annotations
@@ -70,6 +77,7 @@ LIMIT = 10  # the API's default page
 ENTRY_QUERIES = 300
 JOURNAL_QUERIES = 200
 WARMUP = 10
+PROFILED = 50  # hybrid searches profiled at each of the journal's sizes (where the time goes)
 FRESHNESS = 20
 FRESHNESS_WAIT_S = 10.0
 FRESH_MEMORY = "fresh"
@@ -134,19 +142,24 @@ class Series:
     """The timings of one kind of search in one mode, the modes that answered, and the hits."""
 
     samples_ns: list[int] = field(default_factory=list)
+    cpu_ns: list[int] = field(default_factory=list)  # the process's CPU time in each search, summed over threads
     answered: dict[str, int] = field(default_factory=dict)
     hits: int = 0
 
-    def add(self, elapsed_ns: int, page: Any) -> None:
+    def add(self, elapsed_ns: int, page: Any, cpu_ns: int | None = None) -> None:
         self.samples_ns.append(elapsed_ns)
+        if cpu_ns is not None:
+            self.cpu_ns.append(cpu_ns)
         label = answered_as(page)
         self.answered[label] = self.answered.get(label, 0) + 1
         self.hits += len(getattr(page, "items", []))
 
     def summary(self) -> dict[str, Any]:
         n = len(self.samples_ns)
-        return percentiles(self.samples_ns) | {"answered": self.answered,
-                                               "mean_hits": round(self.hits / n, 2) if n else 0.0}
+        cpu = percentiles(self.cpu_ns)
+        return percentiles(self.samples_ns) | {
+            "cpu_p50_ms": cpu.get("p50_ms"), "cpu_p99_ms": cpu.get("p99_ms"), "answered": self.answered,
+            "mean_hits": round(self.hits / n, 2) if n else 0.0}
 
 
 def run_queries(search: Callable[[str, str], Any], queries: Sequence[str], modes: Sequence[str]) -> dict[str, Any]:
@@ -156,13 +169,59 @@ def run_queries(search: Callable[[str, str], Any], queries: Sequence[str], modes
             search(query, mode)
     gc.collect()
     series = {mode: Series() for mode in modes}
-    clock = time.perf_counter_ns
+    clock, cpu = time.perf_counter_ns, time.process_time_ns
     for query in queries:
         for mode in modes:
-            start = clock()
+            start, start_cpu = clock(), cpu()
             page = search(query, mode)
-            series[mode].add(clock() - start, page)
+            series[mode].add(clock() - start, page, cpu() - start_cpu)
     return {mode: s.summary() for mode, s in series.items()}
+
+
+class InlinePool:
+    """An executor that runs what it is given at once, in the calling thread (so that one profile sees the
+    semantic side too; the two sides then run one after the other)."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        from concurrent.futures import Future
+
+        future: Future[Any] = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as error:
+            future.set_exception(error)
+        return future
+
+
+def profile_searches(search: Callable[[str, str], Any], queries: Sequence[str], mode: str = "hybrid",
+                     top: int = 30) -> dict[str, Any]:
+    """Where a search's time goes: cProfile of ``len(queries)`` searches, the semantic side run inline (in the
+    same thread) so that it is in the profile; the functions with the most time of their own and in all."""
+    import cProfile
+    import io
+    import pstats
+
+    import agentmem.services.recall as recall
+
+    pool = recall._POOL
+    recall._POOL = InlinePool()  # type: ignore[assignment]
+    profiler = cProfile.Profile()
+    try:
+        start = time.perf_counter()
+        profiler.enable()
+        for query in queries:
+            search(query, mode)
+        profiler.disable()
+        seconds = time.perf_counter() - start
+    finally:
+        recall._POOL = pool
+    out: dict[str, Any] = {"searches": len(queries), "mode": mode, "seconds": round(seconds, 3),
+                           "ms_per_search": round(seconds * 1000 / max(1, len(queries)), 2)}
+    for key in ("tottime", "cumulative"):
+        text = io.StringIO()
+        pstats.Stats(profiler, stream=text).strip_dirs().sort_stats(key).print_stats(top)
+        out[key] = [line for line in text.getvalue().splitlines() if line.strip()][-(top + 1):]
+    return out
 
 
 @contextmanager
@@ -198,6 +257,7 @@ class Bench:
         self.embedder = self.container.embedder
         self.messages = 0
         self.conversations = 0
+        self.journal_vectors_from = 0  # the index's vectors before the first message (the entries')
         self._in_conversation = CONVERSATION
 
     def catch_up(self) -> dict[str, Any]:
@@ -318,14 +378,66 @@ QUESTIONS = (
     "remind me what {p} wanted done before {day}",
 )
 
+# An assistant's long answer in a technical conversation (LONG_SHARE of the messages, LONG_CHARS long): an opening,
+# paragraphs of sentences, a list or two and often a code block, built from the same words as the short messages.
+LONG_SHARE = 0.15
+LONG_CHARS = (1_000, 6_000)
+LONG_OPENINGS = (
+    "Here is what I found about the {topic} {n} that {p} asked for.",
+    "Short answer: the {a} {n} in {l} is the problem, and order {ref} is where it started.",
+    "I went through the {topic} notes again; this is the whole picture as of {day} {d} {month}.",
+    "Good question. The {n} and the {n2} behave differently here, so let me take them one at a time.",
+    "Sure, here is a plan for the {topic} {n}, with what {p} and {p2} each need to do.",
+)
+LONG_SENTENCES = (
+    "The {a} {n} depends on the {n2}, so {p} should {v} it before {day}.",
+    "First {v} the {n}; then check that the {a} {n2} still matches order {ref}.",
+    "In {l} the {n} took {num} minutes on average, which is about {amt} euros a month at the current rate.",
+    "If the {n2} is missing, the {topic} step fails quietly and nothing is written until {time}.",
+    "{p} tried this on {day} and saw the {a} {n} come back empty {num} times out of {amt}.",
+    "That is why I would not {v} the {n} again; it only moves the {n2} from {l} to somewhere else.",
+    "The numbers from {month} agree: {num} requests, {amt} euros, and one {a} {n} that never arrived.",
+    "You can keep the {n2} as it is, but the {topic} {n} needs its own {a} limit.",
+    "Note that {p2} changed the {n} in {month}, so anything older than order {ref} uses the old {n2}.",
+    "The safest order is to {v} the {n2} first, wait until {time}, and only then {v} the {n}.",
+    "Nothing in {l} needs to change for this; the {a} {n} is read from the same place as before.",
+    "As far as I can tell the {n} was never {a}; it was the {n2} that {p} set up on {day}.",
+)
+LONG_ITEMS = (
+    "{v} the {a} {n} ({ref})",
+    "ask {p} whether the {n2} in {l} is still needed",
+    "check the {topic} {n} against order {ref} before {day}",
+    "move the {n} to {l}, {num} at a time",
+    "keep the {a} {n2} for {p2} until {month} {d}",
+    "budget {amt} euros for the {n} and {num} hours for the {n2}",
+)
+LONG_CODE = (
+    "```python\n{n}s = load_{n2}(\"{ref}\", place=\"{l}\")\nfor {n} in {n}s:\n"
+    "    if {n}.{a}:\n        {v}({n}, limit={num})\nprint(len({n}s), \"{topic} done\")\n```",
+    "```bash\n{v}-{n} --from {l} --order {ref} --limit {num}\ngrep -c {n2} {topic}.log\n```",
+    "```json\n{{\"{n}\": \"{a}\", \"place\": \"{l}\", \"order\": \"{ref}\", \"limit\": {num}, "
+    "\"owner\": \"{p}\"}}\n```",
+    "```sql\nSELECT {n}, count(*) FROM {topic}\nWHERE place = '{l}' AND amount > {amt}\nGROUP BY {n};\n```",
+)
+LONG_CLOSINGS = (
+    "Tell me if you want me to {v} the {n} now or wait for {p}.",
+    "That should be everything for the {topic}; the next step is {p}'s.",
+    "I can write this up for {p2} if it helps.",
+)
+
 
 class Journal:
     """Conversations of generated messages, and a uniform sample of their slots to draw queries from."""
 
     SAMPLE = 4000
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, long_share: float = LONG_SHARE,
+                 long_chars: tuple[int, int] = LONG_CHARS) -> None:
         self.rng = random.Random(seed)
+        self.long_share = long_share
+        self.long_chars = long_chars
+        self.long = 0  # long messages made so far
+        self.chars = 0  # characters of every message made so far
         self.people = Picker(PEOPLE, self.rng)
         self.places = Picker(PLACES, self.rng)
         self.nouns = Picker(NOUNS, self.rng)
@@ -360,10 +472,15 @@ class Journal:
         rng = self.rng
         out = []
         for _ in range(count):
-            role = "user" if rng.random() < 0.5 else "assistant"
             slots = self._slots()
-            template = rng.choice(USER_TEMPLATES if role == "user" else ASSISTANT_TEMPLATES)
-            out.append((role, template.format(**slots)))
+            if rng.random() < self.long_share:
+                role, text = "assistant", self.long_message(slots)
+                self.long += 1
+            else:
+                role = "user" if rng.random() < 0.5 else "assistant"
+                text = rng.choice(USER_TEMPLATES if role == "user" else ASSISTANT_TEMPLATES).format(**slots)
+            self.chars += len(text)
+            out.append((role, text))
             self.seen += 1  # reservoir sampling (algorithm R): a uniform sample of every message so far
             if len(self.sample) < self.SAMPLE:
                 self.sample.append(slots)
@@ -372,6 +489,40 @@ class Journal:
                 if slot < self.SAMPLE:
                     self.sample[slot] = slots
         return out
+
+    def long_message(self, slots: dict[str, str]) -> str:
+        """An assistant's long answer: its length drawn from ``long_chars`` (log-uniform: more short ones than
+        long), an opening, then paragraphs, lists and at most one code block until the length is reached. Its
+        first sentences use ``slots`` (the words a query may be drawn from); the rest draw words of their own."""
+        rng = self.rng
+        low, high = self.long_chars
+        target = int(low * (high / low) ** rng.random()) if high > low else low
+
+        def fill(template: str) -> str:
+            return template.format(**(slots if rng.random() < 0.15 else self._slots()))
+
+        blocks = [rng.choice(LONG_OPENINGS).format(**slots) + " " + rng.choice(LONG_SENTENCES).format(**slots)]
+        size = len(blocks[0])
+        code = rng.random() < 0.7
+        while size < target:
+            kind = rng.random()
+            if code and kind < 0.2:
+                block = fill(rng.choice(LONG_CODE))
+                code = False
+            elif kind < 0.45:
+                numbered = rng.random() < 0.5
+                items = rng.sample(LONG_ITEMS, rng.randint(3, min(6, len(LONG_ITEMS))))
+                block = "\n".join((f"{i}. " if numbered else "- ") + fill(item)
+                                   for i, item in enumerate(items, start=1))
+            else:
+                block = " ".join(fill(rng.choice(LONG_SENTENCES)) for _ in range(rng.randint(2, 6)))
+            if size + len(block) > high:
+                break
+            blocks.append(block)
+            size += len(block) + 2
+        if size + 80 < high:
+            blocks.append(fill(rng.choice(LONG_CLOSINGS)))
+        return "\n\n".join(blocks)
 
     def queries(self, count: int, seed: int) -> list[str]:
         """Half keyword queries, half natural-language questions, from the slots of messages seen so far."""
@@ -449,21 +600,29 @@ def bench_entries(bench: Bench, corpus: Corpus, seed: int) -> dict[str, Any]:
     entries = corpus.entries(MEMORIES + 1, PER_MEMORY)  # layer 20: the agent's own memory
     ctx = bench.context()
     log(f"entries: saving {len(entries):,} entries in {MEMORIES + 1} memories")
+    from agentmem.domain.errors import RejectedInjectionError
+    from agentmem.services.entries import SaveRequest
+
+    rejected: list[str] = []  # a generated text that the write screening takes for an injection is left out
     start = time.perf_counter()
     for entry in entries:
-        if entry.layer < MEMORIES:
-            bench.save(names[entry.layer], entry)
-        else:
-            from agentmem.services.entries import SaveRequest
-
-            bench.container.agent_memory.save(ctx, entry.name, SaveRequest(
-                content=entry.content, description=entry.description, category=entry.category,
-                importance=entry.importance))
+        try:
+            if entry.layer < MEMORIES:
+                bench.save(names[entry.layer], entry)
+            else:
+                bench.container.agent_memory.save(ctx, entry.name, SaveRequest(
+                    content=entry.content, description=entry.description, category=entry.category,
+                    importance=entry.importance))
+        except RejectedInjectionError:
+            rejected.append(entry.name)
     save_s = time.perf_counter() - start
+    if rejected:
+        log(f"entries: {len(rejected)} rejected by the write screening (left out): {', '.join(rejected[:5])}")
     caught = bench.catch_up()
     log(f"entries: saved in {save_s:.1f} s, caught up in {caught.get('seconds', '?')} s")
     out: dict[str, Any] = {
-        "entries": len(entries), "memories": MEMORIES + 1, "agent_searches": ATTACHED + 1,
+        "entries": len(entries) - len(rejected), "rejected_by_screening": rejected,
+        "memories": MEMORIES + 1, "agent_searches": ATTACHED + 1,
         "save": {"seconds": round(save_s, 2), "entries_per_s": round(len(entries) / save_s, 1)},
         "catch_up": caught | ({"entries_per_s": round(caught["applied"] / caught["seconds"], 1)}
                               if caught.get("seconds") else {}),
@@ -562,20 +721,47 @@ def bench_freshness(bench: Bench, corpus: Corpus) -> dict[str, Any]:
 # --- journal ------------------------------------------------------------------------------------------------
 
 
+def load_average() -> list[float] | None:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
+
+
+def mix(bench: Bench, journal: Journal, vectors: int | None) -> dict[str, Any]:
+    """The journal so far: its share of long messages, characters per message, and the vectors it holds (a
+    message's whole, and a long one's passages beside it)."""
+    out: dict[str, Any] = {"long_messages": journal.long, "long_share": round(journal.long / max(1, journal.seen), 4),
+                           "chars_per_message": round(journal.chars / max(1, journal.seen), 1)}
+    if vectors is not None:
+        held = vectors - bench.journal_vectors_from
+        out |= {"journal_vectors": held, "vectors_per_message": round(held / max(1, bench.messages), 3),
+                # a short message is one vector (its whole); a long one its whole and its passages
+                "passages_per_long_message": round((held - bench.messages) / journal.long, 2) if journal.long else 0}
+    return out
+
+
 def journal_step(bench: Bench, journal: Journal, size: int, seed: int) -> dict[str, Any]:
     before = bench.messages
+    chars_before = journal.chars
     log(f"journal: appending {size - before:,} messages (to {size:,})")
+    load_before = load_average()
     append_s = bench.append(journal, size)
     added = bench.messages - before
+    added_chars = journal.chars - chars_before
     log(f"journal: appended in {append_s:.1f} s; catching up")
     caught = bench.catch_up()
     log(f"journal: caught up in {caught.get('seconds', '?')} s ({caught.get('vectors', '?')} vectors)")
     gc.collect()
     step: dict[str, Any] = {
         "messages": bench.messages, "conversations": bench.conversations, "added": added,
-        "append": {"seconds": round(append_s, 2), "messages_per_s": round(added / append_s, 1)},
-        "catch_up": caught | ({"messages_per_s": round(added / caught["seconds"], 1)}
+        "added_chars": added_chars, "load_average_before": load_before,
+        "append": {"seconds": round(append_s, 2), "messages_per_s": round(added / append_s, 1),
+                   "chars_per_s": round(added_chars / append_s)},
+        "catch_up": caught | ({"messages_per_s": round(added / caught["seconds"], 1),
+                               "chars_per_s": round(added_chars / caught["seconds"])}
                               if caught.get("seconds") else {}),
+        "mix": mix(bench, journal, caught.get("vectors")),
     }
     queries = journal.queries(JOURNAL_QUERIES, seed + size)
     step["query_examples"] = queries[:6]
@@ -593,6 +779,10 @@ def journal_step(bench: Bench, journal: Journal, size: int, seed: int) -> dict[s
     log(f"journal: cold query {step['cold_ms']} ms; {len(queries)} queries × {len(MODES)} modes")
     step["search"] = run_queries(ask, queries, MODES)
     gc.collect()
+    try:
+        step["profile"] = profile_searches(ask, queries[:PROFILED])
+    except Exception as error:
+        step["profile"] = {"error": failure(error)}
     step["memory"] = memory_mb()
     step["disk_mb"] = disk_mb(bench.data_dir)
     return step
@@ -631,20 +821,42 @@ def print_tables(results: dict[str, Any]) -> None:
     steps = results.get("journal", {}).get("steps", [])
     if steps:
         print(f"Journal search: one agent, one user, {JOURNAL_QUERIES} queries per size, top {LIMIT}")
-        print(f"  {'messages':>10} {'mode':<9} {'p50 ms':>8} {'p99 ms':>8} {'hits':>6}   answered as")
+        print(f"  {'messages':>10} {'mode':<9} {'p50 ms':>8} {'p99 ms':>8} {'CPU p50':>8} {'CPU p99':>8} {'hits':>6}"
+              "   answered as")
         for step in steps:
             for mode, row in step["search"].items():
                 print(f"  {step['messages']:>10,} {mode:<9} {cell(row, 'p50_ms')} {cell(row, 'p99_ms')} "
+                      f"{cell(row, 'cpu_p50_ms')} {cell(row, 'cpu_p99_ms')} "
                       f"{row.get('mean_hits', 0):>6.1f}   {answered_text(row)}")
+        print("  (CPU: the process's CPU time during one search, summed over its threads: the two sides run side "
+              "by side, so it may exceed the wall time; it leaves out the waits for a core of a shared machine)")
+        print()
+        profile = steps[-1].get("profile", {})
+        if "tottime" in profile:
+            print(f"Where the time goes at {steps[-1]['messages']:,} messages: cProfile of {profile['searches']} "
+                  f"{profile['mode']} searches, semantic side inline, {profile['ms_per_search']} ms a search")
+            for line in profile["tottime"][:16]:
+                print(f"  {line}")
+            print()
+        print("Journal mix: long messages (an assistant's answers cut into passages) among short ones")
+        print(f"  {'messages':>10} {'long':>9} {'share':>6} {'chars/msg':>10} {'journal vectors':>16} "
+              f"{'vectors/msg':>12} {'passages/long':>14}")
+        for step in steps:
+            m = step.get("mix", {})
+            print(f"  {step['messages']:>10,} {m.get('long_messages', 0):>9,} {m.get('long_share', 0):>6.1%} "
+                  f"{m.get('chars_per_message', 0):>10,.0f} {m.get('journal_vectors', 0):>16,} "
+                  f"{m.get('vectors_per_message', 0):>12.2f} {m.get('passages_per_long_message', 0):>14.1f}")
         print()
         print("Journal size, memory and indexing")
         print(f"  {'messages':>10} {'vectors':>10} {'cold ms':>9} {'RSS MiB':>8} {'peak MiB':>9} {'disk MiB':>9} "
-              f"{'append msg/s':>13} {'catch-up msg/s':>15}")
+              f"{'append msg/s':>13} {'append chars/s':>15} {'catch-up msg/s':>15} {'catch-up chars/s':>17}")
         for step in steps:
             mem = step.get("memory", {})
             print(f"  {step['messages']:>10,} {step['catch_up'].get('vectors', 0):>10,} {step['cold_ms']:>9.1f} "
                   f"{mem.get('rss_mb', 0):>8.0f} {mem.get('peak_rss_mb', 0):>9.0f} {step['disk_mb']:>9.0f} "
-                  f"{step['append']['messages_per_s']:>13,.0f} {step['catch_up'].get('messages_per_s', 0):>15,.0f}")
+                  f"{step['append']['messages_per_s']:>13,.0f} {step['append'].get('chars_per_s', 0):>15,.0f} "
+                  f"{step['catch_up'].get('messages_per_s', 0):>15,.0f} "
+                  f"{step['catch_up'].get('chars_per_s', 0):>17,.0f}")
         print()
     if results.get("journal", {}).get("error"):
         print(f"Journal stopped: {results['journal']['error']}\n")
@@ -694,15 +906,18 @@ def checks(results: dict[str, Any]) -> list[dict[str, Any]]:
                         "unit": "msg/s", "met": rate >= TARGETS["index_msgs_per_s"]})
         if catch_s:
             rate = round(appended / catch_s, 1)
+            chars = sum(s.get("added_chars", 0) for s in steps)
             out.append({"target": f"catch-up (embed + store vectors) ≥ {TARGETS['index_msgs_per_s']:,.0f} messages/s",
-                        "value": rate, "unit": "msg/s", "met": rate >= TARGETS["index_msgs_per_s"]})
+                        "value": rate, "unit": "msg/s", "met": rate >= TARGETS["index_msgs_per_s"],
+                        "chars_per_s": round(chars / catch_s)})
     return out
 
 
 def value_text(check: dict[str, Any]) -> str:
     value = check["value"]
     if check["unit"] == "msg/s":
-        return f"{value:,.0f} msg/s"
+        chars = check.get("chars_per_s")
+        return f"{value:,.0f} msg/s" + (f" ({chars / 1e6:,.2f} M chars/s)" if chars else "")
     if check["unit"] == "MiB":
         return f"{value:,.0f} MiB"
     if check["unit"] == "fallbacks":
@@ -710,7 +925,9 @@ def value_text(check: dict[str, Any]) -> str:
     return f"{value:.2f} ms"
 
 
-def plot(results: dict[str, Any], path: Path) -> bool:
+def plot(results: dict[str, Any], path: Path, before: dict[str, Any] | None = None) -> bool:
+    """Journal latency against size: hybrid and keyword p50/p99 (wall), hybrid's CPU time per search at p50, and
+    ``before``'s hybrid p50/p99 (an earlier results file) in grey."""
     steps = results.get("journal", {}).get("steps", [])
     if not steps:
         return False
@@ -729,7 +946,18 @@ def plot(results: dict[str, Any], path: Path) -> bool:
         for key, line in (("p50_ms", "-"), ("p99_ms", "--")):
             values = [s["search"].get(mode, {}).get(key) for s in steps]
             if all(v is not None for v in values):
-                ax.plot(sizes, values, line, color=color, marker=marker, label=f"{mode} {key[:3]}")
+                ax.plot(sizes, values, line, color=color, marker=marker, label=f"{mode} {key[:3]}, wall")
+    cpu = [s["search"].get("hybrid", {}).get("cpu_p50_ms") for s in steps]
+    if all(v is not None for v in cpu):
+        ax.plot(sizes, cpu, "-.", color="tab:green", marker="^", label="hybrid p50, CPU time")
+    old = (before or {}).get("journal", {}).get("steps", [])
+    if old:
+        when = (before or {}).get("machine", {}).get("date", "before")
+        for key, line in (("p50_ms", "-"), ("p99_ms", "--")):
+            values = [s["search"].get("hybrid", {}).get(key) for s in old]
+            if all(v is not None for v in values):
+                ax.plot([s["messages"] for s in old], values, line, color="silver", marker=".",
+                        label=f"hybrid {key[:3]}, {when} (short messages only)")
     ax.axhline(TARGETS["journal_p50_ms"], color="grey", linestyle=":", linewidth=1)
     ax.axhline(TARGETS["journal_p99_ms"], color="grey", linestyle=":", linewidth=1)
     ax.text(sizes[0], TARGETS["journal_p50_ms"], " p50 target", va="bottom", fontsize=8, color="grey")
@@ -738,7 +966,9 @@ def plot(results: dict[str, Any], path: Path) -> bool:
     ax.set_yscale("log")
     ax.set_xlabel("messages in the journal (one agent, one user)")
     ax.set_ylabel("latency, ms (in process)")
-    ax.set_title(f"Journal search latency, embedded backend, top {LIMIT}")
+    share = results.get("long_messages", {}).get("share")
+    mix = f", {share:.0%} long messages" if share else ""
+    ax.set_title(f"Journal search latency, embedded backend, top {LIMIT}{mix}")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -785,14 +1015,44 @@ def failure(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}{at}"
 
 
+def write(path: Path, results: dict[str, Any]) -> None:
+    """The results as they are (after each of the journal's sizes too, so a run stopped early leaves its figures)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".tmp")
+    partial.write_text(json.dumps(results, indent=2) + "\n")
+    partial.replace(path)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help=f"stop the journal at {QUICK_MAX:,} messages")
     parser.add_argument("--max", type=int, default=None, help=f"the journal's last size (default {SIZES[-1]:,})")
     parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--long-share", type=float, default=LONG_SHARE,
+                        help=f"the share of long messages in the journal (default {LONG_SHARE:g})")
+    parser.add_argument("--long-chars", default=f"{LONG_CHARS[0]}-{LONG_CHARS[1]}", metavar="MIN-MAX",
+                        help=f"a long message's length in characters (default {LONG_CHARS[0]}-{LONG_CHARS[1]})")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "recall_speed.json")
     parser.add_argument("--plot", type=Path, default=ROOT / "docs" / "img" / "recall_latency.png")
+    parser.add_argument("--before", type=Path, default=None,
+                        help="an earlier results file whose hybrid latency the plot draws in grey")
+    parser.add_argument("--report", action="store_true",
+                        help="run nothing: print the tables of --out and draw its plot again")
     args = parser.parse_args(argv)
+    before = json.loads(args.before.read_text()) if args.before else None
+    if args.report:
+        recorded: dict[str, Any] = json.loads(args.out.read_text())
+        print_tables(recorded)
+        found = checks(recorded)
+        if found:
+            print_targets(found, value_text, max(len(c["target"]) for c in found))
+        if plot(recorded, args.plot, before):
+            print(f"wrote {args.plot}")
+        return 0
+    low, _, high = args.long_chars.partition("-")
+    long_chars = (int(low), int(high or low))
+    if not 0 <= args.long_share <= 1 or not 0 < long_chars[0] <= long_chars[1]:
+        parser.error("--long-share is between 0 and 1, --long-chars MIN-MAX with 0 < MIN <= MAX")
     top = args.max if args.max is not None else (QUICK_MAX if args.quick else SIZES[-1])
     sizes = [s for s in SIZES if s < top] + [top]
     for name, value in (("POWERTOOLS_METRICS_DISABLED", "true"), ("POWERTOOLS_TRACE_DISABLED", "true"),
@@ -800,7 +1060,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.environ.setdefault(name, value)
     started = time.perf_counter()
     results: dict[str, Any] = {"benchmark": "recall_speed", "quick": args.quick, "seed": args.seed,
-                               "sizes": sizes, "targets": TARGETS}
+                               "sizes": sizes, "targets": TARGETS,
+                               "long_messages": {"share": args.long_share, "chars": list(long_chars)},
+                               "load_average_start": load_average()}
     with tempfile.TemporaryDirectory(prefix="agentmem-recall-speed-") as tmp:
         bench: Bench | None = None
         try:
@@ -825,7 +1087,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     results[name] = {"error": failure(error)}
                     traceback.print_exc()
             results["after_entries"] = memory_mb()
-            journal = Journal(args.seed)
+            journal = Journal(args.seed, args.long_share, long_chars)
+            if bench.index is not None and hasattr(bench.index, "vectors"):
+                bench.journal_vectors_from = bench.index.vectors()
             results["journal"] = {"agent": AGENT, "user": USER, "messages_per_append": CHUNK,
                                   "messages_per_conversation": CONVERSATION, "queries_per_size": JOURNAL_QUERIES,
                                   "steps": []}
@@ -839,18 +1103,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                 step = results["journal"]["steps"][-1]
                 log(f"journal {size:,}: hybrid p50 {step['search']['hybrid'].get('p50_ms')} ms, "
                     f"p99 {step['search']['hybrid'].get('p99_ms')} ms; RSS {step['memory'].get('rss_mb')} MiB, "
-                    f"peak {step['memory'].get('peak_rss_mb')} MiB")
+                    f"peak {step['memory'].get('peak_rss_mb')} MiB; {step['mix']}")
+                write(args.out, results | {"partial": f"the journal's sizes up to {size:,} so far",
+                                           "elapsed_s": round(time.perf_counter() - started, 1)})
         results["elapsed_s"] = round(time.perf_counter() - started, 1)
+        results["load_average_end"] = load_average()
         print_tables(results)
         found = checks(results)
         results["checks"] = found
         if found:
             print_targets(found, value_text, max(len(c["target"]) for c in found))
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(results, indent=2) + "\n")
+        write(args.out, results)
         print(f"wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")
         try:
-            if plot(results, args.plot):
+            if plot(results, args.plot, before):
                 print(f"wrote {args.plot.relative_to(ROOT) if args.plot.is_relative_to(ROOT) else args.plot}")
         except Exception as error:
             print(f"plot failed: {failure(error)}", file=sys.stderr)
