@@ -465,6 +465,8 @@ ORDINARY = [
     'secret: santa gift exchange on Friday',
     'If you clicked a link or entered credentials: tell us in #security-incidents.',
     'Lost your credentials: ask the service desk for a reset link.',
+    'The coach meets on Thursday to cancel the training session and book the hall.',
+    'We had to abandon the training plan after week 3.',
     'password policy: 12 characters minimum',
     'The PIN pad is broken; use the other terminal.',
     'Room 4155 on floor 5, extension 0100.',

@@ -307,8 +307,10 @@ _SQUEEZED = (
         # stop following / do not follow / cancel … your (previous) instructions
         + rb"|(?:stop(?:following|obeying|listeningto)|(?:donot|dont|nolonger)(?:follow|obey|listento)"
         rb"|cancel(?:ling)?|discard(?:ing)?|abandon(?:ing)?|scrap|void|erase|unlearn)"
-        + rb"(?:all|any|the|your|of|these|those){0,3}" + _ADJ + rb"?" + _KIND
-        + rb"(?:instruction|prompt|directive|guideline|programming|training)"
+        + rb"(?:all|any|the|your|of|these|those){0,3}"
+        + rb"(?:" + _ADJ + rb"?" + _KIND + rb"(?:instruction|prompt|directive|guideline|programming)"
+        # … training only as the model's ("your", "previous"): "cancel the training session" is a calendar's
+        + rb"|" + _ADJ + _KIND + rb"training|(?<=your)training)"
         # the same in Spanish, French, German, Italian and Portuguese (accents are folded away)
         + rb"|(?:ignora|ignore|ignorez|ignorer|ignoriere|ignorieren|olvida|olvide|oublie|oubliez|oublier|vergiss"
         rb"|vergessen|dimentica|esqueca|esquece)(?:todas|toutes|alle|tutte|todos|tous|sie)?(?:las|les|le|as|os|die)?"
