@@ -100,7 +100,24 @@ class AsyncTransport(Protocol):
     ) -> TransportResponse: ...
 
 
-class AsyncHttpTransport:
+class _OverHttp:
+    """What both HTTP transports share: a request to the API is a ``send`` to its URL under ``base_url``."""
+
+    base_url: str
+
+    async def request(
+        self, method: str, path: str, *, params: dict[str, str] | None, headers: dict[str, str], body: bytes | None,
+    ) -> TransportResponse:
+        return await self.send(method, self.base_url + path, params=params, headers=headers, body=body)
+
+    async def send(
+        self, method: str, url: str, *, params: dict[str, str] | None = None, headers: dict[str, str],
+        body: bytes | None,
+    ) -> TransportResponse:
+        raise NotImplementedError
+
+
+class AsyncHttpTransport(_OverHttp):
     """HTTP on one ``httpx.AsyncClient``: connections kept alive and shared by every task of the client, the
     environment's proxies and CA bundle as httpx reads them. ``AsyncClient`` uses it when a proxy applies to the
     service's URL, or when aiohttp is not installed (``default_transport``)."""
@@ -117,11 +134,6 @@ class AsyncHttpTransport:
             timeout=timeout, follow_redirects=False,
             limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
         )
-
-    async def request(
-        self, method: str, path: str, *, params: dict[str, str] | None, headers: dict[str, str], body: bytes | None,
-    ) -> TransportResponse:
-        return await self.send(method, self.base_url + path, params=params, headers=headers, body=body)
 
     async def send(
         self, method: str, url: str, *, params: dict[str, str] | None = None, headers: dict[str, str],
@@ -143,7 +155,7 @@ class AsyncHttpTransport:
         await self._client.aclose()
 
 
-class AiohttpTransport:
+class AiohttpTransport(_OverHttp):
     """HTTP on one ``aiohttp.ClientSession`` (the ``async`` extra): connections kept alive and shared by every
     task of the client, up to ``max_connections`` at once (a task past them waits for one).
 
@@ -182,11 +194,6 @@ class AiohttpTransport:
                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.timeout, sock_read=self.timeout),
             )
         return self._session
-
-    async def request(
-        self, method: str, path: str, *, params: dict[str, str] | None, headers: dict[str, str], body: bytes | None,
-    ) -> TransportResponse:
-        return await self.send(method, self.base_url + path, params=params, headers=headers, body=body)
 
     async def send(
         self, method: str, url: str, *, params: dict[str, str] | None = None, headers: dict[str, str],
