@@ -201,14 +201,12 @@ def unit_rows(states: np.ndarray) -> np.ndarray:
 def late_interaction(query: np.ndarray, passage: np.ndarray) -> float:
     """For each query token (``[CLS]`` and ``[SEP]`` left out), the cosine of its best-matching passage token,
     averaged: both arguments are unit token states."""
-    q = query[1:-1] if len(query) > 2 else query
-    if not len(q) or not len(passage):
-        return 0.0
-    return float((q @ passage.T).max(axis=1).mean())
+    return late_interactions(query, [passage])[0]
 
 
 def late_interactions(query: np.ndarray, passages: Sequence[np.ndarray]) -> list[float]:
-    """``late_interaction`` of the query with each passage, in one matrix product over all their tokens."""
+    """``late_interaction`` of the query with each passage, in one matrix product over all their tokens (an
+    empty query or passage scores 0)."""
     q = query[1:-1] if len(query) > 2 else query
     lengths = [len(p) for p in passages]
     if not len(q) or not sum(lengths):
