@@ -82,12 +82,13 @@ class TokenStates:
         wanted = list(dict.fromkeys(keys))
         found: dict[bytes, np.ndarray] = {}
         conn = self.db.connection()
+        width = minilm.load().width
         for start in range(0, len(wanted), 500):
             chunk = wanted[start:start + 500]
             marks = ",".join("?" * len(chunk))
             for text_hash, blob in conn.execute(
                     f"SELECT text_hash, states FROM token_states WHERE text_hash IN ({marks})", chunk):
-                found.setdefault(bytes(text_hash), dequantise(blob, minilm.load().width))
+                found.setdefault(bytes(text_hash), dequantise(blob, width))
         return found
 
     def held(self) -> int:
