@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Literal, TypeVar, get_args
 
 from .errors import InvalidError
-from .text import STOP_WORDS, query_words, words
+from .text import query_words, telling_words, words
 
 Mode = Literal["hybrid", "keyword", "semantic", "deep"]  # deep: hybrid, then the re-ranking stage
 Fallback = Literal["index_unavailable", "timeout", "not_configured",
@@ -282,24 +282,19 @@ def aspects(query: str, *, most: int | None = None, least: int | None = None) ->
     most = ASPECTS_MAX if most is None else most
     least = ASPECT_MIN_WORDS if least is None else least
     frame, colon, body = query.partition(":")
-    if not colon or not query_words_telling(frame) or not query_words_telling(body):
+    if not colon or not telling_words(frame) or not telling_words(body):
         frame, body = "", query
     if not frame and not _ALTERNATIVE.search(body):
         return []
     parts = [" ".join(p.split()) for p in _ASPECT_BREAK.split(body)]
-    parts = [p for p in parts if query_words_telling(p)]
+    parts = [p for p in parts if telling_words(p)]
     head = frame or (parts[0] if parts else "")
     found: list[str] = []
     for part in parts:
-        text = part if len(query_words_telling(part)) >= least or part == head else f"{head} {part}"
-        if len(query_words_telling(text)) >= least and text not in found:
+        text = part if len(telling_words(part)) >= least or part == head else f"{head} {part}"
+        if len(telling_words(text)) >= least and text not in found:
             found.append(text)
     return found[:most] if len(found) >= 2 else []
-
-
-def query_words_telling(text: str) -> list[str]:
-    """The distinct words of ``text`` that are not stop words (none when it holds only stop words)."""
-    return [w for w in dict.fromkeys(words(text)) if w not in STOP_WORDS]
 
 
 def first_of_each(ranked: Sequence[tuple[K, float]], same: Callable[[K], Hashable]) -> list[tuple[K, float]]:

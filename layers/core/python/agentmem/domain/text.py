@@ -56,8 +56,12 @@ def terms(text: str) -> list[str]:
 
 def query_words(text: str) -> list[str]:
     """A query's distinct words that count, in order: stop words left out unless it holds nothing else."""
-    every = words(text)
-    return list(dict.fromkeys([w for w in every if w not in STOP_WORDS] or every))
+    return telling_words(text) or list(dict.fromkeys(words(text)))
+
+
+def telling_words(text: str) -> list[str]:
+    """The distinct words of ``text`` that are not stop words, in order (none when it holds only stop words)."""
+    return [w for w in dict.fromkeys(words(text)) if w not in STOP_WORDS]
 
 
 def index_text(text: str | None) -> str:
