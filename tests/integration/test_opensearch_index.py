@@ -527,11 +527,12 @@ LONG = "\n\n".join(PARAGRAPHS)
 
 
 def long_message(seq: int = 2, text: str = LONG) -> tuple[str, dict[str, Any], list[float], list[Any]]:
-    from agentmem.adapters.aws.journal_index import PassageVector, message_passages
+    from agentmem.adapters.aws.journal_index import PassageVector
+    from agentmem.domain.passages import long_passages
 
     where = MessageLocation("acct_1", "support", "ana", "ops", seq)
     fields = message_fields(where, text, "2026-03-02T09:00:00.000000Z", role="assistant", embedder=EMBEDDER.name)
-    parts = [PassageVector(p.start, p.end, EMBEDDER.embed_one(p.of(text))) for p in message_passages(text)]
+    parts = [PassageVector(p.start, p.end, EMBEDDER.embed_one(p.of(text))) for p in long_passages(text)]
     return message_doc_id("acct_1", "support", "ana", "ops", seq), fields, EMBEDDER.embed_one(text), parts
 
 

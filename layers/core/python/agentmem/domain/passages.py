@@ -145,13 +145,20 @@ def _fit(text: str, start: int, end: int, size: int) -> list[tuple[int, int]]:
     return pieces
 
 
+def long_passages(text: str) -> list[Passage]:
+    """The passages a long ``text`` is searched by besides its whole (each index holds them, the re-ranking
+    stage reads them); none when it is one passage, its whole."""
+    found = passages(text)
+    return found if len(found) > 1 else []
+
+
 def best_passage(text: str, held: Sequence[tuple[int, str]], near: Passage | None = None) -> Passage | None:
     """The passage of a long ``text`` a search hit shows: the one holding most distinct query words (``held``:
     where ``text`` holds which, ``Query.held_at``), the passage the semantic side found nearest (``near``,
     offsets into ``text``) winning a tie and worth half a word; the first on a tie still. None when ``text`` is
     one passage (its snippet is a window around the first word found)."""
-    found = passages(text)
-    if len(found) == 1:
+    found = long_passages(text)
+    if not found:
         return None
 
     def worth(passage: Passage) -> float:

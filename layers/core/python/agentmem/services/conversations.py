@@ -39,7 +39,7 @@ from ..domain.errors import ForbiddenError, InvalidError, NotFoundError, NotImpl
 from ..domain.model_formats import check_model_format, render
 from ..domain.model_messages import Skipped, parse_messages
 from ..domain.models import Entry, Layer, MemoryRecord, Principal
-from ..domain.passages import Passage, best_passage, passages
+from ..domain.passages import Passage, best_passage, long_passages, passages
 from ..domain.recall import (
     ASPECT_CANDIDATES,
     FUSED_NEIGHBOUR_SHARE,
@@ -514,7 +514,7 @@ class ConversationService:
         def shown(key: tuple[str, int]) -> Passage | None:
             """A long message's passage that matched: holding most query words, the nearest by meaning on a tie."""
             text = message_text(found[key])
-            if len(passages(text)) == 1:
+            if not long_passages(text):
                 return None
             return best_passage(text, compiled.held_at(text), _semantic_passage(found[key], nearest_passage.get(key)))
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from ...domain.models import ACCOUNT_LAYER
-from ...domain.passages import Passage, passages
+from ...domain.passages import long_passages
 from ...domain.search import Query
 from ...domain.text import index_text
 from ...ports.conversations import MessageHit
@@ -116,13 +116,6 @@ def location_of(fields: Mapping[str, Any]) -> MessageLocation | None:
     return MessageLocation(account_id, agent, user or None, key, seq)
 
 
-def message_passages(text: str) -> list[Passage]:
-    """The passages a message's document holds: a long message's (``domain/passages.py``), none for one that is
-    a single passage (its whole text is its only vector)."""
-    cut = passages(text)
-    return cut if len(cut) > 1 else []
-
-
 @dataclass(frozen=True)
 class PassageVector:
     """One passage of a long message in the index: where it is in the message's text, and its vector."""
@@ -150,7 +143,7 @@ def upsert_documents(index: SearchIndex, embedder: Embedder,
     indexer and a rebuild (``reindex.py``) both write."""
     if not docs:
         return
-    cuts = [message_passages(text) if isinstance(index, KeepsPassages) and fields.get("kind") == MESSAGE_KIND
+    cuts = [long_passages(text) if isinstance(index, KeepsPassages) and fields.get("kind") == MESSAGE_KIND
             else [] for _, fields, text in docs]
     texts = [text for _, _, text in docs] + [p.of(text) for (_, _, text), cut in zip(docs, cuts, strict=True)
                                              for p in cut]

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...domain.context import row_text
-from ...domain.passages import passages
+from ...domain.passages import long_passages
 from . import minilm
 
 if TYPE_CHECKING:
@@ -50,8 +50,8 @@ def texts_read(text: str) -> list[tuple[int, str]]:
     0), or each passage of a long one (parts 1, 2, ...), as journal search hands the matching one to it."""
     if not text.strip():
         return []
-    cut = passages(text)
-    return [(0, text)] if len(cut) == 1 else [(part, p.of(text)) for part, p in enumerate(cut, start=1)]
+    cut = long_passages(text)
+    return [(part, p.of(text)) for part, p in enumerate(cut, start=1)] if cut else [(0, text)]
 
 
 def quantise(unit: np.ndarray) -> bytes:

@@ -48,7 +48,7 @@ import numpy as np
 
 from ...domain.clock import TimeRange
 from ...domain.models import ACCOUNT_LAYER
-from ...domain.passages import passages
+from ...domain.passages import long_passages
 from ...domain.recall import passage_score
 from ...domain.search import warm
 from ...domain.text import entry_index_text
@@ -504,10 +504,9 @@ class SqliteVectorIndex(SearchIndex):
             if text.strip():  # a tool row without words: nothing to find it by
                 partition = message_partition(r[1], r[2], r[3])
                 docs.append(_Doc("message", int(r[0]), partition, r[4], int(r[5]), text))
-                cut = passages(text)
-                if len(cut) > 1:  # a long message: its passages too, as parts 1, 2, ...
-                    docs += [_Doc("message", int(r[0]), partition, r[4], int(r[5]), passage.of(text), part)
-                             for part, passage in enumerate(cut, start=1)]
+                # a long message: its passages too, as parts 1, 2, ...
+                docs += [_Doc("message", int(r[0]), partition, r[4], int(r[5]), passage.of(text), part)
+                         for part, passage in enumerate(long_passages(text), start=1)]
         return docs
 
     def _known(self, entries: Sequence[int], messages: Sequence[int]
