@@ -209,11 +209,11 @@ def summarise(answers: Answers, questions: dict[str, Question], meta: dict[str, 
         rows = {qid: row for qid, row in answers.per_question.items() if meta[qid][0] == split}
         if not rows:
             continue
-        by_kind = {kind: [r for q, r in rows.items() if questions[q].kind == kind] for kind in _order(
+        by_kind = {kind: [r for q, r in rows.items() if questions[q].kind == kind] for kind in ordered(
             {questions[q].kind for q in rows}, KINDS)}
-        by_style = {style: [r for q, r in rows.items() if meta[q][1] == style] for style in _order(
+        by_style = {style: [r for q, r in rows.items() if meta[q][1] == style] for style in ordered(
             {meta[q][1] for q in rows}, STYLES)}
-        by_gold = {size: [r for q, r in rows.items() if meta[q][2] == size] for size in _order(
+        by_gold = {size: [r for q, r in rows.items() if meta[q][2] == size] for size in ordered(
             {meta[q][2] for q in rows}, GOLD_SIZES)}
         out[split] = {
             "all": mean_scores(list(rows.values())) | {"n": len(rows)},
@@ -238,7 +238,8 @@ def tail(samples_ns: Sequence[int]) -> dict[str, float]:
                                                     / 1e6, 2) for q in (50, 95, 99)}}
 
 
-def _order(present: set[str], known: Sequence[str]) -> list[str]:
+def ordered(present: set[str], known: Sequence[str]) -> list[str]:
+    """``present`` in the order ``known`` gives, then what it does not know, sorted."""
     return [k for k in known if k in present] + sorted(present - set(known))
 
 

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from recall_eval import SPLITS, Answers, fmt, log, ndcg_at
+from recall_eval import SPLITS, Answers, fmt, log, ndcg_at, ordered
 from recall_quality import BM25, Agentmem, machine, mean_scores, percentiles, score
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -185,10 +185,6 @@ def summarise(run: Run, questions: dict[str, Question], meta: dict[str, tuple[st
     out["answered"] = run.answered
     out["stale_hits"] = run.stale
     return out
-
-
-def ordered(present: set[str], known: Sequence[str]) -> list[str]:
-    return [k for k in known if k in present] + sorted(present - set(known))
 
 
 # --- one memory -------------------------------------------------------------------------------------------------
