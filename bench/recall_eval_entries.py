@@ -36,7 +36,7 @@ import re
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -245,6 +245,18 @@ def wait_for_index(target: Agentmem, memory: MemorySet) -> float:
         time.sleep(0.25)
 
 
+def ask_bm25(run: Run, bm25: BM25, qid: str, text: str, found: Callable[[int], object],
+             gold: Sequence[object]) -> None:
+    """The baseline's answer to one question, timed and scored as the modes' are (``found``: what a BM25
+    document number stands for)."""
+    cpu = time.process_time_ns()
+    docs, elapsed = bm25.search(text, LIMIT)
+    run.cpu_ns.append(time.process_time_ns() - cpu)
+    run.latencies_ns.append(elapsed)
+    run.note("bm25")
+    run.per_question[qid] = scores([found(d) for d in docs], gold)
+
+
 def run_memory(memory: MemorySet, systems: dict[str, dict[str, str]], refused: dict[str, str],
                answers: dict[str, Run]) -> dict[str, Any]:
     from agentmem.client.errors import AgentmemError
@@ -279,12 +291,7 @@ def run_memory(memory: MemorySet, systems: dict[str, dict[str, str]], refused: d
             target.close()
     bm25 = BM25([f"{re.sub(r'[._-]', ' ', e.name)} {e.description} {e.content}" for e in current])
     for q in memory.questions:
-        cpu = time.process_time_ns()
-        docs, elapsed = bm25.search(q.text, LIMIT)
-        answers[BASELINE].cpu_ns.append(time.process_time_ns() - cpu)
-        answers[BASELINE].latencies_ns.append(elapsed)
-        answers[BASELINE].note("bm25")
-        answers[BASELINE].per_question[q.qid] = scores([current[d].name for d in docs], q.gold)
+        ask_bm25(answers[BASELINE], bm25, q.qid, q.text, lambda d: current[d].name, q.gold)
     return {"id": memory.sid, "style": memory.style, "split": memory.split, "memory": memory.memory,
             "user": memory.user,
             "entries": len(current), "saves": len(memory.saves),
@@ -328,13 +335,8 @@ def run_agent(split: str, memories: list[MemorySet], systems: dict[str, dict[str
     bm25 = BM25([f"{re.sub(r'[._-]', ' ', e.name)} {e.description} {e.content}" for _, e in every])
     for memory in memories:
         for q in memory.questions:
-            cpu = time.process_time_ns()
-            docs, elapsed = bm25.search(q.text, LIMIT)
-            answers[BASELINE].cpu_ns.append(time.process_time_ns() - cpu)
-            answers[BASELINE].latencies_ns.append(elapsed)
-            answers[BASELINE].note("bm25")
-            answers[BASELINE].per_question[q.qid] = scores([(every[d][0], every[d][1].name) for d in docs],
-                                                           [(memory.memory, g) for g in q.gold])
+            ask_bm25(answers[BASELINE], bm25, q.qid, q.text, lambda d: (every[d][0], every[d][1].name),
+                     [(memory.memory, g) for g in q.gold])
     return {"split": split, "memories": [m.memory for m in memories], "entries": len(every),
             "questions": sum(len(m.questions) for m in memories), "load_s": round(loaded, 2),
             "index_wait_s": round(waited, 2)}
