@@ -30,6 +30,7 @@ def tiny(monkeypatch: pytest.MonkeyPatch) -> minilm.MiniLM:
     model = tiny_model(width=WIDTH)
     model.tokenizer.enable_truncation(60)  # its 64 positions
     monkeypatch.setitem(minilm._LOADED, minilm.MODEL, model)
+    monkeypatch.setattr(minilm, "installed", lambda: True)  # it stands in for the model's package, installed or not
     return model
 
 
@@ -209,8 +210,6 @@ def test_entry_recall_reads_every_candidate_where_journal_search_reads_within_it
     # When both are searched deep
     entries = container.entries.search_page(account, "errands", "pharmacy seven", mode="deep")
     journal = container.conversations.search_page(account, "support", "pharmacy seven", mode="deep")
-    # Then entry recall (never read ahead) read its candidates within its deadline; journal search kept to its
-    # budget and says so
     # Then entry recall (never read ahead) read its candidates within its deadline, and journal search kept to
     # its budget (no semantic side here: both answer by words, which is said first)
     assert entries.stages[-1] == "rerank" and entries.fallback == "not_configured"
