@@ -115,12 +115,15 @@ class Failing(Reranker):
             return [float("nan")] * len(passages)
         if self.how == "range":
             return [7.0] * len(passages)
+        if self.how == "unread":  # None is not a score: only rerank_within may leave a passage unread
+            return [None] * len(passages)  # type: ignore[list-item]
         return [0.5] * len(passages)
 
 
 @pytest.mark.parametrize(("how", "reason"), [("raise", "rerank_unavailable"), ("hang", "rerank_timeout"),
                                              ("short", "rerank_unavailable"), ("nan", "rerank_unavailable"),
-                                             ("range", "rerank_unavailable"), ("none", "rerank_not_configured")])
+                                             ("range", "rerank_unavailable"), ("unread", "rerank_unavailable"),
+                                             ("none", "rerank_not_configured")])
 def test_a_reranker_that_fails_leaves_the_fused_order_and_names_why(world: World, how: str, reason: str) -> None:
     journal(world)
     fused = search(world, "pharmacy neighbours book")
@@ -229,7 +232,8 @@ def test_deep_entry_recall_reorders_the_fused_top_by_the_reranker_and_says_so(wo
 
 
 @pytest.mark.parametrize(("how", "reason"), [("raise", "rerank_unavailable"), ("hang", "rerank_timeout"),
-                                             ("range", "rerank_unavailable"), ("none", "rerank_not_configured")])
+                                             ("range", "rerank_unavailable"), ("unread", "rerank_unavailable"),
+                                             ("none", "rerank_not_configured")])
 def test_deep_entry_recall_with_a_failing_reranker_answers_as_hybrid_and_names_why(
         world: World, how: str, reason: str) -> None:
     entries(world)

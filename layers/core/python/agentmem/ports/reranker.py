@@ -31,5 +31,9 @@ class Reranker(ABC):
     def rerank_within(self, query: str, passages: Sequence[str], budget_s: float | None) -> list[float | None]:
         """One score per passage, or None for a passage left unread when ``budget_s`` (seconds, from the call)
         ran out; the passages are given best first, and read in that order. A model that reads every passage
-        in one call (a remote endpoint) scores them all."""
-        return list(self.rerank(query, passages))
+        in one call (a remote endpoint) scores them all: a None from ``rerank`` breaks its contract, and is not
+        taken for a passage left unread."""
+        scores = list(self.rerank(query, passages))
+        if any(score is None for score in scores):
+            raise ValueError(f"{self.name} answered None for a passage: rerank scores every passage")
+        return scores
