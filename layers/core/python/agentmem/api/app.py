@@ -53,8 +53,9 @@ def _encoded(value: Any) -> Any:
     return jsonable_encoder(value)
 
 
-# one encoder for every answer: json.dumps with any argument of its own builds a JSONEncoder per call
-_dumps = json.JSONEncoder(separators=(",", ":"), default=_encoded).encode
+# one encoder for every answer: json.dumps with any argument of its own builds a JSONEncoder per call. An answer
+# is a tree the presenters build (no value inside itself), so no check for one is made on each of its values.
+_dumps = json.JSONEncoder(separators=(",", ":"), default=_encoded, check_circular=False).encode
 
 
 def answer_body(body: Any) -> Any:
@@ -331,12 +332,19 @@ def answer_before_body(event: dict[str, Any], size: int, context: LambdaContext)
         return app.resolve(event, context)  # no route runs: handle_not_found's 404 or 405
 
 
+_SINGLE_LOWERED = frozenset(name.lower() for name in SINGLE_HEADERS)
+
+
 def _repeated_header(event: dict[str, Any]) -> AgentmemError | None:
     """The 400 for a header of ``SINGLE_HEADERS`` sent twice (API Gateway puts the last in ``headers``, all of
     them in ``multiValueHeaders``, a name's cases apart)."""
     sent: dict[str, int] = {}
     for name, values in (event.get("multiValueHeaders") or {}).items():
-        sent[name.lower()] = sent.get(name.lower(), 0) + len(values or ())
+        lowered = name.lower()
+        if lowered in _SINGLE_LOWERED:  # (only those are counted)
+            sent[lowered] = sent.get(lowered, 0) + len(values or ())
+    if not sent:
+        return None
     for name in SINGLE_HEADERS:
         if sent.get(name.lower(), 0) > 1:
             return InvalidError(f"the request has {sent[name.lower()]} {name} headers: send it once", field=name)
