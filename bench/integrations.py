@@ -18,7 +18,8 @@ turns, a slice each, so that a load that comes and goes on a shared machine fall
 
 Every answer must be the entry (an error fails the run). Prints the table — reads per second, p50 and p99 of each
 call's wall time, this process's CPU time per read (the client's own cost), the server's CPU time per read (its
-processes', from ``/proc``), the most connections open to the server at once, and the ratio of each to the sync
+processes', from ``/proc``), how much of a core each side had (CPU seconds over wall seconds: on a shared machine
+the scheduler's share), the most connections open to the server at once, and the ratio of each to the sync
 client on one thread — then the goal (the async client at 64 tasks, on its default transport, ≥ 3× the sync
 client on one thread) and the ceiling this machine puts on it: with the client and the server on the same cores,
 reads per second cannot pass ``cores / (client CPU + server CPU per read)``, nor, with one server worker (one
@@ -219,6 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=None, help="agentmem serve's workers (default: per core)")
     parser.add_argument("--transports", default=",".join(TRANSPORTS),
                         help="the async client's: default (aiohttp when installed), httpx (default: both)")
+    parser.add_argument("--results", type=Path, default=RESULTS, help=f"where to write (default {RESULTS.name})")
     args = parser.parse_args(argv)
     transports = [name.strip() for name in args.transports.split(",") if name.strip()]
     extra = ["--workers", str(args.workers)] if args.workers else []
@@ -253,6 +255,10 @@ def main(argv: list[str] | None = None) -> int:
                 latencies, elapsed, cpu, name, server_cpu, most = raw[kind]
                 row = _summary(kind[0], name, tasks, latencies, elapsed, cpu)
                 row["server_cpu_ms_per_read"] = round(server_cpu / row["reads"] * 1000, 3) if row["reads"] else 0.0
+                # how much of a core each side had: on a shared machine the scheduler's share, not the code, may be
+                # what sets the reads per second
+                row["client_core_share"] = round(cpu / elapsed, 2) if elapsed else 0.0
+                row["server_core_share"] = round(server_cpu / elapsed, 2) if elapsed else 0.0
                 row["connections_open"] = most
                 rows.append(row)
                 print(f"  {kind[0]:5} {row['transport']:8} x{tasks:<3} {row['reads_per_s']:8.1f} reads/s", flush=True)
@@ -261,12 +267,14 @@ def main(argv: list[str] | None = None) -> int:
         row["vs_sync_one_thread"] = round(row["reads_per_s"] / baseline, 2) if baseline else None
     print()
     print(f"{'client':7} {'transport':9} {'tasks':>5} {'reads/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'client':>7} "
-          f"{'server':>7} {'conns':>5} {'× sync@1':>9}")
-    print(f"{'':7} {'':9} {'':>5} {'':>9} {'':>8} {'':>8} {'cpu ms':>7} {'cpu ms':>7} {'':>5} {'':>9}")
+          f"{'server':>7} {'client':>7} {'server':>7} {'conns':>5} {'× sync@1':>9}")
+    print(f"{'':7} {'':9} {'':>5} {'':>9} {'':>8} {'':>8} {'cpu ms':>7} {'cpu ms':>7} {'cores':>7} {'cores':>7} "
+          f"{'':>5} {'':>9}")
     for row in rows:
         print(f"{row['client']:7} {row['transport']:9} {row['tasks']:>5} {row['reads_per_s']:>9.1f} "
               f"{row['p50_ms']:>8.2f} {row['p99_ms']:>8.2f} {row['client_cpu_ms_per_read']:>7.3f} "
-              f"{row['server_cpu_ms_per_read']:>7.3f} {row['connections_open']:>5} {row['vs_sync_one_thread']:>9.2f}")
+              f"{row['server_cpu_ms_per_read']:>7.3f} {row['client_core_share']:>7.2f} "
+              f"{row['server_core_share']:>7.2f} {row['connections_open']:>5} {row['vs_sync_one_thread']:>9.2f}")
     async64 = next(r for r in rows if r["client"] == "async" and r["tasks"] == 64)  # the default transport's
     met = (async64["vs_sync_one_thread"] or 0) >= GOAL_RATIO
     print(f"\ngoal: the async client ({async64['transport']}) at 64 tasks ≥ {GOAL_RATIO:g}× the sync client on one "
@@ -280,9 +288,10 @@ def main(argv: list[str] | None = None) -> int:
           f"{most['sync_one_thread_at_best_reads_per_s']} reads/s: the ratio at best {most['ratio_at_best']}×")
     load_after = [round(x, 2) for x in os.getloadavg()]
     print(f"load average (1, 5, 15 min): before {load_before}, after {load_after}")
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    out = args.results
+    out.parent.mkdir(parents=True, exist_ok=True)
     try:
-        results = json.loads(RESULTS.read_text())
+        results = json.loads(out.read_text())
     except (OSError, ValueError):
         results = {}
     runs = results.get("runs") if isinstance(results.get("runs"), dict) else {}
@@ -296,8 +305,8 @@ def main(argv: list[str] | None = None) -> int:
                                "met": met, "transport": async64["transport"],
                                "ceiling": most},
     }
-    RESULTS.write_text(json.dumps({"runs": dict(sorted(runs.items()))}, indent=2) + "\n")
-    print(f"wrote {RESULTS.relative_to(ROOT)}")
+    out.write_text(json.dumps({"runs": dict(sorted(runs.items()))}, indent=2) + "\n")
+    print(f"wrote {out}")
     return 0
 
 
