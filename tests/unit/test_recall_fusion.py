@@ -204,6 +204,18 @@ def test_aspects_are_at_most_four() -> None:
     assert len(aspects("Order these: red apples, green pears, blue plums, ripe figs, sour limes, sweet dates")) == 4
 
 
+def test_an_aspects_nearest_reads_as_near_as_the_whole_questions() -> None:
+    from agentmem.domain.recall import as_near_as
+
+    # a few words are nearer to no message than a question: the aspect's cosines are raised in proportion, so its
+    # nearest reads as near as the whole question's nearest, and its order stays
+    assert as_near_as({"a": 0.3, "b": 0.15, "c": -0.1}, 0.6) == pytest.approx({"a": 0.6, "b": 0.3, "c": -0.2})
+    # never lowered, never raised past the question's own nearest: a question that matches nothing still does not
+    assert as_near_as({"a": 0.5, "b": 0.2}, 0.4) == {"a": 0.5, "b": 0.2}
+    assert as_near_as({"a": 0.1}, 0.0) == {"a": 0.1}
+    assert as_near_as({}, 0.5) == {}
+
+
 def test_rankings_of_the_aspects_take_turns_and_stay_best_first() -> None:
     from agentmem.domain.recall import best_of
 

@@ -338,6 +338,20 @@ def aspects(query: str, *, most: int | None = None, least: int | None = None) ->
     return found[:most] if len(found) >= 2 else []
 
 
+def as_near_as(cosines: Mapping[K, float], nearest: float) -> dict[K, float]:
+    """An aspect's cosine similarities (``aspects``) in proportion, raised so that its nearest is ``nearest``, the
+    whole question's nearest; as they are when theirs is as near already. An aspect is a few words, and a few
+    words are nearer to no message than a question: read against the calibration made for questions, the message
+    an aspect finds nearest reads as barely related, and the words' side fills the aspect's ranking. Raised no
+    higher than the whole question's nearest, an aspect of a question that matches nothing still matches
+    nothing. On the dev half of bench/recall_eval, hybrid R@10 of the order questions 0.735 -> 0.754 (two up, none
+    down), no other kind moved."""
+    top = max(cosines.values(), default=0.0)
+    if top <= 0.0 or nearest <= top:
+        return dict(cosines)
+    return {key: value * nearest / top for key, value in cosines.items()}
+
+
 def first_of_each(ranked: Sequence[tuple[K, float]], same: Callable[[K], Hashable]) -> list[tuple[K, float]]:
     """``ranked`` with only the best-ranked of the candidates ``same`` says are one (identical messages: a line
     said in many sessions, a greeting, a tool's repeated output). Ten copies of one line in a page tell a
