@@ -317,6 +317,19 @@ def test_a_question_naming_two_events_finds_each_of_them(world: World) -> None:
     assert any(seq in seqs for seq in (1, 2, 3, 4))
 
 
+def test_a_question_whether_one_event_came_before_another_finds_each_of_them(world: World) -> None:
+    # Given the same conversation
+    _two_events_journal(world)
+    # When a question asks yes or no whether one of the two events came before the other, without "or"
+    page = world.container.conversations.search_page(
+        world.account, "support", "Did we book seats on the wedding flights to Porto before the train was cancelled?",
+        limit=3)
+    # Then the top holds the message of each event
+    seqs = [h.seq for h in page.items]
+    assert 9 in seqs, [(h.snippet, h.score) for h in page.items]
+    assert any(seq in seqs for seq in (1, 2, 3, 4))
+
+
 def test_deep_keeps_each_event_a_question_names_where_the_model_favours_one(world: World) -> None:
     from agentmem.ports.reranker import Reranker
     from agentmem.services.recall import Reranking

@@ -158,6 +158,21 @@ def test_a_message_borrows_a_share_of_its_neighbours_fused_score_then_the_cut_of
     # a name alone is read with the question's head: alone it would find every message naming her
     ("Whose parcel arrived first, Amara's or Henrik's?",
      ["Whose parcel arrived first", "Whose parcel arrived first Amara's", "Whose parcel arrived first Henrik's"]),
+    # a head that only frames the question names nothing: it is no aspect and lends nothing
+    ("Which came first, the move or the wedding?", ["the move", "the wedding"]),
+    ("What happened first: the leak or the storm?", ["the leak", "the storm"]),
+    # "and" inside one side of "before or after" is part of that side, not one more thing
+    ("Did Max get his exam results before or after Lena and Matthias became a couple?",
+     ["Did Max get his exam results", "Lena and Matthias became a couple"]),
+    # a yes-or-no question whether one thing came before or after another: its two sides, each an event
+    ("Did we ship the beta before the audit?", ["Did we ship the beta", "the audit"]),
+    ("Did we call the plumber right after the leak?", ["Did we call the plumber", "the leak"]),
+    ("Was the vote after Ama was born?", ["Was the vote", "Ama was born"]),
+    # a list asked for in order without a colon: the frame is cut off, "and" ends one more thing
+    ("In what order did we fix the login bug, the billing page and the cache?",
+     ["we fix the login bug", "the billing page", "the cache"]),
+    ("What was the sequence of the outage, the rollback and the post-mortem?",
+     ["the outage", "the rollback", "the post-mortem"]),
 ])
 def test_a_question_naming_things_to_tell_apart_is_searched_by_each(question: str, expected: list[str]) -> None:
     from agentmem.domain.recall import aspects
@@ -171,6 +186,11 @@ def test_a_question_naming_things_to_tell_apart_is_searched_by_each(question: st
     "What did we decide about the Postgres upgrade?",
     "Is it 1,000 or more?",  # one telling word: nothing to tell apart
     "",
+    # "before" / "after" as a time, not a second event: only a yes-or-no question is cut there
+    "How long after the interview did she hear back?",
+    "What did we decide after the meeting?",
+    "What did we decide about the order of the talks?",  # "order" without a list
+    "Did the order ship?",
 ])
 def test_a_question_naming_one_thing_is_one_aspect(question: str) -> None:
     from agentmem.domain.recall import aspects
@@ -182,6 +202,18 @@ def test_aspects_are_at_most_four() -> None:
     from agentmem.domain.recall import aspects
 
     assert len(aspects("Order these: red apples, green pears, blue plums, ripe figs, sour limes, sweet dates")) == 4
+
+
+def test_an_aspects_nearest_reads_as_near_as_the_whole_questions() -> None:
+    from agentmem.domain.recall import as_near_as
+
+    # a few words are nearer to no message than a question: the aspect's cosines are raised in proportion, so its
+    # nearest reads as near as the whole question's nearest, and its order stays
+    assert as_near_as({"a": 0.3, "b": 0.15, "c": -0.1}, 0.6) == pytest.approx({"a": 0.6, "b": 0.3, "c": -0.2})
+    # never lowered, never raised past the question's own nearest: a question that matches nothing still does not
+    assert as_near_as({"a": 0.5, "b": 0.2}, 0.4) == {"a": 0.5, "b": 0.2}
+    assert as_near_as({"a": 0.1}, 0.0) == {"a": 0.1}
+    assert as_near_as({}, 0.5) == {}
 
 
 def test_rankings_of_the_aspects_take_turns_and_stay_best_first() -> None:

@@ -51,6 +51,7 @@ from ..domain.recall import (
     Mode,
     Signals,
     Stage,
+    as_near_as,
     aspects,
     best_of,
     bm25_scale,
@@ -476,6 +477,10 @@ class ConversationService:
                         unread.setdefault(conversation_key, []).append(seq)
                 read(unread)
                 view.cosine = {k: score for k, score in near.items() if k in found}
+            # a thing a question names is a few words, nearer to no message than the whole question: its nearest
+            # reads as near as the question's (domain/recall.py as_near_as)
+            for view in views[1:]:
+                view.cosine = as_near_as(view.cosine, max(views[0].cosine.values(), default=0.0))
             if semantic.fallback is None:
                 stages.append("semantic")
         if how.mode in ("hybrid", "deep") and any(view.keyword for view in views):
