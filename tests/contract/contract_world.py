@@ -72,7 +72,9 @@ def aws_container(settings: Settings, clock: FakeClock, *, create_table: bool = 
     journal = aws_journal(settings)
     # the endpoint and dummy credentials, as botocore reads them, while the client is made
     with mock.patch.dict(os.environ, server.environment()):
-        dynamodb = build_dynamodb_stores(settings, _session(), create_missing_table=create_table, journal=journal)
+        dynamodb = build_dynamodb_stores(settings, _session(), journal=journal)
+    if create_table:  # the adapter's table without its stream (dynamodb_local.create_table says why)
+        dynamodb_local.create_table(dynamodb.client, settings.table)
     stores = Stores(
         accounts=dynamodb.accounts, agents=dynamodb.agents, memories=dynamodb.memories, entries=dynamodb.entries,
         usage=dynamodb.usage, conversations=dynamodb.conversations,

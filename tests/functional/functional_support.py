@@ -164,11 +164,26 @@ def running_aws_server(data_dir: Path) -> Iterator[Server]:
     moto = MotoServer().start()
     try:
         env = aws_environment(moto.url, data_dir)
+        _create_table(env)  # --create-resources finds it made and leaves it: the same table without its stream
         with _serve(["--backend", "aws", "--create-resources"], env, log, AWS_START_TIMEOUT_S) as (base_url, _proc):
             key = (data_dir / "dev-key").read_text().strip()
             yield Server(base_url=base_url, key=key, data_dir=data_dir, log=log, backend="aws", aws_env=env)
     finally:
         moto.stop()
+
+
+def _create_table(env: Mapping[str, str]) -> None:
+    """The server's table, made as the adapter makes it but without its stream (``dynamodb_local.create_table``
+    says why), with the client the server would make."""
+    from unittest import mock
+
+    import boto3
+    import dynamodb_local  # tests/support
+    from agentmem.adapters.aws.dynamodb import dynamodb_client
+
+    with mock.patch.dict(os.environ, env, clear=True):
+        client = dynamodb_client(boto3.Session())
+    dynamodb_local.create_table(client, env["AGENTMEM_TABLE"])
 
 
 def create_account(data_dir: Path, name: str, aws_env: Mapping[str, str] | None = None) -> dict[str, Any]:

@@ -143,7 +143,8 @@ def stack(tmp_path: Path, moto: MotoServer, monkeypatch: pytest.MonkeyPatch) -> 
     journal = S3BlobStore(f"{table}-journal", boto3_client=moto.client("s3"))
     journal.ensure_bucket()
     with mock.patch.dict(os.environ, dynamodb_local.shared().environment()):
-        dynamodb = build_dynamodb_stores(settings, boto3.Session(), create_missing_table=True, journal=journal)
+        dynamodb = build_dynamodb_stores(settings, boto3.Session(), journal=journal)
+    dynamodb_local.create_table(dynamodb.client, table)  # without its stream (dynamodb_local says why)
     workspaces = S3BlobStore(f"{table}-files", boto3_client=moto.client("s3"), boto3_session=session)
     workspaces.ensure_bucket()
     sfn_client = moto.client("stepfunctions")

@@ -58,8 +58,9 @@ def entry_count(stores: DynamoDBStores, now: str) -> int:
     return record.entry_count
 
 
-def test_the_table_is_made_once_with_its_indexes_ttl_and_stream(stores: DynamoDBStores) -> None:
-    # Given the table the fixture made
+def test_the_table_is_made_once_with_its_indexes_ttl_and_stream(adapters_table: DynamoDBStores) -> None:
+    # Given the table the adapter made
+    stores = adapters_table
     settings = Settings(backend="aws", table=stores.models.table)
 
     # When it is asked for again
