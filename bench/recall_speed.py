@@ -45,6 +45,7 @@ import bisect
 import contextlib
 import datetime as dt
 import gc
+import io
 import json
 import os
 import pickle
@@ -278,7 +279,7 @@ class Bench:
     @classmethod
     def resume(cls, data_dir: Path) -> tuple[Bench, Journal]:
         """The bench and journal a run with ``--data-dir`` left in ``data_dir`` (``keep``)."""
-        state = pickle.loads((data_dir / STATE_FILE).read_bytes())
+        state = _StateUnpickler(io.BytesIO((data_dir / STATE_FILE).read_bytes())).load()
         bench = cls(data_dir, state["secret"])
         bench.messages, bench.conversations = state["messages"], state["conversations"]
         bench.journal_vectors_from, bench._in_conversation = state["journal_vectors_from"], state["in_conversation"]
@@ -341,6 +342,15 @@ class Bench:
             self.messages += count
             self._in_conversation += count
         return spent / 1e9
+
+
+class _StateUnpickler(pickle.Unpickler):
+    """The journal's classes are this module's, whether it runs as a script (``__main__``) or is imported."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module in ("__main__", "recall_speed"):
+            module = __name__
+        return super().find_class(module, name)
 
 
 # --- generated journal --------------------------------------------------------------------------------------
