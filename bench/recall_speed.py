@@ -5,6 +5,7 @@ indexing rate and how soon a save is found by meaning.
     .venv/bin/python bench/recall_speed.py --quick        # the journal stops at 100,000 messages (~10 min)
     .venv/bin/python bench/recall_speed.py --max 10000    # stop the journal at 10,000 messages (~2 min)
     .venv/bin/python bench/recall_speed.py --long-share 0 # short messages only (the journal before passages)
+    .venv/bin/python bench/recall_speed.py --quick --data-dir /tmp/j  # keep the journal; run again: search it again
 
 Everything runs in this process, through the services (no HTTP), on one embedded container in a temporary
 data dir, with the configured embedder (the offline default: wordllama, 256 dimensions):
