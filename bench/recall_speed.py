@@ -5,6 +5,7 @@ indexing rate and how soon a save is found by meaning.
     .venv/bin/python bench/recall_speed.py --quick        # the journal stops at 100,000 messages (~10 min)
     .venv/bin/python bench/recall_speed.py --max 10000    # stop the journal at 10,000 messages (~2 min)
     .venv/bin/python bench/recall_speed.py --long-share 0 # short messages only (the journal before passages)
+    .venv/bin/python bench/recall_speed.py --quick --data-dir /tmp/j  # keep the journal; run again: search it again
 
 Everything runs in this process, through the services (no HTTP), on one embedded container in a temporary
 data dir, with the configured embedder (the offline default: wordllama, 256 dimensions):
@@ -42,10 +43,13 @@ from __future__ import annotations
 
 import argparse
 import bisect
+import contextlib
 import datetime as dt
 import gc
+import io
 import json
 import os
+import pickle
 import platform
 import random
 import sqlite3
@@ -84,6 +88,7 @@ FRESH_MEMORY = "fresh"
 COLD_DEADLINE_S = 600.0  # the first query after a catch-up may load the index into memory: let it finish
 MODES = ("hybrid", "keyword", "semantic")
 MIB = 1024 * 1024
+STATE_FILE = "recall_speed_state.pickle"  # what --data-dir keeps to go on from (Bench.keep)
 
 TARGETS = {
     "entry_p50_ms": 10.0,
@@ -244,14 +249,16 @@ def deadline(container: Any, seconds: float) -> Iterator[None]:
 class Bench:
     """One embedded container in ``data_dir``, an account and the benchmark's agent."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, secret: str | None = None) -> None:
         from agentmem.bootstrap import build_container, ensure_default_account
         from agentmem.settings import Settings
 
         self.data_dir = data_dir
         self.container = build_container(Settings(data_dir=data_dir))
         ensure_default_account(self.container)
-        _, secret = self.container.keys.create_account("bench")
+        if secret is None:
+            _, secret = self.container.keys.create_account("bench")
+        self.secret = secret
         self.account = self.container.keys.authenticate("Bearer " + secret)
         self.index = self.container.search_index
         self.embedder = self.container.embedder
@@ -259,6 +266,25 @@ class Bench:
         self.conversations = 0
         self.journal_vectors_from = 0  # the index's vectors before the first message (the entries')
         self._in_conversation = CONVERSATION
+
+    def keep(self, journal: Journal) -> None:
+        """Record what a later run on the same data dir (``--data-dir``) needs to go on: the account's key, the
+        journal's size and its generator (the next messages and the queries' sample)."""
+        state = {"secret": self.secret, "messages": self.messages, "conversations": self.conversations,
+                 "journal_vectors_from": self.journal_vectors_from, "in_conversation": self._in_conversation,
+                 "journal": journal}
+        path = self.data_dir / STATE_FILE
+        path.with_suffix(".tmp").write_bytes(pickle.dumps(state))
+        path.with_suffix(".tmp").replace(path)
+
+    @classmethod
+    def resume(cls, data_dir: Path) -> tuple[Bench, Journal]:
+        """The bench and journal a run with ``--data-dir`` left in ``data_dir`` (``keep``)."""
+        state = _StateUnpickler(io.BytesIO((data_dir / STATE_FILE).read_bytes())).load()
+        bench = cls(data_dir, state["secret"])
+        bench.messages, bench.conversations = state["messages"], state["conversations"]
+        bench.journal_vectors_from, bench._in_conversation = state["journal_vectors_from"], state["in_conversation"]
+        return bench, state["journal"]
 
     def catch_up(self) -> dict[str, Any]:
         """Apply the whole queue, timed; how many queue items it applied and the vectors after."""
@@ -317,6 +343,15 @@ class Bench:
             self.messages += count
             self._in_conversation += count
         return spent / 1e9
+
+
+class _StateUnpickler(pickle.Unpickler):
+    """The journal's classes are this module's, whether it runs as a script (``__main__``) or is imported."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module in ("__main__", "recall_speed"):
+            module = __name__
+        return super().find_class(module, name)
 
 
 # --- generated journal --------------------------------------------------------------------------------------
@@ -756,8 +791,8 @@ def journal_step(bench: Bench, journal: Journal, size: int, seed: int) -> dict[s
     step: dict[str, Any] = {
         "messages": bench.messages, "conversations": bench.conversations, "added": added,
         "added_chars": added_chars, "load_average_before": load_before,
-        "append": {"seconds": round(append_s, 2), "messages_per_s": round(added / append_s, 1),
-                   "chars_per_s": round(added_chars / append_s)},
+        "append": {"seconds": round(append_s, 2), "messages_per_s": round(added / append_s, 1) if append_s else 0,
+                   "chars_per_s": round(added_chars / append_s) if append_s else 0},
         "catch_up": caught | ({"messages_per_s": round(added / caught["seconds"], 1),
                                "chars_per_s": round(added_chars / caught["seconds"])}
                               if caught.get("seconds") else {}),
@@ -1036,6 +1071,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--plot", type=Path, default=ROOT / "docs" / "img" / "recall_latency.png")
     parser.add_argument("--before", type=Path, default=None,
                         help="an earlier results file whose hybrid latency the plot draws in grey")
+    parser.add_argument("--data-dir", type=Path, default=None,
+                        help="build the journal in this data dir and keep it (not a temporary one); when it holds "
+                             "an earlier run's journal, go on from it: no entries, the sizes it holds are only "
+                             "searched again (profile and compare without building again)")
     parser.add_argument("--report", action="store_true",
                         help="run nothing: print the tables of --out and draw its plot again")
     args = parser.parse_args(argv)
@@ -1063,10 +1102,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                                "sizes": sizes, "targets": TARGETS,
                                "long_messages": {"share": args.long_share, "chars": list(long_chars)},
                                "load_average_start": load_average()}
-    with tempfile.TemporaryDirectory(prefix="agentmem-recall-speed-") as tmp:
+    with contextlib.ExitStack() as stack:
+        if args.data_dir is not None:
+            args.data_dir.mkdir(parents=True, exist_ok=True)
+            tmp = str(args.data_dir)
+        else:
+            tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="agentmem-recall-speed-"))
+        resumed = (Path(tmp) / STATE_FILE).exists()
         bench: Bench | None = None
+        journal: Journal | None = None
         try:
-            bench = Bench(Path(tmp))
+            if resumed:
+                bench, journal = Bench.resume(Path(tmp))
+                log(f"going on from {tmp}: {bench.messages:,} messages")
+            else:
+                bench = Bench(Path(tmp))
             if bench.embedder is not None:
                 bench.embedder.warm()
             results["machine"] = machine(bench)
@@ -1075,7 +1125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             results["error"] = failure(error)
             traceback.print_exc()
         corpus = Corpus(args.seed)
-        if bench is not None:
+        if bench is not None and not resumed:
             runs: tuple[tuple[str, Callable[[Bench], dict[str, Any]]], ...] = (
                 ("entries", lambda b: bench_entries(b, corpus, args.seed)),
                 ("freshness", lambda b: bench_freshness(b, corpus)),
@@ -1090,6 +1140,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             journal = Journal(args.seed, args.long_share, long_chars)
             if bench.index is not None and hasattr(bench.index, "vectors"):
                 bench.journal_vectors_from = bench.index.vectors()
+        if bench is not None and journal is not None:
+            if resumed:  # the sizes below what the data dir holds are not measured again
+                sizes = [s for s in sizes if s >= bench.messages] or [bench.messages]
+                results["sizes"], results["resumed_at"] = sizes, bench.messages
             results["journal"] = {"agent": AGENT, "user": USER, "messages_per_append": CHUNK,
                                   "messages_per_conversation": CONVERSATION, "queries_per_size": JOURNAL_QUERIES,
                                   "steps": []}
@@ -1101,6 +1155,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     traceback.print_exc()
                     break
                 step = results["journal"]["steps"][-1]
+                if args.data_dir is not None:
+                    bench.keep(journal)
                 log(f"journal {size:,}: hybrid p50 {step['search']['hybrid'].get('p50_ms')} ms, "
                     f"p99 {step['search']['hybrid'].get('p99_ms')} ms; RSS {step['memory'].get('rss_mb')} MiB, "
                     f"peak {step['memory'].get('peak_rss_mb')} MiB; {step['mix']}")

@@ -655,3 +655,21 @@ def test_messages_at_reads_the_seqs_that_exist_as_a_page_read_finds_them(world: 
     assert found == {2: whole[2], 4: whole[4]}
     assert store(world).messages_at(conv(world, "nobody-here"), [1]) == {}
     assert store(world).messages_at(ref, []) == {}
+
+
+def test_messages_of_reads_the_seqs_of_several_conversations_of_one_pair_at_once(world: World) -> None:
+    # Given two conversations of one agent and user, and one of another user with the same key
+    first, second, other = conv(world, "c1"), conv(world, "c2"), conv(world, "c1", user="bo")
+    append(world, first, *[user(f"first {n}") for n in range(1, 4)])
+    append(world, second, *[assistant(f"second {n}") for n in range(1, 3)])
+    append(world, other, user("not ana's"))
+    whole = {(key, m.seq): m for key, ref in (("c1", first), ("c2", second))
+             for m in store(world).messages(ref, after=0, limit=10)}
+    # When seqs of both are read at once, with repeats, seqs past the end, a seq that cannot be and a conversation
+    # that is not there
+    found = store(world).messages_of(world.account.account_id, "support", "ana",
+                                     {"c1": [3, 1, 1, 7, 0], "c2": [2], "nobody-here": [1]})
+    # Then exactly the existing ones of that agent and user come back, as the journal holds them
+    assert found == {("c1", 1): whole[("c1", 1)], ("c1", 3): whole[("c1", 3)], ("c2", 2): whole[("c2", 2)]}
+    assert store(world).messages_of(world.account.account_id, "support", "bo", {"c2": [1]}) == {}
+    assert store(world).messages_of(world.account.account_id, "support", "ana", {}) == {}

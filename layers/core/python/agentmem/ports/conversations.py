@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..domain.clock import TimeRange
@@ -67,6 +67,17 @@ class ConversationStore(ABC):
             page = self.messages(ref, after=seq - 1, limit=1) if seq > 0 else []
             if page and page[0].seq == seq:
                 found[seq] = page[0]
+        return found
+
+    def messages_of(self, account_id: str, agent: str, user_id: str | None,
+                    wanted: Mapping[str, Sequence[int]]) -> dict[tuple[str, int], Message]:
+        """The messages of these seqs of these conversations (by key) of one agent and user that exist, by
+        (conversation, seq): ``messages_at`` of each conversation, which is what the default does; a store that
+        can read them all at once overrides it."""
+        found: dict[tuple[str, int], Message] = {}
+        for key, seqs in wanted.items():
+            for seq, message in self.messages_at(ConversationRef(account_id, agent, user_id, key), seqs).items():
+                found[(key, seq)] = message
         return found
 
     @abstractmethod

@@ -443,11 +443,9 @@ class ConversationService:
                 found[key], view.keyword[key] = hit.message, hit.score
 
         def read(wanted: dict[str, list[int]]) -> None:
-            for conversation_key, seqs in wanted.items():  # one read a conversation: the journal decides
-                ref = ConversationRef(account, agent_name, user_id, conversation_key)
-                for seq, message in self.store.messages_at(ref, seqs).items():
-                    if when is None or when.holds(message.created_at):  # the journal's time decides
-                        found[(conversation_key, seq)] = message
+            for key, message in self.store.messages_of(account, agent_name, user_id, wanted).items():
+                if when is None or when.holds(message.created_at):  # the journal decides, and its time
+                    found[key] = message
 
         lag = self._index_lag(account, agent_name, user_id, conversation, wanted_mode)
         stages: list[Stage] = []

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -35,6 +35,7 @@ SEARCH_TERM_SHARE = 0.01  # a query word held by more of the messages than this 
 SEARCH_TERM_MIN_MESSAGES = 20_000  # ... once the journal index is this large
 SEARCH_UNSCOPED_SHARE = 0.5  # a pair holding this share of the journal index is searched without its token
 HELD_COUNTS_KEPT = 20_000  # stems whose message counts a store keeps in memory
+READ_PAIRS = 5_000  # (conversation, seq) pairs one statement of messages_of reads
 SEARCH_SCORED = 12_000  # messages one pass of a journal search scores by BM25, at most (about 15 ms)
 
 _MESSAGE_COLUMNS = (
@@ -487,6 +488,24 @@ class SqliteConversationStore(ConversationStore):
             (*_ref_params(ref), *wanted),
         ).fetchall()
         return {int(r["seq"]): _message(r) for r in rows}
+
+    def messages_of(self, account_id: str, agent: str, user_id: str | None,
+                    wanted: Mapping[str, Sequence[int]]) -> dict[tuple[str, int], Message]:
+        """One statement for them all (a search reads back its candidates of tens of conversations): the
+        (conversation, seq) pairs as a JSON list, each looked up by the conversation's key and the seq."""
+        pairs = sorted({(key, s) for key, seqs in wanted.items() for s in seqs if s > 0})
+        found: dict[tuple[str, int], Message] = {}
+        conn = self.db.connection()
+        for begin in range(0, len(pairs), READ_PAIRS):
+            rows = conn.execute(
+                f"SELECT c.key, {_MESSAGE_COLUMNS} FROM json_each(?) j "
+                "CROSS JOIN conversations c ON c.account_id=? AND c.agent=? AND c.user_key=? "
+                "AND c.key = json_extract(j.value, '$[0]') "
+                "CROSS JOIN messages m ON m.conversation_id = c.id AND m.seq = json_extract(j.value, '$[1]')",
+                (json.dumps(pairs[begin : begin + READ_PAIRS]), account_id, agent, _user_key(user_id)),
+            ).fetchall()
+            found.update(((r["key"], int(r["seq"])), _message(r)) for r in rows)
+        return found
 
     def refs_of_user(self, account_id: str, user_id: str) -> list[ConversationRef]:
         return self._refs("account_id=? AND user_key=?", (account_id, user_id))
