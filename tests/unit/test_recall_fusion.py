@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from agentmem.domain.errors import InvalidError
 from agentmem.domain.recall import Calibration, Signals, check_min_score, check_mode, fuse, semantic_relevance
+from hypothesis import given
+from hypothesis import strategies as st
 
 CAL = Calibration(floor=0.1, ceiling=0.6, keyword_weight=0.5, importance_boost=0.1, min_score=0.12)
 
@@ -73,6 +75,39 @@ def test_only_the_best_ranked_of_identical_candidates_is_kept() -> None:
     text = {"a": "ok", "copy-of-a": "ok", "another-copy-of-a": "ok", "b": "thanks", "c": "bye"}
     assert first_of_each(ranked, text.__getitem__) == [("a", 0.9), ("b", 0.7), ("c", 0.5)]
     assert first_of_each([], text.__getitem__) == []
+
+
+def test_a_rough_marker_keeps_the_same_candidates_and_asks_the_exact_one_only_where_two_share_it() -> None:
+    from agentmem.domain.recall import first_of_each
+    from agentmem.domain.text import folded, folded_head
+
+    long = "The migration plan, step by step: " + "copy the table, check the counts, swap the names. " * 40
+    text = {"a": long, "copy-of-a": long.upper().replace(" ", "  \n"), "b": long + " And roll back if it fails.",
+            "c": "bye", "d": "Bye"}
+    ranked = [("a", 0.9), ("copy-of-a", 0.8), ("b", 0.7), ("c", 0.6), ("d", 0.5)]
+    asked: list[str] = []
+
+    def same(key: str) -> str:
+        asked.append(key)
+        return folded(text[key])
+
+    # Given a rough marker (the folded first words), When duplicates are dropped, Then the same are kept as by the
+    # exact marker alone: a copy in other case and spacing goes, a longer text that starts alike stays
+    kept = first_of_each(ranked, same, lambda key: folded_head(text[key]))
+    assert kept == first_of_each(ranked, lambda key: folded(text[key])) == [("a", 0.9), ("b", 0.7), ("c", 0.6)]
+    # and the exact marker was asked only of those whose first words another shares
+    assert asked == ["a", "copy-of-a", "b", "c", "d"]  # (each once: "b" against the kept "a" already asked)
+    asked.clear()
+    assert first_of_each([("a", 0.9), ("c", 0.6)], same, lambda key: folded_head(text[key])) == [("a", 0.9),
+                                                                                                   ("c", 0.6)]
+    assert asked == []
+
+
+@given(st.text(alphabet=st.sampled_from("aB ß\n\tİ\u00a0x"), max_size=400), st.integers(1, 80))
+def test_a_texts_folded_head_is_the_start_of_its_folding(text: str, size: int) -> None:
+    from agentmem.domain.text import folded, folded_head
+
+    assert folded_head(text, size) == folded(text)[:size]
 
 
 def test_a_word_most_messages_hold_is_not_embedded_while_a_telling_word_remains() -> None:

@@ -352,13 +352,26 @@ def as_near_as(cosines: Mapping[K, float], nearest: float) -> dict[K, float]:
     return {key: value * nearest / top for key, value in cosines.items()}
 
 
-def first_of_each(ranked: Sequence[tuple[K, float]], same: Callable[[K], Hashable]) -> list[tuple[K, float]]:
+def first_of_each(
+    ranked: Sequence[tuple[K, float]], same: Callable[[K], Hashable], rough: Callable[[K], Hashable] | None = None,
+) -> list[tuple[K, float]]:
     """``ranked`` with only the best-ranked of the candidates ``same`` says are one (identical messages: a line
     said in many sessions, a greeting, a tool's repeated output). Ten copies of one line in a page tell a
-    reader no more than one, and hide what else matched."""
+    reader no more than one, and hide what else matched. ``rough``: a cheaper marker that is equal for any two
+    ``same`` calls one (a text's first words): ``same`` is asked only of candidates whose rough marker an
+    earlier one has."""
     seen: set[Hashable] = set()
+    unasked: dict[Hashable, list[K]] = {}  # a rough marker's kept candidates that ``same`` was not asked of yet
     kept: list[tuple[K, float]] = []
     for key, score in ranked:
+        if rough is not None:
+            marker = rough(key)
+            if marker not in unasked:
+                unasked[marker] = [key]
+                kept.append((key, score))
+                continue
+            seen.update(same(earlier) for earlier in unasked[marker])
+            unasked[marker] = []
         marker = same(key)
         if marker not in seen:
             seen.add(marker)

@@ -64,6 +64,20 @@ def telling_words(text: str) -> list[str]:
     return [w for w in dict.fromkeys(words(text)) if w not in STOP_WORDS]
 
 
+def folded(text: str) -> str:
+    """``text`` as two texts that say the same read alike: case folded, every run of spaces one space."""
+    return " ".join(text.casefold().split())
+
+
+def folded_head(text: str, size: int = 64) -> str:
+    """``folded(text)[:size]``, read from the text's start alone when that holds enough (a long message's
+    folding costs a pass over all of it, and most texts differ in their first words)."""
+    head = folded(text[: 4 * size])
+    if len(head) < size and len(text) > 4 * size:
+        head = folded(text)
+    return head[:size]
+
+
 def index_text(text: str | None) -> str:
     """What a full-text index holds of ``text``: its words without the stop words, so that a document's length
     counts what it says (BM25's length normalisation) and no function word matches a query."""

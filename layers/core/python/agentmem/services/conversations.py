@@ -69,6 +69,7 @@ from ..domain.rules import check_limit
 from ..domain.search import Query, check_query
 from ..domain.summary_author import covered_through, summariser_of
 from ..domain.surfaces import check_surface, surface_rules
+from ..domain.text import folded, folded_head
 from ..observability import logger
 from ..ports.conversations import ConversationStore
 from ..ports.jobs import Jobs
@@ -508,10 +509,13 @@ class ConversationService:
                                seats, FUSED_NEIGHBOUR_SHARE, calibration.min_score if cut is None else cut)
 
         def same(key: tuple[str, int]) -> tuple[str, str]:
-            return found[key].role, " ".join(message_text(found[key]).casefold().split())
+            return found[key].role, folded(message_text(found[key]))
+
+        def rough(key: tuple[str, int]) -> tuple[str, str]:
+            return found[key].role, folded_head(message_text(found[key]))
 
         rankings = [fused(view) for view in views]
-        ranked = first_of_each(best_of(rankings), same)
+        ranked = first_of_each(best_of(rankings), same, rough)
         answered_mode, fallback = how.mode, how.fallback
 
         def shown(key: tuple[str, int]) -> Passage | None:
@@ -527,7 +531,7 @@ class ConversationService:
             if "rerank" in stages and len(rankings) > 1:
                 # the model reads each candidate against the whole question and fills the top with the thing it
                 # matches best: each thing named keeps taking turns with it, by its own fused ranking
-                ranked = first_of_each(best_of([ranked, *rankings[1:]]), same)
+                ranked = first_of_each(best_of([ranked, *rankings[1:]]), same, rough)
         hits = []
         for key, score in ranked[offset : offset + size]:  # snippets for the page only
             message = found[key]
