@@ -33,7 +33,7 @@ class Reranker(ABC):
         ran out; the passages are given best first, and read in that order. A model that reads every passage
         in one call (a remote endpoint) scores them all: a None from ``rerank`` breaks its contract, and is not
         taken for a passage left unread."""
-        scores = list(self.rerank(query, passages))
+        scores: list[float | None] = list(self.rerank(query, passages))
         if any(score is None for score in scores):
             raise ValueError(f"{self.name} answered None for a passage: rerank scores every passage")
         return scores
