@@ -84,3 +84,5 @@ def test_the_passage_shown_is_the_one_holding_most_query_words_the_semantic_one_
     assert shown is not None and "The invoice for Porto was paid" in shown.of(text)
     assert best_passage(text, [], found[-1]) == found[-1]
     assert best_passage("short text", held) is None
+    # the passages a caller has cut already are the ones chosen from (the same choice)
+    assert best_passage(text, held, cut=found) == shown and best_passage(text, held, cut=found[-1:]) == found[-1]

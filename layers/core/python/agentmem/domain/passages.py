@@ -152,12 +152,14 @@ def long_passages(text: str) -> list[Passage]:
     return found if len(found) > 1 else []
 
 
-def best_passage(text: str, held: Sequence[tuple[int, str]], near: Passage | None = None) -> Passage | None:
+def best_passage(text: str, held: Sequence[tuple[int, str]], near: Passage | None = None, *,
+                 cut: Sequence[Passage] | None = None) -> Passage | None:
     """The passage of a long ``text`` a search hit shows: the one holding most distinct query words (``held``:
     where ``text`` holds which, ``Query.held_at``), the passage the semantic side found nearest (``near``,
     offsets into ``text``) winning a tie and worth half a word; the first on a tie still. None when ``text`` is
-    one passage (its snippet is a window around the first word found)."""
-    found = long_passages(text)
+    one passage (its snippet is a window around the first word found). ``cut``: ``long_passages(text)``, when
+    the caller has it already."""
+    found = long_passages(text) if cut is None else cut
     if not found:
         return None
 

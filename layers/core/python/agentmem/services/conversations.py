@@ -521,9 +521,11 @@ class ConversationService:
         def shown(key: tuple[str, int]) -> Passage | None:
             """A long message's passage that matched: holding most query words, the nearest by meaning on a tie."""
             text = message_text(found[key])
-            if not long_passages(text):
+            cut = long_passages(text)
+            if not cut:
                 return None
-            return best_passage(text, compiled.held_at(text), _semantic_passage(found[key], nearest_passage.get(key)))
+            return best_passage(text, compiled.held_at(text), _semantic_passage(found[key], nearest_passage.get(key)),
+                                cut=cut)
 
         if wanted_mode == "deep":
             answered_mode, fallback, ranked = self._rerank(query, ranked, found, how.mode, how.fallback, stages,
