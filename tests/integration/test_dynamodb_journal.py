@@ -29,7 +29,6 @@ from agentmem.adapters.aws.dynamodb import DynamoDBStores, build_dynamodb_stores
 from agentmem.adapters.aws.dynamodb.conversation_rows import appended, message_row, meta_row, new_state
 from agentmem.adapters.aws.dynamodb.conversations import DynamoConversationStore
 from agentmem.adapters.aws.dynamodb.journal_sealing import JournalSealer
-from agentmem.adapters.aws.dynamodb.table import table_definition
 from agentmem.adapters.aws.s3 import S3BlobStore
 from agentmem.adapters.embedded.embedder import HashingEmbedder
 from agentmem.adapters.embedded.search_index import InMemorySearchIndex
@@ -80,7 +79,9 @@ class Journal:
 
     def __post_init__(self) -> None:
         if not self.stream:
-            create_table_without_stream(self.session, self.settings.table)
+            client = self.session.client("dynamodb", endpoint_url=dynamodb_local.shared().endpoint,
+                                         config=client_config())
+            dynamodb_local.create_table(client, self.settings.table)  # without its stream (it says why)
         self.stores = self.process(create=self.stream)
 
     @property
@@ -107,17 +108,6 @@ class Journal:
         rows = self.stores.models.row.query(pk, self.stores.models.row.sk.startswith(layout.MESSAGE_PREFIX),
                                             consistent_read=True, attributes_to_get=["PK", "SK"])
         return [layout.message_seq(row.sk) for row in rows]
-
-
-def create_table_without_stream(session: boto3.Session, name: str) -> None:
-    """The adapter's table without its stream. DynamoDB Local keeps every stream record (even of a deleted
-    table) and each write to a table with a stream gets slower as they pile up — twenty thousand make the
-    next table's writes several times slower — so only the test that reads the stream has one."""
-    definition = table_definition(name)
-    del definition["StreamSpecification"]
-    client = session.client("dynamodb", endpoint_url=dynamodb_local.shared().endpoint, config=client_config())
-    client.create_table(**definition)
-    client.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 60})
 
 
 def make_journal(moto: MotoServer, index: InMemorySearchIndex | None = None, *, stream: bool = False,
