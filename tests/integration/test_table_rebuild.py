@@ -30,8 +30,6 @@ from agentmem.domain.models import EntryDraft, Layer, MemoryRecord
 from agentmem.ports.search_index import entry_doc_id
 from agentmem.settings import Settings
 
-from tests.integration.test_dynamodb_journal import create_table_without_stream
-
 NOW = "2026-03-02T09:00:00.000000Z"
 LATER = "2026-03-03T09:00:00.000000Z"
 EMBEDDER = HashingEmbedder(32)
@@ -43,7 +41,7 @@ def stores(tmp_path: Path) -> Iterator[DynamoDBStores]:
     table = f"rebuild-{uuid.uuid4().hex[:8]}"
     with mock.patch.dict(os.environ, dynamodb_local.shared().environment()):
         session = boto3.Session()
-        create_table_without_stream(session, table)
+        dynamodb_local.create_table(session.client("dynamodb", config=client_config()), table)
         yield build_dynamodb_stores(Settings(backend="aws", table=table), session,
                                     journal=FileBlobStore(tmp_path / "journal"), index=InMemorySearchIndex(32))
 
