@@ -805,13 +805,16 @@ def journal_step(bench: Bench, journal: Journal, size: int, seed: int) -> dict[s
     def ask(query: str, mode: str) -> Any:
         return search(bench.account, AGENT, query, user=USER, limit=LIMIT, mode=mode)
 
+    graphs = getattr(bench.index, "graphs", None)  # the embedded index's saved graphs (vector_graphs.py)
+    step["saved_graphs_at_start"] = len(graphs.partitions()) if graphs is not None else None
     with deadline(bench.container, COLD_DEADLINE_S):
         start = time.perf_counter()
         cold = ask(queries[0], "hybrid")
         step["cold_ms"] = round((time.perf_counter() - start) * 1000, 2)
         step["cold_answered"] = answered_as(cold)
     step["after_cold"] = memory_mb()
-    log(f"journal: cold query {step['cold_ms']} ms; {len(queries)} queries × {len(MODES)} modes")
+    log(f"journal: cold query {step['cold_ms']} ms ({step['saved_graphs_at_start']} saved graphs at the start); "
+        f"{len(queries)} queries × {len(MODES)} modes")
     step["search"] = run_queries(ask, queries, MODES)
     gc.collect()
     try:
@@ -819,6 +822,12 @@ def journal_step(bench: Bench, journal: Journal, size: int, seed: int) -> dict[s
     except Exception as error:
         step["profile"] = {"error": failure(error)}
     step["memory"] = memory_mb()
+    saving = getattr(bench.index, "save_graphs", None)
+    if callable(saving):  # as `agentmem serve` does as it stops: a process that starts loads them, not builds them
+        step["graphs_saved"] = saving(force=True)
+        for row in step["graphs_saved"]:
+            log(f"journal: saved a graph of {row['vectors']:,} vectors ({row['bytes'] / 2**20:,.0f} MiB) "
+                f"in {row['seconds']} s")
     step["disk_mb"] = disk_mb(bench.data_dir)
     return step
 

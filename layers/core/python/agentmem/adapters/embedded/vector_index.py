@@ -40,7 +40,7 @@ import sys
 import threading
 import time
 from array import array
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -65,6 +65,7 @@ from ...ports.search_index import (
 )
 from .database import Database
 from .private_files import open_private_file
+from .vector_graphs import GraphFiles
 
 if TYPE_CHECKING:
     from .minilm_states import TokenStates
@@ -95,6 +96,14 @@ KEEP_REMOVALS = 100_000  # removals logged at most; a process further behind rel
 # 4,200/s, recall@10 0.870, 96 not found. (Two threads at 64 were faster still, but recall fell to 0.836.)
 GRAPH_THREADS = 2
 GRAPH_EXPANSION_ADD = 96
+GRAPH_EXPANSION_SEARCH = 128
+# A graph is saved (vector_graphs.py) when it is built, and again once it has grown by SAVE_GROWTH of its rows
+# (at least SAVE_MIN_ROWS): two million vectors take seconds to write, while a graph brought up to date on
+# load adds a few thousand a second. One that lost vectors has its files removed at once (what was erased does
+# not stay on disk) and is saved again SAVE_DELAY_S later, so a stream of removals costs one save that often.
+SAVE_GROWTH = 0.1
+SAVE_MIN_ROWS = 50_000
+SAVE_DELAY_S = 300.0
 Vectors = np.ndarray[Any, np.dtype[np.float32]]
 PART_SPAN = 1 << 8  # a row's key in a partition: source × PART_SPAN + part (domain.passages.MAX_PASSAGES < it)
 PASSAGE_ROWS = 3  # a journal query reads this many nearest rows per message asked for (passages of one message)
@@ -158,6 +167,9 @@ class _Partition:
     node_more: dict[int, list[int]] = field(default_factory=dict)  # a node's other rows
     node_by_key: dict[int, int] = field(default_factory=dict)
     node_key: array[int] = field(default_factory=lambda: array("Q"))  # each node's key
+    changes: int = 0  # rows added or dropped since it was loaded
+    saved_at: int | None = None  # ``changes`` when its saved graph was written (None: no saved file is like it)
+    unsaved_since: float = 0.0  # when it stopped being like its saved file (time.monotonic; 0: since it was built)
 
     def __post_init__(self) -> None:
         if self.matrix is None and self.graph is None:
@@ -197,6 +209,7 @@ class _Partition:
             self.by_source.setdefault(int(incoming[offset]), []).append(start + offset)
         self.seqs = np.concatenate([self.seqs, np.asarray(seqs, dtype=np.int64)])
         self.alive = np.concatenate([self.alive, np.ones(len(incoming), dtype=bool)])
+        self.changes += len(incoming)
         nodes, fresh, offsets = self._nodes_for(start, vectors)
         self.node_of = np.concatenate([self.node_of, nodes])
         if self.graph is not None:
@@ -242,6 +255,7 @@ class _Partition:
     def _drop(self, rows: np.ndarray[Any, np.dtype[np.int64]]) -> None:
         """Rows gone: a node none of whose rows is alive leaves the graph, and its key is forgotten."""
         self.alive[rows] = False
+        self.changes += len(rows)
         gone: list[int] = []
         for node in {int(n) for n in self.node_of[rows]}:
             if not any(self.alive[r] for r in self._rows_of(node)):
@@ -262,12 +276,56 @@ class _Partition:
 
         assert self.matrix is not None
         graph = Index(ndim=self.dimension, metric="ip", dtype="f16", connectivity=16,
-                      expansion_add=GRAPH_EXPANSION_ADD, expansion_search=128)
+                      expansion_add=GRAPH_EXPANSION_ADD, expansion_search=GRAPH_EXPANSION_SEARCH)
         nodes = np.flatnonzero(np.array(self.node_first, dtype=np.int64) >= 0)
         for begin in range(0, nodes.size, LOAD_CHUNK):
             chunk = nodes[begin : begin + LOAD_CHUNK]
             graph.add(chunk, self.matrix[chunk], threads=GRAPH_THREADS)
         self.graph, self.matrix = graph, None
+
+    def due(self, now: float) -> bool:
+        """Whether its graph should be saved (again): one never saved, or unlike its file for SAVE_DELAY_S, or
+        grown by SAVE_GROWTH of its rows (at least SAVE_MIN_ROWS) since it was saved."""
+        if self.graph is None:
+            return False
+        if self.saved_at is None:
+            return now - self.unsaved_since >= SAVE_DELAY_S or not self.unsaved_since
+        return self.changes - self.saved_at >= max(SAVE_MIN_ROWS, SAVE_GROWTH * len(self.sources))
+
+    def arrays(self) -> dict[str, np.ndarray[Any, Any]]:
+        """What it holds beside its graph, as arrays (``vector_graphs.py``): rows, nodes and the rows' labels
+        (each distinct label once)."""
+        distinct: dict[str, int] = {}
+        label_of = np.fromiter((distinct.setdefault(label, len(distinct)) for label in self.labels), dtype=np.int64,
+                               count=len(self.labels))
+        return {"sources": self.sources, "parts": self.parts, "seqs": self.seqs, "alive": self.alive,
+                "node_of": self.node_of, "node_first": np.array(self.node_first, dtype=np.int64),
+                "node_key": np.array(self.node_key, dtype=np.uint64), "label_of": label_of,
+                "label_values": np.array(list(distinct), dtype=str)}
+
+    @classmethod
+    def from_saved(cls, name: str, dimension: int, arrays: Mapping[str, np.ndarray[Any, Any]], graph: Any,
+                   ) -> _Partition:
+        """The partition ``arrays`` and ``graph`` were saved from, with the lookups made of them again."""
+        graph.expansion_add, graph.expansion_search = GRAPH_EXPANSION_ADD, GRAPH_EXPANSION_SEARCH
+        part = cls(name, dimension, graph=graph)
+        part.sources, part.parts = arrays["sources"].astype(np.int64), arrays["parts"].astype(np.int64)
+        part.seqs, part.alive = arrays["seqs"].astype(np.int64), arrays["alive"].astype(bool)
+        part.node_of = arrays["node_of"].astype(np.int64)
+        firsts = arrays["node_first"].astype(np.int64)
+        part.node_first, part.node_key = array("q", firsts.tobytes()), array("Q", arrays["node_key"].tobytes())
+        values = [sys.intern(str(v)) for v in arrays["label_values"]]
+        label_of = arrays["label_of"]
+        part.labels = [values[i] for i in label_of.tolist()]
+        rows = np.arange(len(part.sources), dtype=np.int64)
+        part.by_label = _groups(label_of, rows, lambda i: values[i])
+        part.by_source = _groups(part.sources, rows, int)
+        live = firsts >= 0
+        part.node_by_key = dict(zip(arrays["node_key"][live].tolist(), np.flatnonzero(live).tolist(), strict=True))
+        first_of_row = firsts[part.node_of] if len(part.node_of) else firsts[:0]
+        more = (first_of_row >= 0) & (first_of_row != rows)
+        part.node_more = _groups(part.node_of[more], rows[more], int)
+        return part
 
     def nearest(self, query: Vectors, k: int, rows: np.ndarray[Any, np.dtype[np.int64]] | None = None,
                 vectors: Vectors | None = None) -> list[tuple[float, int]]:
@@ -318,6 +376,8 @@ class SqliteVectorIndex(SearchIndex):
         self.db = db
         self.embedder = embedder
         self._partitions: dict[str, _Partition] = {}
+        self._loading: dict[str, threading.Lock] = {}  # one thread loads a partition; others wait for that one
+        self.graphs = GraphFiles(db.path.with_name(db.path.name + ".graphs"))  # large partitions kept on disk
         self._seen = 0  # the newest vector row the loaded partitions hold (ids only grow: AUTOINCREMENT)
         self._removed = 0  # the newest removal they have applied (``vector_removals``, AUTOINCREMENT too)
         self._lock = threading.Lock()  # the in-memory partitions
@@ -404,6 +464,7 @@ class SqliteVectorIndex(SearchIndex):
                  or known[(d.kind, d.source, d.part)][0] != d.partition]
         vectors = self._embed([d.text for d in fresh])
         gone = [key for key in known if key not in present]  # gone, or a part the message no longer has
+        replaced = [key for d in fresh if (key := (d.kind, d.source, d.part)) in known]
         with self.db.write() as write:
             # a vector moving to another partition leaves its old one through the removal log (a REPLACE fires
             # no delete trigger)
@@ -419,6 +480,9 @@ class SqliteVectorIndex(SearchIndex):
             write.execute("DELETE FROM index_queue WHERE id <= ?", (last,))
             write.execute("DELETE FROM vector_removals WHERE id <= (SELECT max(id) FROM vector_removals) - ?",
                           (KEEP_REMOVALS,))
+        # a saved graph still holding a vector that left the index (gone, moved or replaced) is removed at once
+        for partition in {known[key][0] for key in gone} | {known[key][0] for key in replaced}:
+            self.graphs.forget(partition)
         self._refresh()
         return len(queued)
 
@@ -441,28 +505,33 @@ class SqliteVectorIndex(SearchIndex):
             "SELECT (SELECT coalesce(max(id), 0) FROM vectors), (SELECT coalesce(max(id), 0) FROM vector_removals)"
         ).fetchone()
         with self._lock:
-            if newest <= self._seen and removed <= self._removed:
-                return
-            if self._partitions and removed > self._removed:
-                self._apply_removals(conn, removed)
-            if self._partitions and newest > self._seen:
-                cursor = conn.execute(
-                    "SELECT partition, source, part, label, seq, vector FROM vectors WHERE id > ? AND id <= ? "
-                    "AND embedder=? "
-                    "ORDER BY id", (self._seen, newest, self.embedder.name),
-                )
-                while rows := cursor.fetchmany(LOAD_CHUNK):
-                    by_partition: dict[str, list[tuple[Any, ...]]] = {}
-                    for row in rows:
-                        if row[0] in self._partitions:
-                            by_partition.setdefault(row[0], []).append(row)
-                    for name, found in by_partition.items():
-                        _add_rows(self._partitions[name], found, self.dimension)
-            self._seen, self._removed = max(newest, self._seen), removed
+            self._refresh_locked(conn, newest, removed)
+
+    def _refresh_locked(self, conn: sqlite3.Connection, newest: int, removed: int) -> None:
+        """``_refresh`` with the partitions' lock held, to ``newest`` vector and ``removed`` removal."""
+        if newest <= self._seen and removed <= self._removed:
+            return
+        if self._partitions and removed > self._removed:
+            self._apply_removals(conn, removed)
+        if self._partitions and newest > self._seen:
+            cursor = conn.execute(
+                "SELECT partition, source, part, label, seq, vector FROM vectors WHERE id > ? AND id <= ? "
+                "AND embedder=? "
+                "ORDER BY id", (self._seen, newest, self.embedder.name),
+            )
+            while rows := cursor.fetchmany(LOAD_CHUNK):
+                by_partition: dict[str, list[tuple[Any, ...]]] = {}
+                for row in rows:
+                    if row[0] in self._partitions:
+                        by_partition.setdefault(row[0], []).append(row)
+                for name, found in by_partition.items():
+                    _add_rows(self._partitions[name], found, self.dimension)
+        self._seen, self._removed = max(newest, self._seen), removed
 
     def _apply_removals(self, conn: sqlite3.Connection, removed: int) -> None:
         """Drop from the loaded partitions the vectors removed after ``_removed`` up to ``removed``; when the log
-        no longer goes back that far (``KEEP_REMOVALS``), forget the partitions: they are loaded again."""
+        no longer goes back that far (``KEEP_REMOVALS``), forget the partitions: they are loaded again. A
+        partition that lost vectors is no longer like its saved graph (``_unsaved``)."""
         rows = conn.execute("SELECT partition, source, part FROM vector_removals WHERE id > ? AND id <= ?",
                             (self._removed, removed)).fetchall()
         if len(rows) != removed - self._removed:
@@ -476,6 +545,7 @@ class SqliteVectorIndex(SearchIndex):
                 parts.append(int(part))
         for name, (sources, parts) in by_partition.items():
             self._partitions[name].remove(sources, parts)
+        self._unsaved(by_partition)
 
     def _entry_docs(self, rowids: Sequence[int]) -> list[_Doc]:
         if not rowids:
@@ -720,19 +790,149 @@ class SqliteVectorIndex(SearchIndex):
         return np.stack([np.frombuffer(blobs[(s, p)], dtype=np.float32) for s, p in zip(sources, parts, strict=True)])
 
     def _partition(self, name: str) -> _Partition | None:
+        """The partition, loaded on its first query: from its saved graph when there is one (``vector_graphs.py``),
+        else from the database; then brought up to date as the loaded ones are. One thread loads it, and a query
+        of it waits for that one; the queries of other partitions do not."""
         with self._lock:
             cached = self._partitions.get(name)
             if cached is not None:
                 return cached
+            loading = self._loading.setdefault(name, threading.Lock())
+        with loading:
+            with self._lock:
+                cached = self._partitions.get(name)
+                if cached is not None:
+                    return cached
+            started = time.monotonic()
+            part, how = self._load_saved(name), "saved graph"
+            if part is None:
+                part, how = self._build(name), "database"
+            with self._lock:
+                self._partitions[name] = part
+                self._loading.pop(name, None)
+            if part.graph is not None:
+                logger.info("a large partition of the semantic index was loaded", extra={
+                    "partition": name, "vectors": part.size, "source": how,
+                    "seconds": round(time.monotonic() - started, 3)})
+            return part
+
+    def _load_saved(self, name: str) -> _Partition | None:
+        """The partition from its saved graph, brought up to date (None: none saved, or not usable)."""
+        saved = self.graphs.load(name, embedder=self.embedder.name, dimension=self.dimension)
+        if saved is None:
+            return None
+        try:
+            part = _Partition.from_saved(name, self.dimension, saved.arrays, saved.graph)
+        except (KeyError, ValueError, IndexError):
+            logger.exception("a saved graph's arrays do not fit together: it is built again", extra={"partition": name})
+            self.graphs.forget(name)
+            return None
+        part.saved_at = 0
+        if not self._bring_up(part, saved.seen, saved.removed):
+            logger.info("the removal log no longer reaches back to a saved graph: it is built again",
+                        extra={"partition": name})
+            self.graphs.forget(name)
+            return None
+        return part
+
+    def _build(self, name: str) -> _Partition:
+        """The partition from the database's vectors, brought up to date."""
+        while True:
+            with self._lock:
+                seen, removed = self._seen, self._removed
             part = _Partition(name, self.dimension)
             cursor = self.db.connection().execute(
                 "SELECT partition, source, part, label, seq, vector FROM vectors WHERE partition=? AND embedder=? "
-                "AND id <= ? ORDER BY id", (name, self.embedder.name, self._seen),
+                "AND id <= ? ORDER BY id", (name, self.embedder.name, seen),
             )
             while rows := cursor.fetchmany(LOAD_CHUNK):
                 _add_rows(part, rows, self.dimension)
-            self._partitions[name] = part
-            return part
+            if self._bring_up(part, seen, removed):
+                return part
+
+    def _bring_up(self, part: _Partition, seen: int, removed: int) -> bool:
+        """Bring a partition not yet loaded, which holds the vectors up to row ``seen`` and removal ``removed``,
+        to where the loaded ones are: most of the way without the lock (queries of other partitions go on), the
+        rest with it. False when the removal log no longer reaches back to ``removed``."""
+        conn = self.db.connection()
+        with self._lock:
+            to = (self._seen, self._removed)
+        if not self._bring(conn, part, (seen, removed), to):
+            return False
+        with self._lock:
+            if to < (self._seen, self._removed) and not self._bring(conn, part, to, (self._seen, self._removed)):
+                return False
+        return True
+
+    def _bring(self, conn: sqlite3.Connection, part: _Partition, at: tuple[int, int], to: tuple[int, int]) -> bool:
+        """Apply to ``part`` the removals, then the vectors, after ``at`` up to ``to`` (row, removal): as
+        ``_refresh`` does for the loaded partitions."""
+        (seen, removed), (to_seen, to_removed) = at, to
+        if to_removed > removed:
+            logged = int(conn.execute("SELECT count(*) FROM vector_removals WHERE id > ? AND id <= ?",
+                                      (removed, to_removed)).fetchone()[0])
+            if logged != to_removed - removed:
+                return False
+            gone = conn.execute("SELECT source, part FROM vector_removals WHERE id > ? AND id <= ? AND partition = ?",
+                                (removed, to_removed, part.name)).fetchall()
+            if gone:  # (a graph saved by a process that had not applied them yet: its files go too)
+                part.remove([int(r[0]) for r in gone], [int(r[1]) for r in gone])
+                part.saved_at, part.unsaved_since = None, time.monotonic()
+                self.graphs.forget(part.name)
+        if to_seen > seen:
+            cursor = conn.execute(
+                "SELECT partition, source, part, label, seq, vector FROM vectors WHERE partition=? AND embedder=? "
+                "AND id > ? AND id <= ? ORDER BY id", (part.name, self.embedder.name, seen, to_seen),
+            )
+            while rows := cursor.fetchmany(LOAD_CHUNK):
+                _add_rows(part, rows, self.dimension)
+        return True
+
+    def _unsaved(self, names: Iterable[str]) -> None:
+        """These partitions lost vectors: their saved graphs are removed (what was erased does not stay on disk),
+        and those loaded are saved again later (``_Partition.due``). Called with the lock held."""
+        now = time.monotonic()
+        for name in names:
+            self.graphs.forget(name)
+            part = self._partitions.get(name)
+            if part is not None:
+                part.saved_at, part.unsaved_since = None, now
+
+    def load_saved(self) -> int:
+        """Load every partition that has a saved graph (``agentmem serve``'s indexer, as it starts: the first
+        queries find them loaded); how many."""
+        names = self.graphs.partitions()
+        for name in names:
+            self._partition(name)
+        return len(names)
+
+    def save_graphs(self, *, force: bool = False) -> list[dict[str, Any]]:
+        """Save the graphs of the loaded partitions that are due (``_Partition.due``; ``force``: every one changed
+        since it was saved, as a process stops); what was saved: partition, vectors, bytes and seconds."""
+        saved: list[dict[str, Any]] = []
+        with self._lock:
+            names = [name for name, part in self._partitions.items() if part.graph is not None]
+        for name in names:
+            with self._lock:  # (a query of it waits the few seconds a save of millions of vectors takes)
+                part = self._partitions.get(name)
+                if part is None or not (part.due(time.monotonic())
+                                        or (force and part.graph is not None and part.saved_at != part.changes)):
+                    continue
+                started = time.monotonic()
+                try:
+                    written = self.graphs.save(name, part.arrays(), part.graph, seen=self._seen,
+                                               removed=self._removed, embedder=self.embedder.name,
+                                               dimension=self.dimension)
+                except OSError:
+                    logger.exception("a graph of the semantic index could not be saved", extra={"partition": name})
+                    part.unsaved_since = time.monotonic()  # tried again SAVE_DELAY_S later
+                    continue
+                part.saved_at = part.changes
+            row = {"partition": name, "vectors": part.size, "bytes": written,
+                   "seconds": round(time.monotonic() - started, 3)}
+            logger.info("a graph of the semantic index was saved", extra=row)
+            saved.append(row)
+        return saved
 
     def reindex(self, *, memory: str | None = None, journal: bool = False) -> int:
         """Queue entries (of one memory) and/or messages again, and forget vectors of other embedders: after a
@@ -749,6 +949,7 @@ class SqliteVectorIndex(SearchIndex):
             queued = int(conn.execute("SELECT count(*) FROM index_queue").fetchone()[0]) - before
         with self._lock:
             self._partitions.clear()
+            self.graphs.forget_all()
         return queued
 
 
@@ -762,6 +963,17 @@ def _add_rows(part: _Partition, rows: Sequence[tuple[Any, ...]], dimension: int)
     """Rows of (partition, source, part, label, seq, vector) added to ``part``."""
     vectors = np.frombuffer(b"".join(r[5] for r in rows), dtype=np.float32).reshape(len(rows), dimension)
     part.add([r[1] for r in rows], [r[3] for r in rows], [r[4] or 0 for r in rows], vectors, [r[2] for r in rows])
+
+
+def _groups(keys: np.ndarray[Any, Any], rows: np.ndarray[Any, np.dtype[np.int64]], key: Any) -> dict[Any, list[int]]:
+    """``rows`` grouped by their ``keys`` (each group in ascending order), a group's key made by ``key``."""
+    if not len(rows):
+        return {}
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    groups = np.split(rows[order], starts[1:])
+    return {key(k): group.tolist() for k, group in zip(ordered[starts].tolist(), groups, strict=True)}
 
 
 def _partition_names(filters: Filters) -> list[str]:
@@ -795,11 +1007,16 @@ class IndexWorker:
             self._thread.start()
 
     def stop(self) -> None:
+        """Stop the thread, and save the graphs changed since they were saved: the next start loads them."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None
         self.index.background = False
+        try:
+            self.index.save_graphs(force=True)
+        except Exception:  # stopping goes on: the next start builds what it cannot load
+            logger.exception("the semantic index's graphs could not be saved as the indexer stopped")
 
     def _quiet(self) -> None:
         """Reading ahead, between two layers of the model: until no query runs nor has for READ_AHEAD_QUIET_S
@@ -814,20 +1031,27 @@ class IndexWorker:
             self.index.wait_for_queries(WORKER_YIELD_S)
 
     def _run(self) -> None:
-        """Small batches (WORKER_BATCH), and between two of them the queries running now go first: a query never
-        waits for the indexer (it answers over what is indexed), and the indexer leaves it the CPU. Caught up, it
-        reads the token states of the journal's new messages for mode=deep (``read_ahead``), a few hundred tokens
-        at a time, the vectors still first and queries before both."""
+        """First the partitions with saved graphs are loaded. Then small batches (WORKER_BATCH), and between two of
+        them the queries running now go first: a query never waits for the indexer (it answers over what is
+        indexed), and the indexer leaves it the CPU. Caught up, it reads the token states of the journal's new
+        messages for mode=deep (``read_ahead``), a few hundred tokens at a time, the vectors still first and
+        queries before both; and saves the graphs that are due (``SqliteVectorIndex.save_graphs``)."""
         ahead = self.index.read_ahead
         if ahead is not None:
             ahead.pause = self._quiet
             ahead.yielding = lambda: self._stop.is_set() or self.index.pending() > 0
+        try:  # the partitions whose graphs were saved are loaded before the first queries ask for them
+            self.index.load_saved()
+        except Exception:  # each is built from the database on its first query instead
+            logger.exception("the semantic index's saved graphs could not be loaded")
         while not self._stop.is_set():
             self.index.wait_for_queries(WORKER_YIELD_S)
             try:
                 applied = self.index.catch_up(WORKER_BATCH)
                 if not applied and ahead is not None:
                     applied = ahead.read_some()
+                if not applied:  # caught up: the graphs grown or changed enough since they were saved
+                    self.index.save_graphs()
             except Exception:  # a bad moment (a locked database, a failing embedder): try again shortly
                 logger.exception("the semantic indexer could not catch up")
                 applied = 0

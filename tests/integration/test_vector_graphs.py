@@ -1,0 +1,293 @@
+"""Large partitions of the embedded semantic index kept on disk (adapters/embedded/vector_graphs.py): a process that
+starts loads a saved graph instead of building it, brings it up to date with what was written and removed since,
+answers as a graph built from the database would, never keeps on disk what was erased, never uses a graph it
+cannot trust, and does not hold up the queries of other partitions while one loads."""
+
+from __future__ import annotations
+
+import stat
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from agentmem.adapters.embedded import vector_index
+from agentmem.adapters.embedded.vector_graphs import GraphFiles
+from agentmem.adapters.embedded.vector_index import IndexWorker, SqliteVectorIndex, message_partition
+from agentmem.bootstrap import Container, build_container
+from agentmem.domain.conversations import MessageDraft
+from agentmem.domain.models import Principal
+from agentmem.services.agents import AgentSettings
+from agentmem.settings import Settings
+
+TOPICS = ["invoice", "parcel", "password", "wedding", "holiday", "printer", "salary", "dentist", "garden", "train"]
+QUERIES = ["the dentist of team 3", "a parcel that never came", "salary of team 5", "holiday in the garden",
+           "printer password"]
+SETTINGS: dict[str, Any] = {"embedder": "hashing", "embedding_dimension": 64}
+
+
+@pytest.fixture(autouse=True)
+def small_graphs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(vector_index, "ANN_THRESHOLD", 100)  # a partition of a few hundred vectors is a graph
+
+
+def start(data_dir: Path) -> tuple[Container, SqliteVectorIndex]:
+    """A process on ``data_dir``: its own container, connections and partitions."""
+    container = build_container(Settings(data_dir=data_dir, **SETTINGS))
+    index = container.search_index
+    assert isinstance(index, SqliteVectorIndex)
+    return container, index
+
+
+def first_process(data_dir: Path, conversations: int = 6) -> tuple[Container, Principal, SqliteVectorIndex]:
+    container, index = start(data_dir)
+    _, secret = container.keys.create_account("acme")
+    account = container.keys.authenticate("Bearer " + secret)
+    container.agents.put(account, "support", AgentSettings())
+    for c in range(conversations):
+        write(container, account, f"c{c}", c)
+    index.catch_up()
+    return container, account, index
+
+
+def write(container: Container, account: Principal, conversation: str, seed: int, count: int = 40) -> None:
+    drafts = [MessageDraft("user", f"Message {seed}-{n} is about the {TOPICS[(seed * 7 + n) % 10]} of team {n % 7}.")
+              for n in range(count)]
+    container.conversations.append(account, "support", conversation, drafts, user="ana")
+
+
+def scope(account: Principal) -> dict[str, Any]:
+    return {"kind": "message", "account": account.account_id, "agent": "support", "user": "ana"}
+
+
+def answers(container: Container, index: SqliteVectorIndex, account: Principal) -> list[list[tuple[str, float]]]:
+    """Each query's nearest messages, with their scores."""
+    out = []
+    for text in QUERIES:
+        vector = container.embedder.embed_one(text)  # type: ignore[union-attr]
+        hits = index.query(None, vector, {**scope(account), "embedder": index.embedder.name}, 10)
+        out.append([(h.doc_id, round(h.score, 4)) for h in hits])
+    return out
+
+
+def loaded(index: SqliteVectorIndex, account: Principal) -> vector_index._Partition:
+    return index._partitions[message_partition(account.account_id, "support", "ana")]
+
+
+def files(data_dir: Path) -> list[Path]:
+    directory = data_dir / "agentmem.db.graphs"
+    return sorted(directory.iterdir()) if directory.is_dir() else []
+
+
+def agrees_with_exact(found: list[list[tuple[str, float]]], container: Container, index: SqliteVectorIndex,
+                      account: Principal) -> bool:
+    """Whether each query's nearest messages are, but for a graph's few misses, the exact nearest of the vectors
+    the database holds (a graph built again may miss others: its build is not deterministic)."""
+    rows = index.db.connection().execute("SELECT source, vector FROM vectors WHERE partition = ?",
+                                         (message_partition(account.account_id, "support", "ana"),)).fetchall()
+    sources = [f"message:{row[0]}" for row in rows]
+    matrix = np.stack([np.frombuffer(row[1], dtype=np.float32) for row in rows])
+    for text, hits in zip(QUERIES, found, strict=True):
+        scores = matrix @ np.asarray(container.embedder.embed_one(text), dtype=np.float32)  # type: ignore[union-attr]
+        exact = {sources[i] for i in np.argsort(-scores)[:10]}
+        if len(exact & {doc for doc, _ in hits}) < 8:
+            return False
+    return True
+
+
+def test_a_saved_graph_is_loaded_by_the_next_process_and_answers_as_the_built_one(tmp_path: Path) -> None:
+    # Given a process that built a partition's graph on its first query and saved it
+    container, account, index = first_process(tmp_path)
+    before = answers(container, index, account)
+    assert loaded(index, account).graph is not None
+    (saved,) = index.save_graphs()
+    assert saved["vectors"] == 240 and saved["bytes"] > 0
+    # Then its files are the owner's alone, and nothing is left to save
+    assert sorted(p.suffix for p in files(tmp_path)) == [".npz", ".usearch"]
+    assert stat.S_IMODE((tmp_path / "agentmem.db.graphs").stat().st_mode) == 0o700
+    assert {stat.S_IMODE(p.stat().st_mode) for p in files(tmp_path)} == {0o600}
+    assert index.save_graphs(force=True) == []
+    # When another process starts and asks the same questions
+    other, other_index = start(tmp_path)
+    after = answers(other, other_index, account)
+    # Then it loaded the saved graph (not the database's vectors), and answers as the first did
+    assert loaded(other_index, account).saved_at == 0
+    assert after == before
+    assert agrees_with_exact(after, other, other_index, account)
+
+
+def saved(data_dir: Path) -> tuple[Container, Principal, SqliteVectorIndex, list[list[tuple[str, float]]]]:
+    """A process that built a partition's graph on its first query, and saved it; what it answered."""
+    container, account, index = first_process(data_dir)
+    expected = answers(container, index, account)
+    assert len(index.save_graphs()) == 1
+    return container, account, index, expected
+
+
+def found_conversations(found: list[list[tuple[str, float]]], index: SqliteVectorIndex) -> set[str]:
+    ids = [int(doc.split(":")[1]) for query in found for doc, _ in query]
+    rows = index.db.connection().execute(
+        f"SELECT c.key FROM messages m JOIN conversations c ON c.id = m.conversation_id WHERE m.id IN "
+        f"({','.join('?' * len(ids))})", ids).fetchall()
+    return {row[0] for row in rows}
+
+
+def test_a_saved_graph_is_brought_up_to_date_with_what_was_written_since(tmp_path: Path) -> None:
+    container, account, _, _ = saved(tmp_path)
+    # When messages are written after the save
+    write(container, account, "late", 11)
+    # Then the next process loads the saved graph, adds the new messages to it, and answers as a built one
+    other, other_index = start(tmp_path)
+    after = answers(other, other_index, account)
+    part = loaded(other_index, account)
+    assert part.saved_at == 0 and part.changes == 40 and part.size == 280
+    assert "late" in found_conversations(after, other_index)
+    assert agrees_with_exact(after, other, other_index, account)
+
+
+def test_an_erasure_removes_the_saved_graph_at_once_whichever_process_applies_it(tmp_path: Path) -> None:
+    container, account, _, _ = saved(tmp_path)
+    # When a process that does not hold the partition applies a conversation's erasure
+    container.conversations.delete(account, "support", "c2", user="ana", purge=True)
+    _, applier = start(tmp_path)
+    applier.catch_up()
+    # Then the saved graph, which holds the erased messages' vectors, is gone from the disk
+    assert files(tmp_path) == []
+    # And the next process builds the partition without them
+    other, other_index = start(tmp_path)
+    after = answers(other, other_index, account)
+    assert loaded(other_index, account).saved_at is None and loaded(other_index, account).size == 200
+    assert "c2" not in found_conversations(after, other_index)
+
+
+def test_a_graph_saved_behind_an_erasure_is_brought_past_it_when_loaded_and_its_files_removed(tmp_path: Path) -> None:
+    # Given a process holding a partition, and another that erases a conversation of it
+    container, account, holder = first_process(tmp_path)
+    answers(container, holder, account)
+    eraser_container, eraser = start(tmp_path)
+    eraser_container.conversations.delete(account, "support", "c2", user="ana", purge=True)
+    eraser.catch_up()
+    # When the first saves its graph before it has applied the erasure
+    holder.save_graphs()
+    assert files(tmp_path) != []
+    # Then the process that loads it applies the erasure, answers as a built graph, and removes the stale files
+    other, other_index = start(tmp_path)
+    after = answers(other, other_index, account)
+    assert loaded(other_index, account).size == 200 and "c2" not in found_conversations(after, other_index)
+    assert agrees_with_exact(after, other, other_index, account)
+    assert files(tmp_path) == []
+
+
+def test_a_held_partition_that_lost_vectors_is_saved_again_after_a_delay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    container, account, index, _ = saved(tmp_path)
+    container.conversations.delete(account, "support", "c2", user="ana", purge=True)
+    index.catch_up()
+    assert files(tmp_path) == [] and index.save_graphs() == []  # not again at once: a stream of removals waits
+    monkeypatch.setattr(vector_index, "SAVE_DELAY_S", 0.0)
+    assert [row["vectors"] for row in index.save_graphs()] == [200]
+    other, other_index = start(tmp_path)
+    after = answers(other, other_index, account)
+    assert loaded(other_index, account).saved_at == 0 and "c2" not in found_conversations(after, other_index)
+
+
+def test_a_graph_of_another_embedder_is_not_used(tmp_path: Path) -> None:
+    _, account, index, _ = saved(tmp_path)
+    name = message_partition(account.account_id, "support", "ana")
+    assert index.graphs.load(name, embedder="another", dimension=64) is None
+    assert files(tmp_path) == []
+
+
+def test_a_graph_the_removal_log_no_longer_reaches_back_to_is_built_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a saved graph of ana's journal, and a removal log that keeps the newest removal only
+    container, account, index, _ = saved(tmp_path)
+    monkeypatch.setattr(vector_index, "KEEP_REMOVALS", 1)
+    # When bob's conversation of three messages is written and erased (removals of another partition)
+    drafts = [MessageDraft("user", f"Bob's note {n}.") for n in range(3)]
+    container.conversations.append(account, "support", "b1", drafts, user="bob")
+    index.catch_up()
+    container.conversations.delete(account, "support", "b1", user="bob", purge=True)
+    index.catch_up()
+    assert files(tmp_path) != []
+    # Then the next process cannot tell what ana's saved graph missed: it builds the partition, and sets it aside
+    other, other_index = start(tmp_path)
+    assert agrees_with_exact(answers(other, other_index, account), other, other_index, account)
+    assert loaded(other_index, account).saved_at is None and files(tmp_path) == []
+
+
+def test_a_saved_graph_that_cannot_be_read_is_set_aside_and_the_partition_built(tmp_path: Path) -> None:
+    _, account, _, expected = saved(tmp_path)
+    (graph,) = [p for p in files(tmp_path) if p.suffix == ".usearch"]
+    graph.write_bytes(b"not a graph")
+    other, other_index = start(tmp_path)
+    assert answers(other, other_index, account) == expected
+    assert loaded(other_index, account).saved_at is None and files(tmp_path) == []
+
+
+def test_the_indexer_loads_the_saved_graphs_as_it_starts_and_saves_them_as_it_stops(tmp_path: Path) -> None:
+    container, account, index = first_process(tmp_path)
+    answers(container, index, account)
+    # When the indexer of a process stops, Then it saves the graph it holds
+    worker = IndexWorker(index, idle_s=0.01)
+    worker.start()
+    write(container, account, "late", 11)
+    for _ in range(1000):  # the indexer adds them
+        if loaded(index, account).size == 280:
+            break
+        threading.Event().wait(0.01)
+    worker.stop()
+    assert loaded(index, account).saved_at == loaded(index, account).changes
+    # And the indexer of the next process loads it before any query asks
+    _, other_index = start(tmp_path)
+    other = IndexWorker(other_index, idle_s=0.01)
+    other.start()
+    try:
+        for _ in range(500):
+            if message_partition(account.account_id, "support", "ana") in other_index._partitions:
+                break
+            threading.Event().wait(0.01)
+        assert loaded(other_index, account).saved_at == 0 and loaded(other_index, account).size == 280
+    finally:
+        other.stop()
+
+
+def test_while_one_partition_loads_the_queries_of_another_are_answered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a saved graph of one user's journal, and another user's journal
+    container, account, index = first_process(tmp_path)
+    answers(container, index, account)
+    index.save_graphs()
+    container.conversations.append(account, "support", "b1", [MessageDraft("user", "Bob's parcel never came.")],
+                                   user="bob")
+    index.catch_up()
+    other, other_index = start(tmp_path)
+    release, loading = threading.Event(), threading.Event()
+    real_load = GraphFiles.load
+
+    def slow_load(self: GraphFiles, partition: str, **kwargs: Any) -> Any:
+        if partition == message_partition(account.account_id, "support", "ana"):
+            loading.set()
+            assert release.wait(30)
+        return real_load(self, partition, **kwargs)
+
+    monkeypatch.setattr(GraphFiles, "load", slow_load)
+    # When a query of ana's journal is loading its graph
+    found: list[Any] = []
+    first = threading.Thread(target=lambda: found.append(answers(other, other_index, account)))
+    first.start()
+    try:
+        assert loading.wait(30)
+        # Then a query of bob's journal is answered meanwhile
+        vector = other.embedder.embed_one("parcel")  # type: ignore[union-attr]
+        hits = other_index.query(None, vector, {**scope(account), "user": "bob", "embedder": other_index.embedder.name},
+                                 5)
+        assert [h.fields["conversation"] for h in hits] == ["b1"]
+    finally:
+        release.set()
+        first.join(30)
+    assert found and agrees_with_exact(found[0], other, other_index, account)
