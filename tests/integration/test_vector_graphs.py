@@ -220,11 +220,11 @@ def test_a_graph_the_removal_log_no_longer_reaches_back_to_is_built_again(
 
 
 def test_a_saved_graph_that_cannot_be_read_is_set_aside_and_the_partition_built(tmp_path: Path) -> None:
-    _, account, _, expected = saved(tmp_path)
+    _, account, _, _ = saved(tmp_path)
     (graph,) = [p for p in files(tmp_path) if p.suffix == ".usearch"]
     graph.write_bytes(b"not a graph")
     other, other_index = start(tmp_path)
-    assert answers(other, other_index, account) == expected
+    assert agrees_with_exact(answers(other, other_index, account), other, other_index, account)
     assert loaded(other_index, account).saved_at is None and files(tmp_path) == []
 
 
@@ -291,3 +291,54 @@ def test_while_one_partition_loads_the_queries_of_another_are_answered(
         release.set()
         first.join(30)
     assert found and agrees_with_exact(found[0], other, other_index, account)
+
+
+def test_beside_the_indexer_a_partition_past_the_threshold_is_answered_by_its_matrix_while_its_graph_is_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a process holding a journal of 80 vectors (a matrix), and then an indexer thread beside it
+    container, index = start(tmp_path)
+    _, secret = container.keys.create_account("acme")
+    account = container.keys.authenticate("Bearer " + secret)
+    container.agents.put(account, "support", AgentSettings())
+    for c in range(2):
+        write(container, account, f"c{c}", c)
+    index.catch_up()
+    answers(container, index, account)
+    index.background = True  # (as IndexWorker.start does)
+    # When it grows past the threshold, Then it is still a matrix: its graph is the indexer's to build
+    for c in range(2, 5):
+        write(container, account, f"c{c}", c)
+    index.catch_up()
+    part = loaded(index, account)
+    assert part.graph is None and part.graph_pending
+    # And while the indexer builds it, the partition is answered (exactly), written to and erased from
+    building, release = threading.Event(), threading.Event()
+    real_graph_of = vector_index._graph_of
+
+    def slow_graph_of(*args: Any) -> Any:
+        building.set()
+        assert release.wait(30)
+        return real_graph_of(*args)
+
+    monkeypatch.setattr(vector_index, "_graph_of", slow_graph_of)
+    monkeypatch.setattr(vector_index, "GRAPH_SWAP_MAX", 10)  # what came meanwhile is added without the lock too
+    built: list[int] = []
+    builder = threading.Thread(target=lambda: built.append(index.build_graphs()))
+    builder.start()
+    try:
+        assert building.wait(30)
+        during = answers(container, index, account)
+        assert part.graph is None and agrees_with_exact(during, container, index, account)
+        write(container, account, "late", 11)
+        container.conversations.delete(account, "support", "c1", user="ana", purge=True)
+        index.catch_up()
+    finally:
+        release.set()
+        builder.join(30)
+    # Then the graph took the matrix's place with what came and went meanwhile
+    assert built == [1] and part.graph is not None and part.matrix is None and part.size == 200
+    after = answers(container, index, account)
+    assert agrees_with_exact(after, container, index, account)
+    assert "late" in found_conversations(after, index) and "c1" not in found_conversations(after, index)
+    assert len(part.graph) == part.nodes

@@ -17,10 +17,12 @@ what the database holds, whichever of them wrote it. One ``catch_up`` runs at a 
 text's vector land last.
 
 - up to ``ANN_THRESHOLD`` vectors, a float32 matrix searched exactly (one matrix-vector product: ~3 ms for
-  50,000 vectors of 256 dimensions);
+  50,000 vectors of 256 dimensions); beside the indexer thread, a partition that grows past it keeps its
+  matrix until the indexer has built its graph without the lock (``build_graphs``);
 - above it, an HNSW graph (usearch, half-precision vectors, inner product) answers the nearest neighbours in
   well under a millisecond. It holds each distinct vector once (copies of a line share one node); a query that
-  names one conversation is answered exactly from that conversation's vectors, read from the database.
+  names one conversation is answered exactly from that conversation's vectors, read from the database. A graph
+  is kept on disk once built (``vector_graphs.py``), so a process that starts loads it instead of building it.
 
 A journal message longer than a passage has, beside the vector of its whole text (``part`` 0), a vector for each
 of its passages (``domain/passages.py``: a few sentences each, overlapping; parts 1, 2, ...); a query answers
@@ -87,6 +89,11 @@ READ_AHEAD_QUIET_S = 0.25
 READ_AHEAD_WAIT_S = 1.0  # ... at most this long each time (a layer a second, at least, under a steady stream)
 LAG_KEPT_S = 0.5  # a scope's count of queued messages (index_lag) is counted again after this long
 ANN_THRESHOLD = 50_000  # vectors in one partition above which a graph answers instead of a full scan
+# Beside the indexer thread, a loaded partition that grows past ANN_THRESHOLD has its graph built without the
+# lock while its matrix still answers exactly (50,000 vectors took 12 s to add to a graph: the queries that
+# waited for it missed their deadline); past GRAPH_LATER_MAX it is built at once, as without the indexer.
+GRAPH_LATER_MAX = 4 * ANN_THRESHOLD
+GRAPH_SWAP_MAX = 1_000  # nodes added to such a graph with the lock held, as it takes the matrix's place
 LOAD_CHUNK = 20_000
 TIME_EXACT_MAX = 20_000  # a time-bounded query searches at most this many vectors of a graph exactly
 KEEP_REMOVALS = 100_000  # removals logged at most; a process further behind reloads its partitions
@@ -170,6 +177,9 @@ class _Partition:
     changes: int = 0  # rows added or dropped since it was loaded
     saved_at: int | None = None  # ``changes`` when its saved graph was written (None: no saved file is like it)
     unsaved_since: float = 0.0  # when it stopped being like its saved file (time.monotonic; 0: since it was built)
+    # a loaded partition beside the indexer thread: past ANN_THRESHOLD, the indexer builds its graph without the
+    # lock (``SqliteVectorIndex.build_graphs``) while the matrix still answers, up to GRAPH_LATER_MAX nodes
+    graph_later: bool = False
 
     def __post_init__(self) -> None:
         if self.matrix is None and self.graph is None:
@@ -219,7 +229,7 @@ class _Partition:
             assert self.matrix is not None
             if fresh:
                 self.matrix = np.concatenate([self.matrix, vectors[offsets]])
-            if self.nodes > ANN_THRESHOLD:
+            if self.nodes > (GRAPH_LATER_MAX if self.graph_later else ANN_THRESHOLD):
                 self._to_graph()
 
     def _nodes_for(self, start: int, vectors: Vectors) -> tuple[np.ndarray[Any, np.dtype[np.int64]], list[int],
@@ -272,16 +282,14 @@ class _Partition:
         return ([first] if first >= 0 else []) + self.node_more.get(node, [])
 
     def _to_graph(self) -> None:
-        from usearch.index import Index
-
         assert self.matrix is not None
-        graph = Index(ndim=self.dimension, metric="ip", dtype="f16", connectivity=16,
-                      expansion_add=GRAPH_EXPANSION_ADD, expansion_search=GRAPH_EXPANSION_SEARCH)
         nodes = np.flatnonzero(np.array(self.node_first, dtype=np.int64) >= 0)
-        for begin in range(0, nodes.size, LOAD_CHUNK):
-            chunk = nodes[begin : begin + LOAD_CHUNK]
-            graph.add(chunk, self.matrix[chunk], threads=GRAPH_THREADS)
-        self.graph, self.matrix = graph, None
+        self.graph, self.matrix = _graph_of(self.dimension, nodes, self.matrix), None
+
+    @property
+    def graph_pending(self) -> bool:
+        """Past ANN_THRESHOLD and still a matrix: its graph is to be built beside it (``graph_later``)."""
+        return self.graph is None and self.nodes > ANN_THRESHOLD
 
     def due(self, now: float) -> bool:
         """Whether its graph should be saved (again): one never saved, or unlike its file for SAVE_DELAY_S, or
@@ -383,7 +391,7 @@ class SqliteVectorIndex(SearchIndex):
         self._lock = threading.Lock()  # the in-memory partitions
         self._draining = threading.Lock()  # one catch-up at a time in this process
         self._drain_fd: int | None = None  # and across processes: a lock on this file (opened on first use)
-        self.background = False  # an indexer thread catches up (IndexWorker): queries never wait for it
+        self._background = False  # an indexer thread catches up (IndexWorker): queries never wait for it
         self._queries = 0  # queries running now (the indexer lets them go first between batches)
         self._queries_lock = threading.Lock()
         self._no_queries = threading.Event()
@@ -396,6 +404,19 @@ class SqliteVectorIndex(SearchIndex):
     @property
     def dimension(self) -> int:
         return self.embedder.dimension
+
+    @property
+    def background(self) -> bool:
+        """Whether an indexer thread catches up (``IndexWorker``): then queries never wait for it, and it builds
+        the graphs of partitions that grow past the threshold (``graph_later``)."""
+        return self._background
+
+    @background.setter
+    def background(self, on: bool) -> None:
+        with self._lock:
+            self._background = on
+            for part in self._partitions.values():
+                part.graph_later = on
 
     def setup(self) -> None:
         """The tables come with the database's migrations."""
@@ -808,6 +829,7 @@ class SqliteVectorIndex(SearchIndex):
             if part is None:
                 part, how = self._build(name), "database"
             with self._lock:
+                part.graph_later = self.background
                 self._partitions[name] = part
                 self._loading.pop(name, None)
             if part.graph is not None:
@@ -898,6 +920,46 @@ class SqliteVectorIndex(SearchIndex):
             if part is not None:
                 part.saved_at, part.unsaved_since = None, now
 
+    def build_graphs(self) -> int:
+        """The indexer, between two batches: build the graph of each loaded partition past ANN_THRESHOLD that is
+        still a matrix (``graph_later``), without the lock (its queries are answered by the matrix meanwhile, the
+        other partitions' as ever), adding the nodes that came meanwhile the same way until at most
+        GRAPH_SWAP_MAX are left; then, with the lock, add those, drop the nodes gone since, and put the graph in
+        the matrix's place. How many were built."""
+        with self._lock:
+            pending = [(name, part) for name, part in self._partitions.items() if part.graph_pending]
+        built = 0
+        for name, part in pending:
+            started = time.monotonic()
+            graph: Any = None
+            held = np.zeros(0, dtype=np.int64)  # the nodes in the graph
+            while True:
+                with self._lock:
+                    if self._partitions.get(name) is not part or not part.graph_pending:
+                        break
+                    matrix, firsts = part.matrix, np.array(part.node_first, dtype=np.int64)
+                    assert matrix is not None
+                    newer = np.flatnonzero(firsts >= 0)
+                    newer = newer[newer >= (int(held[-1]) + 1 if held.size else 0)]
+                    if graph is not None and newer.size <= GRAPH_SWAP_MAX:
+                        if newer.size:
+                            graph.add(newer, matrix[newer], threads=GRAPH_THREADS)
+                        gone = held[firsts[held] < 0]
+                        if gone.size:
+                            graph.remove(gone)
+                        part.graph, part.matrix = graph, None
+                        built += 1
+                        logger.info("a partition of the semantic index is now searched through a graph", extra={
+                            "partition": name, "vectors": part.size,
+                            "seconds": round(time.monotonic() - started, 3)})
+                        break
+                if graph is None:
+                    graph = _graph_of(self.dimension, newer, matrix)
+                else:
+                    graph.add(newer, matrix[newer], threads=GRAPH_THREADS)
+                held = np.concatenate([held, newer])
+        return built
+
     def load_saved(self) -> int:
         """Load every partition that has a saved graph (``agentmem serve``'s indexer, as it starts: the first
         queries find them loaded); how many."""
@@ -963,6 +1025,18 @@ def _add_rows(part: _Partition, rows: Sequence[tuple[Any, ...]], dimension: int)
     """Rows of (partition, source, part, label, seq, vector) added to ``part``."""
     vectors = np.frombuffer(b"".join(r[5] for r in rows), dtype=np.float32).reshape(len(rows), dimension)
     part.add([r[1] for r in rows], [r[3] for r in rows], [r[4] or 0 for r in rows], vectors, [r[2] for r in rows])
+
+
+def _graph_of(dimension: int, nodes: np.ndarray[Any, np.dtype[np.int64]], matrix: Vectors) -> Any:
+    """An HNSW graph (usearch) of these nodes, keyed by node, their vectors the matrix's rows of those numbers."""
+    from usearch.index import Index
+
+    graph = Index(ndim=dimension, metric="ip", dtype="f16", connectivity=16,
+                  expansion_add=GRAPH_EXPANSION_ADD, expansion_search=GRAPH_EXPANSION_SEARCH)
+    for begin in range(0, nodes.size, LOAD_CHUNK):
+        chunk = nodes[begin : begin + LOAD_CHUNK]
+        graph.add(chunk, matrix[chunk], threads=GRAPH_THREADS)
+    return graph
 
 
 def _groups(keys: np.ndarray[Any, Any], rows: np.ndarray[Any, np.dtype[np.int64]], key: Any) -> dict[Any, list[int]]:
@@ -1035,7 +1109,8 @@ class IndexWorker:
         them the queries running now go first: a query never waits for the indexer (it answers over what is
         indexed), and the indexer leaves it the CPU. Caught up, it reads the token states of the journal's new
         messages for mode=deep (``read_ahead``), a few hundred tokens at a time, the vectors still first and
-        queries before both; and saves the graphs that are due (``SqliteVectorIndex.save_graphs``)."""
+        queries before both; and saves the graphs that are due (``SqliteVectorIndex.save_graphs``). Between two
+        batches it builds the graph of a partition that grew past the threshold (``build_graphs``)."""
         ahead = self.index.read_ahead
         if ahead is not None:
             ahead.pause = self._quiet
@@ -1047,6 +1122,7 @@ class IndexWorker:
         while not self._stop.is_set():
             self.index.wait_for_queries(WORKER_YIELD_S)
             try:
+                self.index.build_graphs()  # (a partition that grew past the threshold: its graph, beside it)
                 applied = self.index.catch_up(WORKER_BATCH)
                 if not applied and ahead is not None:
                     applied = ahead.read_some()
