@@ -108,3 +108,22 @@ def test_a_pair_holding_most_of_the_journal_gets_only_its_own_messages(
     # and Bob gets only his
     bobs = store.search_candidates(account_id, "support", "bob", ["invoice"], limit=100)
     assert len(bobs) == 60 and all(h.conversation.startswith("b") for h in bobs)
+
+
+def test_words_that_all_are_common_score_a_window_of_the_newest_messages_holding_them_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, account_id, (container, account) = _journal(tmp_path, monkeypatch)
+    # Given 200 messages that all hold both words (the oldest is the shortest: BM25's best of them)
+    lines = ["Meeting Monday."] + [f"The meeting number {n} is on Monday, as planned." for n in range(1, 200)]
+    drafts = [MessageDraft("user", line) for line in lines]
+    for start in range(0, len(drafts), 40):
+        container.conversations.append(account, "support", f"c{start:03d}", drafts[start:start + 40], user="ana")
+    assert store._telling(["meeting", "monday"])[1]  # (both common)
+    # When they are searched, Then a page comes from the newest window of the messages holding both, as scoring
+    # them all would cost a scan of nearly the whole journal
+    hits = store.search_candidates(account_id, "support", "ana", ["meeting", "monday"], limit=10)
+    assert len(hits) == 10 and all(h.conversation >= "c160" for h in hits)
+    # and a page larger than the window holds widens it until it is full
+    wide = store.search_candidates(account_id, "support", "ana", ["meeting", "monday"], limit=60)
+    assert len(wide) == 60

@@ -349,7 +349,9 @@ class SqliteConversationStore(ConversationStore):
         *window* (scores stay comparable: BM25's idf is the whole index's), and a pass for the messages holding
         every telling word at once (AND: few, even when each word is common) brings the best evidence of any age.
         Then the words as the start of longer words, at half weight (the prefix rule), when that left room.
-        When every word is common: the messages holding the three rarest, else those holding the rarest.
+        When every word is common: the messages holding the three rarest, else those holding the rarest, each
+        pass over its newest window too (holding them all, a scan of most of the journal: 108,000 messages of a
+        million, 300 ms, for two words the template journal says together).
         """
         if not words or limit <= 0:
             return []
@@ -359,8 +361,8 @@ class SqliteConversationStore(ConversationStore):
         # (terms, weight, how many messages hold them at most (0: score them all), widen the window while it
         # holds too few, when to stop after it: "full" with ``limit`` found, "any" with one)
         passes: list[tuple[str, float, int, bool, str]] = []
-        if common:
-            passes += [(exact_terms(telling, " AND "), 1.0, 0, False, "any"),
+        if common:  # (messages holding them all are at most as many as hold the rarest: the window's bound)
+            passes += [(exact_terms(telling, " AND "), 1.0, min(held[w] for w in telling), True, "any"),
                        (exact_terms(telling[:1]), 1.0, held[telling[0]], True, "any")]
         else:
             every = sum(held[w] for w in telling)
