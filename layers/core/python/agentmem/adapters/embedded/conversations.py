@@ -140,6 +140,7 @@ class SqliteConversationStore(ConversationStore):
         # count is read again once the journal grew by a tenth (it only chooses words and sizes windows)
         self._held_counts: dict[str, tuple[int, int]] = {}
         self._word_counts: dict[str, tuple[int, int]] = {}  # a stem's messages, exactly, at a newest id
+        self._pair_messages: dict[str, tuple[int, int]] = {}  # an (account, agent, user) pair's, the same way
 
     @staticmethod
     def _row(conn: sqlite3.Connection, ref: ConversationRef) -> sqlite3.Row | None:
@@ -436,9 +437,11 @@ class SqliteConversationStore(ConversationStore):
         ).fetchall()
 
     def _pair_share(self, account_id: str, agent: str, user_id: str | None, newest: int) -> _PairShare:
-        """How much of the journal index one pair's messages are (from its conversations' last seqs)."""
+        """How much of the journal index one pair's messages are (from its conversations' last seqs), read again
+        once the journal has grown by a tenth (``_kept_count``): it only chooses how the words are asked for, and
+        the sum took 2–3 ms a search over a pair of 5,000 conversations."""
         key = (account_id, agent, _user_key(user_id))
-        held = int(self.db.connection().execute(
+        held = _kept_count(self._pair_messages, "\x1f".join(key), newest, lambda _: self.db.connection().execute(
             "SELECT coalesce(sum(last_seq), 0) FROM conversations WHERE account_id=? AND agent=? AND user_key=?", key,
         ).fetchone()[0])
         return _PairShare(key, min(1.0, held / newest) if newest > 0 else 0.0)

@@ -175,6 +175,7 @@ class _Partition:
     node_by_key: dict[int, int] = field(default_factory=dict)
     node_key: array[int] = field(default_factory=lambda: array("Q"))  # each node's key
     changes: int = 0  # rows added or dropped since it was loaded
+    live: int = 0  # rows alive
     saved_at: int | None = None  # ``changes`` when its saved graph was written (None: no saved file is like it)
     unsaved_since: float = 0.0  # when it stopped being like its saved file (time.monotonic; 0: since it was built)
     # a loaded partition beside the indexer thread: past ANN_THRESHOLD, the indexer builds its graph without the
@@ -187,7 +188,8 @@ class _Partition:
 
     @property
     def size(self) -> int:
-        return int(self.alive.sum())
+        """Its live rows (counted as they come and go: a sum over two million rows took a millisecond a query)."""
+        return self.live
 
     @property
     def nodes(self) -> int:
@@ -220,6 +222,7 @@ class _Partition:
         self.seqs = np.concatenate([self.seqs, np.asarray(seqs, dtype=np.int64)])
         self.alive = np.concatenate([self.alive, np.ones(len(incoming), dtype=bool)])
         self.changes += len(incoming)
+        self.live += len(incoming)
         nodes, fresh, offsets = self._nodes_for(start, vectors)
         self.node_of = np.concatenate([self.node_of, nodes])
         if self.graph is not None:
@@ -266,6 +269,7 @@ class _Partition:
         """Rows gone: a node none of whose rows is alive leaves the graph, and its key is forgotten."""
         self.alive[rows] = False
         self.changes += len(rows)
+        self.live -= len(rows)
         gone: list[int] = []
         for node in {int(n) for n in self.node_of[rows]}:
             if not any(self.alive[r] for r in self._rows_of(node)):
@@ -319,6 +323,7 @@ class _Partition:
         part = cls(name, dimension, graph=graph)
         part.sources, part.parts = arrays["sources"].astype(np.int64), arrays["parts"].astype(np.int64)
         part.seqs, part.alive = arrays["seqs"].astype(np.int64), arrays["alive"].astype(bool)
+        part.live = int(part.alive.sum())
         part.node_of = arrays["node_of"].astype(np.int64)
         firsts = arrays["node_first"].astype(np.int64)
         part.node_first, part.node_key = array("q", firsts.tobytes()), array("Q", arrays["node_key"].tobytes())
