@@ -342,3 +342,21 @@ def test_beside_the_indexer_a_partition_past_the_threshold_is_answered_by_its_ma
     assert agrees_with_exact(after, container, index, account)
     assert "late" in found_conversations(after, index) and "c1" not in found_conversations(after, index)
     assert len(part.graph) == part.nodes
+
+
+def test_a_lookup_keeps_every_value_of_a_key_in_the_order_added_across_folds() -> None:
+    lookup = vector_index._Multimap(np.uint64)
+    big = 2**64 - 7  # a vector's key: past what a signed number holds
+    for key, value in [(big, 1), (5, 2), (big, 3), (7, 4)]:
+        lookup.add(key, value)
+    lookup.fold()
+    lookup.add(big, 5)  # (newer: in the dict)
+    lookup.add(9, 6)
+    assert lookup.get(big) == [1, 3, 5] and lookup.get(5) == [2] and lookup.get(8) == []
+    assert lookup.last_of(np.array([big, 5, 9, 8], dtype=np.uint64)).tolist() == [3, 2, -1, -1]  # the arrays only
+    lookup.FOLD_AT = 2
+    lookup.settle()
+    assert lookup.more == {} and lookup.get(big) == [1, 3, 5] and lookup.get(9) == [6]
+    assert lookup.last_of(np.array([big, 9], dtype=np.uint64)).tolist() == [5, 6]
+    rows = vector_index._Multimap.of(np.array([4, 2, 4, 1], dtype=np.int64), np.array([0, 1, 2, 3]))
+    assert rows.get(4) == [0, 2] and rows.get(1) == [3] and rows.get(3) == []

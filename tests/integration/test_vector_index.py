@@ -96,12 +96,14 @@ def test_above_the_threshold_a_graph_answers_the_same_nearest_neighbours(
     assert any(h.fields["conversation"] == "late" for h in near(index, container, "dentist appointment", messages))
 
 
+@pytest.mark.parametrize("fold_at", [vector_index._Multimap.FOLD_AT, 3])  # its lookups in a dict; folded often
 def test_a_graph_holds_each_distinct_vector_once_so_many_copies_of_a_line_do_not_hide_its_neighbours(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, fold_at: int,
 ) -> None:
     # Given a partition past the graph threshold where most rows repeat a handful of lines (a journal's
     # "thanks!"), as one HNSW node per row would link copies to copies and lose the real neighbours
     monkeypatch.setattr(vector_index, "ANN_THRESHOLD", 100)
+    monkeypatch.setattr(vector_index._Multimap, "FOLD_AT", fold_at)
     rng = np.random.default_rng(5)
     distinct = rng.standard_normal((300, 32)).astype(np.float32)
     distinct /= np.linalg.norm(distinct, axis=1, keepdims=True)

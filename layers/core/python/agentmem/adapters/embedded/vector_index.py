@@ -168,12 +168,13 @@ class _Partition:
     matrix: Vectors | None = None  # small partitions: one row per node (a gone node's row stays, never found)
     graph: Any = None  # large ones: a usearch Index keyed by node
     by_label: dict[str, list[int]] = field(default_factory=dict)  # rows of each name or conversation
-    by_source: dict[int, list[int]] = field(default_factory=dict)  # rows of each source (its whole and passages)
+    by_source: _Multimap = field(default_factory=lambda: _Multimap(np.int64))  # rows of each source (its parts)
     node_of: np.ndarray[Any, np.dtype[np.int64]] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     node_first: array[int] = field(default_factory=lambda: array("q"))  # a node's first row (-1: the node is gone)
     node_more: dict[int, list[int]] = field(default_factory=dict)  # a node's other rows
-    node_by_key: dict[int, int] = field(default_factory=dict)
+    node_by_key: _Multimap = field(default_factory=lambda: _Multimap(np.uint64))  # the nodes made for each key
     node_key: array[int] = field(default_factory=lambda: array("Q"))  # each node's key
+    live_nodes: int = 0
     changes: int = 0  # rows added or dropped since it was loaded
     live: int = 0  # rows alive
     saved_at: int | None = None  # ``changes`` when its saved graph was written (None: no saved file is like it)
@@ -193,12 +194,8 @@ class _Partition:
 
     @property
     def nodes(self) -> int:
-        return len(self.node_by_key)
-
-    def keys(self) -> np.ndarray[Any, np.dtype[np.int64]]:
-        """Each row's (source, part) as one number."""
-        keyed: np.ndarray[Any, np.dtype[np.int64]] = self.sources * PART_SPAN + self.parts
-        return keyed
+        """Its live nodes (distinct vectors)."""
+        return self.live_nodes
 
     def add(self, sources: Sequence[int], labels: Sequence[str], seqs: Sequence[int], vectors: Vectors,
             parts: Sequence[int] | None = None) -> None:
@@ -208,7 +205,7 @@ class _Partition:
             return
         incoming = np.asarray(sources, dtype=np.int64)
         incoming_parts = np.asarray(parts if parts is not None else [0] * len(sources), dtype=np.int64)
-        held = np.flatnonzero(np.isin(self.keys(), incoming * PART_SPAN + incoming_parts) & self.alive)
+        held = self._rows_held(incoming, incoming_parts)
         if held.size:
             self._drop(held)
         start = len(self.sources)
@@ -218,12 +215,14 @@ class _Partition:
             label = sys.intern(label)
             self.labels.append(label)
             self.by_label.setdefault(label, []).append(start + offset)
-            self.by_source.setdefault(int(incoming[offset]), []).append(start + offset)
+            self.by_source.add(int(incoming[offset]), start + offset)
         self.seqs = np.concatenate([self.seqs, np.asarray(seqs, dtype=np.int64)])
         self.alive = np.concatenate([self.alive, np.ones(len(incoming), dtype=bool)])
         self.changes += len(incoming)
         self.live += len(incoming)
         nodes, fresh, offsets = self._nodes_for(start, vectors)
+        self.by_source.settle()
+        self.node_by_key.settle()
         self.node_of = np.concatenate([self.node_of, nodes])
         if self.graph is not None:
             if fresh:
@@ -242,14 +241,17 @@ class _Partition:
         nodes = np.empty(len(vectors), dtype=np.int64)
         fresh: list[int] = []
         offsets: list[int] = []
-        for offset, vector in enumerate(vectors):
-            key = _vector_key(vector)
-            node = self.node_by_key.get(key)
-            if node is None:
+        keys = np.fromiter((_vector_key(vector) for vector in vectors), dtype=np.uint64, count=len(vectors))
+        in_base = self.node_by_key.last_of(keys)  # (a key's newest node is its only live one, if any)
+        for offset, key in enumerate(keys.tolist()):
+            newer = self.node_by_key.more.get(key)
+            node = newer[-1] if newer else int(in_base[offset])
+            if node < 0 or self.node_first[node] < 0:  # none, or gone: a new node
                 node = len(self.node_first)
-                self.node_by_key[key] = node
+                self.node_by_key.add(key, node)
                 self.node_first.append(start + offset)
                 self.node_key.append(key)
+                self.live_nodes += 1
                 fresh.append(node)
                 offsets.append(offset)
             else:
@@ -257,11 +259,19 @@ class _Partition:
             nodes[offset] = node
         return nodes, fresh, offsets
 
+    def _rows_held(self, sources: np.ndarray[Any, np.dtype[np.int64]], parts: np.ndarray[Any, np.dtype[np.int64]],
+                   ) -> np.ndarray[Any, np.dtype[np.int64]]:
+        """The live rows of these (source, part)s."""
+        known = (self.by_source.last_of(sources) >= 0) | np.fromiter(
+            (s in self.by_source.more for s in sources.tolist()), dtype=bool, count=len(sources))
+        rows = [row for source, part in zip(sources[known].tolist(), parts[known].tolist(), strict=True)
+                for row in self.by_source.get(source) if self.alive[row] and self.parts[row] == part]
+        return np.asarray(sorted(set(rows)), dtype=np.int64)
+
     def remove(self, sources: Sequence[int], parts: Sequence[int] | None = None) -> None:
         """Drop the rows of these (source, part)s (``parts`` None: part 0 of each)."""
-        keys = np.asarray(sources, dtype=np.int64) * PART_SPAN + np.asarray(
-            parts if parts is not None else [0] * len(sources), dtype=np.int64)
-        rows = np.flatnonzero(np.isin(self.keys(), keys) & self.alive)
+        rows = self._rows_held(np.asarray(sources, dtype=np.int64),
+                               np.asarray(parts if parts is not None else [0] * len(sources), dtype=np.int64))
         if rows.size:
             self._drop(rows)
 
@@ -274,10 +284,10 @@ class _Partition:
         for node in {int(n) for n in self.node_of[rows]}:
             if not any(self.alive[r] for r in self._rows_of(node)):
                 gone.append(node)
-        for node in gone:
-            self.node_by_key.pop(self.node_key[node], None)
+        for node in gone:  # (its key's lookup still names it: a gone node is never found again)
             self.node_first[node] = -1
             self.node_more.pop(node, None)
+        self.live_nodes -= len(gone)
         if gone and self.graph is not None:
             self.graph.remove(np.asarray(gone, dtype=np.int64))
 
@@ -332,9 +342,10 @@ class _Partition:
         part.labels = [values[i] for i in label_of.tolist()]
         rows = np.arange(len(part.sources), dtype=np.int64)
         part.by_label = _groups(label_of, rows, lambda i: values[i])
-        part.by_source = _groups(part.sources, rows, int)
+        part.by_source = _Multimap.of(part.sources, rows)
         live = firsts >= 0
-        part.node_by_key = dict(zip(arrays["node_key"][live].tolist(), np.flatnonzero(live).tolist(), strict=True))
+        part.node_by_key = _Multimap.of(arrays["node_key"][live].astype(np.uint64), np.flatnonzero(live))
+        part.live_nodes = int(live.sum())
         first_of_row = firsts[part.node_of] if len(part.node_of) else firsts[:0]
         more = (first_of_row >= 0) & (first_of_row != rows)
         part.node_more = _groups(part.node_of[more], rows[more], int)
@@ -744,7 +755,7 @@ class SqliteVectorIndex(SearchIndex):
                 messages[(part.name, source)] = (part, row)
         scored: list[tuple[float, int, _Partition, int]] = []
         passage_of: dict[tuple[str, int], int] = {}
-        rows_of = {key: np.array([r for r in part.by_source.get(key[1], ()) if part.alive[r]], dtype=np.int64)
+        rows_of = {key: np.array([r for r in part.by_source.get(key[1]) if part.alive[r]], dtype=np.int64)
                    for key, (part, _) in messages.items()}
         cosine_of: dict[tuple[str, int], np.ndarray[Any, np.dtype[np.float64]]] = {}
         for part in {id(p): p for p, _ in messages.values()}.values():  # one read of the vectors a partition
@@ -1030,6 +1041,67 @@ def _add_rows(part: _Partition, rows: Sequence[tuple[Any, ...]], dimension: int)
     """Rows of (partition, source, part, label, seq, vector) added to ``part``."""
     vectors = np.frombuffer(b"".join(r[5] for r in rows), dtype=np.float32).reshape(len(rows), dimension)
     part.add([r[1] for r in rows], [r[3] for r in rows], [r[4] or 0 for r in rows], vectors, [r[2] for r in rows])
+
+
+class _Multimap:
+    """Whole-number keys to the whole numbers added under each, in the order added: most of them in two arrays
+    sorted by key, the newest in a dict, folded into the arrays once it holds FOLD_AT. (A partition's rows of
+    each source and nodes of each vector key were dicts: about 460 MB of Python objects for two million vectors;
+    the arrays hold them in 32 MB.)"""
+
+    FOLD_AT = 65_536
+
+    def __init__(self, dtype: Any) -> None:
+        self.keys: np.ndarray[Any, Any] = np.zeros(0, dtype=dtype)
+        self.values: np.ndarray[Any, np.dtype[np.int64]] = np.zeros(0, dtype=np.int64)
+        self.more: dict[int, list[int]] = {}
+        self._pending = 0
+
+    @classmethod
+    def of(cls, keys: np.ndarray[Any, Any], values: np.ndarray[Any, Any]) -> _Multimap:
+        made = cls(keys.dtype)
+        order = np.argsort(keys, kind="stable")
+        made.keys, made.values = keys[order], values[order].astype(np.int64)
+        return made
+
+    def add(self, key: int, value: int) -> None:
+        """(Into the dict: ``settle`` folds it once a batch of adds is done, never in the middle of one.)"""
+        self.more.setdefault(key, []).append(value)
+        self._pending += 1
+
+    def settle(self) -> None:
+        """Fold the dict into the arrays once it holds FOLD_AT values."""
+        if self._pending >= self.FOLD_AT:
+            self.fold()
+
+    def get(self, key: int) -> list[int]:
+        """The values added under ``key``, in the order added."""
+        probe = self.keys.dtype.type(key)
+        low, high = np.searchsorted(self.keys, probe, "left"), np.searchsorted(self.keys, probe, "right")
+        found: list[int] = self.values[low:high].tolist() if high > low else []
+        newer = self.more.get(key)
+        return found + newer if newer else found
+
+    def last_of(self, keys: np.ndarray[Any, Any]) -> np.ndarray[Any, np.dtype[np.int64]]:
+        """For each of ``keys``, the last value the arrays hold under it (-1: none; the dict is not looked at)."""
+        out = np.full(len(keys), -1, dtype=np.int64)
+        if not len(self.keys) or not len(keys):
+            return out
+        at = np.searchsorted(self.keys, keys.astype(self.keys.dtype), "right") - 1
+        hit = at >= 0
+        hit[hit] = self.keys[at[hit]] == keys[hit]
+        out[hit] = self.values[at[hit]]
+        return out
+
+    def fold(self) -> None:
+        """The dict's values into the arrays (after those already there, under each key)."""
+        if not self.more:
+            return
+        keys = np.fromiter((k for k, vs in self.more.items() for _ in vs), dtype=self.keys.dtype, count=self._pending)
+        values = np.fromiter((v for vs in self.more.values() for v in vs), dtype=np.int64, count=self._pending)
+        keys, values = np.concatenate([self.keys, keys]), np.concatenate([self.values, values])
+        order = np.argsort(keys, kind="stable")
+        self.keys, self.values, self.more, self._pending = keys[order], values[order], {}, 0
 
 
 def _graph_of(dimension: int, nodes: np.ndarray[Any, np.dtype[np.int64]], matrix: Vectors) -> Any:
