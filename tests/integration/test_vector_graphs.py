@@ -161,17 +161,36 @@ def test_an_erasure_removes_the_saved_graph_at_once_whichever_process_applies_it
     assert "c2" not in found_conversations(after, other_index)
 
 
-def test_a_graph_saved_behind_an_erasure_is_brought_past_it_when_loaded_and_its_files_removed(tmp_path: Path) -> None:
+def test_a_process_holding_a_partition_applies_another_s_erasure_before_it_saves_and_writes_none_of_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Given a process holding a partition, and another that erases a conversation of it
     container, account, holder = first_process(tmp_path)
     answers(container, holder, account)
     eraser_container, eraser = start(tmp_path)
     eraser_container.conversations.delete(account, "support", "c2", user="ana", purge=True)
     eraser.catch_up()
-    # When the first saves its graph before it has applied the erasure
-    holder.save_graphs()
-    assert files(tmp_path) != []
-    # Then the process that loads it applies the erasure, answers as a built graph, and removes the stale files
+    # When the holder, which has not searched since, saves its graphs (as its indexer does when idle)
+    monkeypatch.setattr(vector_index, "SAVE_DELAY_S", 0.0)
+    (row,) = holder.save_graphs()
+    # Then it applied the erasure first: what it wrote holds none of it
+    assert row["vectors"] == 200 and loaded(holder, account).size == 200
+    other, other_index = start(tmp_path)
+    after = answers(other, other_index, account)
+    assert loaded(other_index, account).saved_at == 0 and "c2" not in found_conversations(after, other_index)
+
+
+def test_a_graph_file_from_before_an_erasure_is_brought_past_it_when_loaded_and_removed(tmp_path: Path) -> None:
+    # Given a saved graph, kept aside, and then a conversation erased (which removed the saved files)
+    container, account, _, _ = saved(tmp_path)
+    kept = {path.name: path.read_bytes() for path in files(tmp_path)}
+    container.conversations.delete(account, "support", "c2", user="ana", purge=True)
+    start(tmp_path)[1].catch_up()
+    assert files(tmp_path) == []
+    # When the old files come back (a copy of the data dir taken before the erasure, restored)
+    for name, data in kept.items():
+        (tmp_path / "agentmem.db.graphs" / name).write_bytes(data)
+    # Then the process that loads them applies the erasure, answers without it, and removes the stale files
     other, other_index = start(tmp_path)
     after = answers(other, other_index, account)
     assert loaded(other_index, account).size == 200 and "c2" not in found_conversations(after, other_index)

@@ -986,12 +986,19 @@ class SqliteVectorIndex(SearchIndex):
 
     def save_graphs(self, *, force: bool = False) -> list[dict[str, Any]]:
         """Save the graphs of the loaded partitions that are due (``_Partition.due``; ``force``: every one changed
-        since it was saved, as a process stops); what was saved: partition, vectors, bytes and seconds."""
+        since it was saved, as a process stops); what was saved: partition, vectors, bytes and seconds. Each is
+        brought up to date first, so a graph is never written back with vectors another process removed (the
+        indexer calls this whenever it is idle: a removal reaches the graphs it holds within moments)."""
         saved: list[dict[str, Any]] = []
+        self._refresh()  # what another process removed leaves first (its files went with it: never written back)
         with self._lock:
             names = [name for name, part in self._partitions.items() if part.graph is not None]
+        conn = self.db.connection()
         for name in names:
             with self._lock:  # (a query of it waits the few seconds a save of millions of vectors takes)
+                self._refresh_locked(conn, *conn.execute(
+                    "SELECT (SELECT coalesce(max(id), 0) FROM vectors), "
+                    "(SELECT coalesce(max(id), 0) FROM vector_removals)").fetchone())
                 part = self._partitions.get(name)
                 if part is None or not (part.due(time.monotonic())
                                         or (force and part.graph is not None and part.saved_at != part.changes)):
