@@ -270,6 +270,9 @@ def test_the_indexer_loads_the_saved_graphs_as_it_starts_and_saves_them_as_it_st
                 break
             threading.Event().wait(0.01)
         assert loaded(other_index, account).saved_at == 0 and loaded(other_index, account).size == 280
+        # and it holds it as of where the whole index is: nothing is added to it again afterwards
+        other_index._refresh()
+        assert loaded(other_index, account).changes == 0
     finally:
         other.stop()
 

@@ -538,11 +538,8 @@ class SqliteVectorIndex(SearchIndex):
         they were loaded leave them, then the vectors written since come in (a removed source added again is
         added back, as it is in the table)."""
         conn = self.db.connection()
-        newest, removed = conn.execute(  # one statement: one snapshot of both
-            "SELECT (SELECT coalesce(max(id), 0) FROM vectors), (SELECT coalesce(max(id), 0) FROM vector_removals)"
-        ).fetchone()
         with self._lock:
-            self._refresh_locked(conn, newest, removed)
+            self._refresh_locked(conn, *_newest(conn))
 
     def _refresh_locked(self, conn: sqlite3.Connection, newest: int, removed: int) -> None:
         """``_refresh`` with the partitions' lock held, to ``newest`` vector and ``removed`` removal."""
@@ -841,6 +838,9 @@ class SqliteVectorIndex(SearchIndex):
                 if cached is not None:
                     return cached
             started = time.monotonic()
+            # where the whole index is first (a process that has not searched yet is at row 0): a partition is
+            # loaded as of there, or the next refresh would add every row it holds to it again
+            self._refresh()
             part, how = self._load_saved(name), "saved graph"
             if part is None:
                 part, how = self._build(name), "database"
@@ -894,6 +894,8 @@ class SqliteVectorIndex(SearchIndex):
         rest with it. False when the removal log no longer reaches back to ``removed``."""
         conn = self.db.connection()
         with self._lock:
+            if (seen, removed) > (self._seen, self._removed):  # saved by a process further on: go there first
+                self._refresh_locked(conn, *_newest(conn))
             to = (self._seen, self._removed)
         if not self._bring(conn, part, (seen, removed), to):
             return False
@@ -996,9 +998,7 @@ class SqliteVectorIndex(SearchIndex):
         conn = self.db.connection()
         for name in names:
             with self._lock:  # (a query of it waits the few seconds a save of millions of vectors takes)
-                self._refresh_locked(conn, *conn.execute(
-                    "SELECT (SELECT coalesce(max(id), 0) FROM vectors), "
-                    "(SELECT coalesce(max(id), 0) FROM vector_removals)").fetchone())
+                self._refresh_locked(conn, *_newest(conn))
                 part = self._partitions.get(name)
                 if part is None or not (part.due(time.monotonic())
                                         or (force and part.graph is not None and part.saved_at != part.changes)):
@@ -1036,6 +1036,14 @@ class SqliteVectorIndex(SearchIndex):
             self._partitions.clear()
             self.graphs.forget_all()
         return queued
+
+
+def _newest(conn: sqlite3.Connection) -> tuple[int, int]:
+    """The newest vector row and removal (one statement: one snapshot of both)."""
+    newest, removed = conn.execute(
+        "SELECT (SELECT coalesce(max(id), 0) FROM vectors), (SELECT coalesce(max(id), 0) FROM vector_removals)"
+    ).fetchone()
+    return int(newest), int(removed)
 
 
 def _chunks(values: Sequence[int], size: int = 900) -> Iterator[Sequence[int]]:
