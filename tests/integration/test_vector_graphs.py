@@ -382,3 +382,19 @@ def test_a_lookup_keeps_every_value_of_a_key_in_the_order_added_across_folds() -
     assert lookup.last_of(np.array([big, 9], dtype=np.uint64)).tolist() == [5, 6]
     rows = vector_index._Multimap.of(np.array([4, 2, 4, 1], dtype=np.int64), np.array([0, 1, 2, 3]))
     assert rows.get(4) == [0, 2] and rows.get(1) == [3] and rows.get(3) == []
+
+
+def test_a_server_worker_without_the_indexer_loads_the_saved_graphs_as_it_starts(tmp_path: Path) -> None:
+    from agentmem.local.server import _load_saved_graphs
+
+    _, account, _, _ = saved(tmp_path)
+    # When a worker of `agentmem serve --workers N` that does not run the indexer starts
+    other, other_index = start(tmp_path)
+    thread = _load_saved_graphs(other)
+    assert thread is not None
+    thread.join(30)
+    # Then it holds the saved graph before any search asks, as of where the index is (nothing added again)
+    part = loaded(other_index, account)
+    assert part.saved_at == 0 and part.size == 240
+    other_index._refresh()
+    assert part.changes == 0

@@ -20,6 +20,7 @@ from urllib.parse import unquote, urlsplit
 
 from ..api.limits import oversized
 from ..bootstrap import Container, build_adapters, build_container, ensure_default_account, set_container
+from ..observability import logger
 from ..settings import Settings
 from .events import build_rest_event, decode_lambda_response
 from .http_guard import (
@@ -477,6 +478,29 @@ def _start_indexer(container: Container) -> Any:
     return worker
 
 
+def _load_saved_graphs(container: Container) -> threading.Thread | None:
+    """A worker without the indexer (``--workers N``, all but the first) loads the semantic index's saved graphs
+    too, in a thread of its own as it starts, so its first searches do not wait for them (seconds for millions of
+    vectors) past their deadline."""
+    if container.settings.backend != "embedded" or container.search_index is None:
+        return None
+    from ..adapters.embedded.vector_index import SqliteVectorIndex
+
+    index = container.search_index
+    if not isinstance(index, SqliteVectorIndex):
+        return None
+
+    def load() -> None:
+        try:
+            index.load_saved()
+        except Exception:  # each is loaded on its first search instead
+            logger.exception("the semantic index's saved graphs could not be loaded")
+
+    thread = threading.Thread(target=load, name="agentmem-graphs", daemon=True)
+    thread.start()
+    return thread
+
+
 def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8787, *, create_resources: bool = False,
           workers: int = 1) -> None:
     """Run until interrupted; sweeps the trash and expired entries every minute.
@@ -535,6 +559,8 @@ def serve_until_stopped(container: Container, server: GuardedHTTPServer, *, back
     if background:
         threading.Thread(target=sweep, name="agentmem-sweep", daemon=True).start()
         indexer = _start_indexer(container)
+    else:
+        _load_saved_graphs(container)
     if flush_every_s is not None:
         threading.Thread(target=flush, name="agentmem-usage", daemon=True).start()
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
