@@ -464,15 +464,23 @@ def _announce_key(settings: Settings, secret: str | None) -> None:
         print(f"API key of the 'default' account: {key_file}")
 
 
-def _start_indexer(container: Container) -> Any:
-    """The embedded backend's semantic indexer (a thread that embeds what the store queues), when there is one."""
+def _embedded_index(container: Container) -> Any:
+    """The embedded backend's semantic index (``SqliteVectorIndex``), when there is one."""
     if container.settings.backend != "embedded" or container.search_index is None:
         return None  # no semantic index (none chosen, or an install without the embedded extra): nothing to import
-    from ..adapters.embedded.vector_index import IndexWorker, SqliteVectorIndex
+    from ..adapters.embedded.vector_index import SqliteVectorIndex
 
     index = container.search_index
-    if not isinstance(index, SqliteVectorIndex):
+    return index if isinstance(index, SqliteVectorIndex) else None
+
+
+def _start_indexer(container: Container) -> Any:
+    """The embedded backend's semantic indexer (a thread that embeds what the store queues), when there is one."""
+    index = _embedded_index(container)
+    if index is None:
         return None
+    from ..adapters.embedded.vector_index import IndexWorker
+
     worker = IndexWorker(index)
     worker.start()
     return worker
@@ -482,12 +490,8 @@ def _load_saved_graphs(container: Container) -> threading.Thread | None:
     """A worker without the indexer (``--workers N``, all but the first) loads the semantic index's saved graphs
     too, in a thread of its own as it starts, so its first searches do not wait for them (seconds for millions of
     vectors) past their deadline."""
-    if container.settings.backend != "embedded" or container.search_index is None:
-        return None
-    from ..adapters.embedded.vector_index import SqliteVectorIndex
-
-    index = container.search_index
-    if not isinstance(index, SqliteVectorIndex):
+    index = _embedded_index(container)
+    if index is None:
         return None
 
     def load() -> None:
