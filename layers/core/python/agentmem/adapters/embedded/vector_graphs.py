@@ -129,9 +129,7 @@ class GraphFiles:
         """Remove the partition's files (it lost vectors, or they cannot be used)."""
         if not self.directory.is_dir():
             return
-        stem = self._stem(partition)
-        self._meta(partition).unlink(missing_ok=True)
-        for path in self.directory.glob(f"{stem}.*"):
+        for path in self.directory.glob(f"{self._stem(partition)}.*"):  # (the arrays' file too)
             path.unlink(missing_ok=True)
 
     def forget_all(self) -> None:

@@ -566,17 +566,16 @@ class SqliteVectorIndex(SearchIndex):
         """Drop from the loaded partitions the vectors removed after ``_removed`` up to ``removed``; when the log
         no longer goes back that far (``KEEP_REMOVALS``), forget the partitions: they are loaded again. A
         partition that lost vectors is no longer like its saved graph (``_unsaved``)."""
-        rows = conn.execute("SELECT partition, source, part FROM vector_removals WHERE id > ? AND id <= ?",
-                            (self._removed, removed)).fetchall()
-        if len(rows) != removed - self._removed:
+        rows = _removals(conn, self._removed, removed)
+        if rows is None:
             self._partitions.clear()
             return
         by_partition: dict[str, tuple[list[int], list[int]]] = {}
         for partition, source, part in rows:
             if partition in self._partitions:
                 sources, parts = by_partition.setdefault(partition, ([], []))
-                sources.append(int(source))
-                parts.append(int(part))
+                sources.append(source)
+                parts.append(part)
         for name, (sources, parts) in by_partition.items():
             self._partitions[name].remove(sources, parts)
         self._unsaved(by_partition)
@@ -909,14 +908,12 @@ class SqliteVectorIndex(SearchIndex):
         ``_refresh`` does for the loaded partitions."""
         (seen, removed), (to_seen, to_removed) = at, to
         if to_removed > removed:
-            logged = int(conn.execute("SELECT count(*) FROM vector_removals WHERE id > ? AND id <= ?",
-                                      (removed, to_removed)).fetchone()[0])
-            if logged != to_removed - removed:
+            logged = _removals(conn, removed, to_removed)
+            if logged is None:
                 return False
-            gone = conn.execute("SELECT source, part FROM vector_removals WHERE id > ? AND id <= ? AND partition = ?",
-                                (removed, to_removed, part.name)).fetchall()
+            gone = [(source, number) for name, source, number in logged if name == part.name]
             if gone:  # (a graph saved by a process that had not applied them yet: its files go too)
-                part.remove([int(r[0]) for r in gone], [int(r[1]) for r in gone])
+                part.remove([source for source, _ in gone], [number for _, number in gone])
                 part.saved_at, part.unsaved_since = None, time.monotonic()
                 self.graphs.forget(part.name)
         if to_seen > seen:
@@ -992,16 +989,15 @@ class SqliteVectorIndex(SearchIndex):
         brought up to date first, so a graph is never written back with vectors another process removed (the
         indexer calls this whenever it is idle: a removal reaches the graphs it holds within moments)."""
         saved: list[dict[str, Any]] = []
-        self._refresh()  # what another process removed leaves first (its files went with it: never written back)
         with self._lock:
             names = [name for name, part in self._partitions.items() if part.graph is not None]
         conn = self.db.connection()
         for name in names:
             with self._lock:  # (a query of it waits the few seconds a save of millions of vectors takes)
+                # what another process removed leaves first (its files went with it: never written back)
                 self._refresh_locked(conn, *_newest(conn))
-                part = self._partitions.get(name)
-                if part is None or not (part.due(time.monotonic())
-                                        or (force and part.graph is not None and part.saved_at != part.changes)):
+                part = self._partitions.get(name)  # (a graph, once made, is never a matrix again)
+                if part is None or not (part.due(time.monotonic()) or (force and part.saved_at != part.changes)):
                     continue
                 started = time.monotonic()
                 try:
@@ -1044,6 +1040,14 @@ def _newest(conn: sqlite3.Connection) -> tuple[int, int]:
         "SELECT (SELECT coalesce(max(id), 0) FROM vectors), (SELECT coalesce(max(id), 0) FROM vector_removals)"
     ).fetchone()
     return int(newest), int(removed)
+
+
+def _removals(conn: sqlite3.Connection, after: int, upto: int) -> list[tuple[str, int, int]] | None:
+    """(partition, source, part) of the vectors removed after removal ``after`` up to ``upto``; None when the log
+    no longer reaches back that far (it keeps the newest KEEP_REMOVALS)."""
+    rows = conn.execute("SELECT partition, source, part FROM vector_removals WHERE id > ? AND id <= ?",
+                        (after, upto)).fetchall()
+    return None if len(rows) != upto - after else [(str(r[0]), int(r[1]), int(r[2])) for r in rows]
 
 
 def _chunks(values: Sequence[int], size: int = 900) -> Iterator[Sequence[int]]:
