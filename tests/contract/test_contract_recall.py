@@ -361,3 +361,54 @@ def test_a_question_asking_two_things_of_one_event_is_not_cut(world: World) -> N
     page = world.container.conversations.search_page(
         world.account, "support", "Which seats did we get on the wedding flights, and what did the bag cost?", limit=3)
     assert page.items and page.items[0].seq in (1, 2, 3, 4, 5, 6)
+
+
+def test_a_name_the_conversation_calls_someone_by_is_asked_by_meaning_without_it(
+    world: World, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from agentmem.domain.conversations import MessageDraft
+    from agentmem.domain.recall import aspects
+    from agentmem.services.agents import AgentSettings
+
+    # Given a chat where Kwame calls Rosa by name and Rosa speaks of herself as "I" (domain/addressing.py)
+    world.container.agents.put(world.account, "friend", AgentSettings())
+    service = world.container.conversations
+    talk = [("assistant", "hey Rosa! how are the girls?"), ("user", "the hens are fine, laying again"),
+            ("assistant", "Rosa are you sure about leaving them out in this frost?"),
+            ("user", "I decided: they stay in the coop and I buy the heated waterer, 60 dollars"),
+            ("assistant", "goodnight Rosa"), ("user", "my cousin Marta is getting married in June, in Porto")]
+    service.append(world.account, "friend", "chat", [MessageDraft(role, text) for role, text in talk], user="ana")
+    asked: list[str] = []
+    original = service._semantic
+
+    def spy(*args: object, **options: object) -> object:
+        asked.append(str(args[4]))  # the text the semantic side embeds
+        return original(*args, **options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(service, "_semantic", spy)
+
+    def search(question: str) -> list[int]:
+        asked.clear()
+        page = service.search_page(world.account, "friend", question, user="ana", conversation="chat")
+        return [hit.seq for hit in page.items]
+
+    # When a question names Rosa, the semantic side is asked again without her name (the words keep it)
+    seqs = search("What did Rosa decide about the hens' water?")
+    assert "rosa" in asked[0].lower() and asked[1:], asked
+    assert all("rosa" not in text.lower() and "decide" in text.lower() for text in asked[1:]), asked
+    assert seqs[0] == 4
+    # and each thing an order question names is asked without it too
+    question = "Which came first: Rosa's heated waterer or Marta's wedding?"
+    search(question)
+    first = 1 + len(aspects(question))  # the whole question's and each thing's, asked as the search starts
+    assert len(aspects(question)) == 2 and sum("rosa" in text.lower() for text in asked[:first]) == 2, asked
+    assert len(asked) == first + 2 and all("rosa" not in text.lower() for text in asked[first:]), asked
+    # But a name spoken of, never called, is asked with it, once
+    assert search("When is Marta getting married?")[0] == 6
+    assert asked == ["When is Marta getting married?"]
+    # and a search by words alone, or by meaning alone, is never asked again
+    for mode in ("keyword", "semantic"):
+        asked.clear()
+        service.search_page(world.account, "friend", "What did Rosa decide?", user="ana", conversation="chat",
+                            mode=mode)
+        assert len(asked) == 1, (mode, asked)

@@ -124,6 +124,18 @@ def test_a_word_most_messages_hold_is_not_embedded_while_a_telling_word_remains(
         "What is Caroline's identity?"
 
 
+def test_a_name_the_conversation_calls_someone_by_is_not_embedded_at_any_size() -> None:
+    from agentmem.domain.recall import without_common_words
+
+    # a journal of any size (the common words' share waits for 200 messages; a name called is known at once)
+    assert without_common_words("What did Rosa decide about the hens?", 40, {"rosa": 8, "hens": 2},
+                                left_out={"rosa"}) == "what did decide about the hens"
+    # both reasons at once; and a question of nothing else keeps everything
+    assert without_common_words("Did Rosa tell Caroline?", 1000, {"caroline": 600, "rosa": 3, "tell": 5},
+                                left_out={"rosa"}) == "did tell"
+    assert without_common_words("Rosa?", 40, {"rosa": 8}, left_out={"rosa"}) == "Rosa?"
+
+
 def test_the_bm25_scale_is_the_sum_of_the_words_idf() -> None:
     import math
 

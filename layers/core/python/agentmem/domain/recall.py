@@ -246,15 +246,15 @@ def bm25_scale(total: int, counts: Mapping[str, int]) -> float | None:
 
 
 def without_common_words(query: str, total: int, counts: Mapping[str, int], *, share: float = COMMON_WORD_SHARE,
-                         least: int = COMMON_WORD_MIN_MESSAGES) -> str:
+                         least: int = COMMON_WORD_MIN_MESSAGES, left_out: Collection[str] = ()) -> str:
     """What the semantic side embeds of ``query``: without the words held by more than ``share`` of the
-    ``total`` messages searched (``counts``: how many hold each word), as long as a word that tells remains,
-    once there are ``least`` messages. A word most messages hold (a speaker's name written before every line,
+    ``total`` messages searched (``counts``: how many hold each word), once there are ``least`` messages, and
+    without the words of ``left_out`` (the names the conversation calls its people by, ``domain/addressing.py``),
+    as long as a word that tells remains. A word most messages hold (a speaker's name written before every line,
     a project's name) says nothing about which message is meant, and in an embedding it pulls the query
-    towards every short message that holds it."""
-    if total < least:
-        return query
-    common = {word for word, held in counts.items() if held > share * total}
+    towards every short message that holds it; so does a name the messages holding it mostly call someone by."""
+    common = {word for word, held in counts.items() if held > share * total} if total >= least else set()
+    common |= set(left_out)
     telling = [word for word in query_words(query) if word not in common]
     if not common or not telling:
         return query

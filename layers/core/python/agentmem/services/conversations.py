@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from ..domain.addressing import called_names, capitalised
 from ..domain.agents import AgentRecord, agent_of_memory, check_window_messages
 from ..domain.clock import Clock, TimeRange, iso, parse_iso, utcnow
 from ..domain.context import (
@@ -428,12 +429,16 @@ class ConversationService:
         if wanted_mode in ("hybrid", "deep"):
             for aspect in map(Query, aspects(query)):
                 views.append(_View(aspect, {w: held.get(w, 0) for w in aspect.words}, whole=False))
-        for view in views:
+
+        def ask(view: _View, called: Collection[str] = ()) -> None:
+            if view.pending is not None:
+                view.pending.cancel()
             view.pending = self._semantic(account, agent_name, user_id, conversation,
-                                          without_common_words(view.query.text, total, view.held),
-                                          semantic_pool if view is views[0] else aspect_pool,
-                                          wanted_mode, when)
-        pending = views[0].pending
+                                          without_common_words(view.query.text, total, view.held, left_out=called),
+                                          semantic_pool if view is views[0] else aspect_pool, wanted_mode, when)
+
+        for view in views:
+            ask(view)
         found: dict[tuple[str, int], Message] = {}
 
         def by_words(view: _View) -> None:
@@ -454,6 +459,14 @@ class ConversationService:
             for view in views:  # while the semantic side embeds and searches
                 by_words(view)
             stages.append("keyword")
+        if wanted_mode in ("hybrid", "deep"):
+            # a name the messages holding it mostly call someone by ("hey Rosa!") is asked again without it by
+            # meaning (domain/addressing.py): what that person said holds "I", and the calls are not the answer
+            called = called_names(capitalised(query), ((m.role, message_text(m)) for m in found.values()))
+            for view in views:
+                if called & set(view.query.words):
+                    ask(view, called)
+        pending = views[0].pending
         semantic = pending.answer() if pending is not None else None
         how = answered(wanted_mode, semantic)
         if wanted_mode == "semantic" and how.mode == "keyword":

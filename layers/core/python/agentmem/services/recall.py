@@ -128,6 +128,11 @@ class PendingAnswer:
         self._future = future
         self._deadline = deadline
 
+    def cancel(self) -> None:
+        """Not wanted any more (the question is asked again otherwise): left out if it has not started."""
+        if self._future is not None and self._known is None:
+            self._future.cancel()
+
     def answer(self) -> SemanticAnswer:
         if self._known is None:
             assert self._future is not None

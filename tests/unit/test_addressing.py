@@ -1,0 +1,83 @@
+"""The names a conversation calls its people by (domain/addressing.py): which uses of a name call someone, and
+which names a conversation mostly calls rather than speaks of."""
+
+from __future__ import annotations
+
+import pytest
+from agentmem.domain.addressing import called_names, calls, capitalised
+from hypothesis import given
+from hypothesis import strategies as st
+
+
+@pytest.mark.parametrize(("text", "word"), [
+    ("goodnight carla", "carla"),  # a greeting right before it
+    ("hey Rosa!", "rosa"),
+    ("Thanks, Caroline!", "caroline"),
+    ("Hey Mel! Good to see you!", "mel"),
+    ("Marek. Jurek died this morning.", "marek"),  # it opens the text, a mark after it
+    ("Randi!!! I'm going to cry", "randi"),
+    ("Rosa are you sure?", "rosa"),  # ... or the one it calls being spoken to
+    ("ok. Lena, did you book it?", "lena"),  # it opens a sentence
+    ("see you soon, Lena.", "lena"),  # it closes the text after a comma
+    ("that was lovely, Sofia! talk soon", "sofia"),  # ... or a sentence
+])
+def test_a_name_said_to_someone_calls_them(text: str, word: str) -> None:
+    assert calls(text, word)
+
+
+@pytest.mark.parametrize(("text", "word"), [
+    ("I told Carla about it", "carla"),  # spoken of
+    ("I went with Caroline.", "caroline"),  # closing a sentence, but no comma before it
+    ("Carla's dog ate a sock", "carla"),  # 's: spoken of
+    ("Carla’s dog ate a sock", "carla"),
+    ("Marek. Jurek died this morning.", "jurek"),  # opens a sentence, then a verb
+    ("Jurek is in hospital. The heart.", "jurek"),
+    ("rho = rho, AR.start = hourly$AR.start)", "ar"),  # a dot inside code is no sentence's end
+    ("mutate(AR.start = row_number() == 1)", "ar"),
+    ("Caroline", "rosa"),  # not there at all
+    ("Rosalind was here", "rosa"),  # a longer word is not the name
+])
+def test_a_name_spoken_of_or_not_there_calls_nobody(text: str, word: str) -> None:
+    assert not calls(text, word)
+
+
+def test_the_words_a_question_writes_with_a_capital_are_read_lower_cased_without_stop_words() -> None:
+    assert capitalised("What did Carla's dog swallow at the Stone Church? When did Rosa leave?") == \
+        ["carla", "stone", "church", "rosa"]
+    assert capitalised("what did rosa decide") == []
+    assert capitalised("Was it in São Paulo or İzmir?") == ["são", "paulo", "i̇zmir"]
+
+
+def test_a_name_mostly_called_is_found_and_one_mostly_spoken_of_is_not() -> None:
+    messages = [
+        ("assistant", "hey Rosa!"), ("assistant", "Rosa are you sure?"), ("assistant", "goodnight Rosa"),
+        ("user", "Aisling. she's a vet nurse"),  # called once ...
+        ("user", "Aisling knows already"), ("user", "that was Aisling's cooking"),  # ... spoken of twice
+        ("assistant", "I did it for Rosa, she loved it"),  # Rosa spoken of once: still 3 calls of 4
+    ]
+    assert called_names(["rosa", "aisling", "nobody"], messages) == {"rosa"}
+
+
+def test_one_call_is_not_enough_and_half_is() -> None:
+    once = [("user", "hey Lena!"), ("user", "the tram was late")]
+    assert called_names(["lena"], once) == set()
+    half = [("user", "hey Lena!"), ("assistant", "bye Lena"), ("user", "Lena said no"), ("user", "Lena went home")]
+    assert called_names(["lena"], half) == {"lena"}
+    less = [*half, ("user", "I saw Lena today")]
+    assert called_names(["lena"], less) == set()
+
+
+def test_tool_rows_call_nobody_and_count_for_nothing() -> None:
+    rows = [("tool_result", "Status: ok"), ("tool_call", "Status!"), ("tool_result", "Status, then")]
+    assert called_names(["status"], rows) == set()
+    assert called_names(["status"], [*rows, ("user", "Status?"), ("assistant", "hey Status")]) == {"status"}
+
+
+@given(st.lists(st.tuples(st.sampled_from(["user", "assistant", "tool_result"]), st.text(max_size=80)),
+                max_size=12),
+       st.lists(st.text(alphabet="abcRos İı'’!,. ", min_size=1, max_size=8), max_size=4))
+def test_called_names_are_always_some_of_the_candidates(messages: list[tuple[str, str]], words: list[str]) -> None:
+    found = called_names(words, messages)
+    assert found <= set(words)
+    for word in found:
+        assert sum(1 for role, text in messages if role in ("user", "assistant") and calls(text, word)) >= 2
