@@ -81,3 +81,30 @@ def test_called_names_are_always_some_of_the_candidates(messages: list[tuple[str
     assert found <= set(words)
     for word in found:
         assert sum(1 for role, text in messages if role in ("user", "assistant") and calls(text, word)) >= 2
+
+
+def test_a_call_deep_inside_a_long_message_is_read_by_what_is_near_it() -> None:
+    long = "We went through the whole plan again and nothing changed. " * 200
+    assert calls(long + "Thanks, Rosa!", "rosa")
+    assert calls(long + "Rosa, are you coming?", "rosa")
+    assert not calls(long + "I told Rosa about it.", "rosa")
+    assert not calls("Rosa" + ("x" * 100) + " and more", "rosa")  # not the word
+
+
+def test_a_name_is_read_in_the_first_messages_holding_it_best_first() -> None:
+    from agentmem.domain.addressing import CALLED_SAMPLE
+
+    calling = [("assistant", "hey Rosa!")] * CALLED_SAMPLE
+    speaking_of = [("user", "I met Rosa at the market")] * (2 * CALLED_SAMPLE)
+    assert called_names(["rosa"], calling + speaking_of) == {"rosa"}
+    assert called_names(["rosa"], speaking_of + calling) == set()
+
+
+def test_a_long_message_is_read_for_calls_at_its_edges() -> None:
+    from agentmem.domain.addressing import EDGE
+
+    middle = "We went through the whole plan again and nothing changed. " * 20
+    assert calls("Hey Rosa! " + middle, "rosa") and calls(middle + " see you soon, Rosa.", "rosa")
+    assert not calls(middle[: EDGE + 10] + " Rosa, are you coming? " + middle, "rosa")  # deep inside: not read
+    cut = "x" * (EDGE - 9) + " hey Rosalind " + middle  # a longer word cut at the edge is not the name
+    assert cut.lower().index("rosa") + len("rosa") == EDGE and not calls(cut, "rosa")

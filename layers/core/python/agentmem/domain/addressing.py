@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 from .text import STOP_WORDS, WORD
 
@@ -25,6 +26,9 @@ GREETINGS = frozenset({
 })
 CALLED_LEAST = 2  # a name is called in at least this many messages ...
 CALLED_SHARE = 0.5  # ... and in at least this share of those that hold it
+CALLED_SAMPLE = 40  # ... read in this many of them at most
+EDGE = 200  # the characters at each end of a long message where ``calls`` looks for a name
+BEFORE_REACH = 64  # how far before a name ``calls`` reads (a greeting, a sentence's end, a comma)
 CONVERSATION_ROLES = frozenset({"user", "assistant"})  # who speaks (tool calls and results call nobody)
 
 _CAPITALISED = re.compile(r"(?<![^\W_])[^\W\d_][^\W_]*")
@@ -48,18 +52,34 @@ def calls(text: str, word: str) -> bool:
     "goodnight carla"); opening the text or a sentence with a mark, the end or "you" after it ("Marek. Jurek
     died", "Randi!!!", "Rosa are you sure?"); or closing the text or a sentence after a comma ("see you
     soon, Lena."). A name followed by 's is spoken of, not to."""
-    for match in re.finditer(r"(?<![^\W_])" + re.escape(word) + r"(?![^\W_])", text, re.IGNORECASE):
-        before, after = text[: match.start()], text[match.end():]
-        if after[:1] in ("'", "’") and after[1:2].lower() == "s":
-            continue
-        last = _LAST_WORD.search(before)
-        if last is not None and last.group(1).lower() in GREETINGS:
+    return _calls(text.lower(), _name(word.lower()))
+
+
+@lru_cache(maxsize=256)
+def _name(word: str) -> re.Pattern[str]:
+    return re.compile(r"(?<![^\W_])" + re.escape(word) + r"(?![^\W_])")
+
+
+def _calls(text: str, name: re.Pattern[str]) -> bool:
+    """``calls`` over a lower-cased text."""
+    # people call each other at a message's edges ("hey Rosa! …", "… see you soon, Lena."): a long message is
+    # read there only
+    edges = [(0, len(text))] if len(text) <= 2 * EDGE else [(0, EDGE), (len(text) - EDGE, len(text))]
+    for match in (m for lo, hi in edges for m in name.finditer(text, lo, hi)):
+        start, end = match.span()
+        if WORD.match(text, end) or (text[end:end + 1] in ("'", "’") and text[end + 1:end + 2] == "s"):
+            continue  # a longer word cut at an edge; or 's: spoken of
+        # what comes before is read within a short reach: a long message holds the name many times
+        reach = max(0, start - BEFORE_REACH)
+        last = _LAST_WORD.search(text, reach, start)
+        if last is not None and last.group(1) in GREETINGS:
             return True
-        opens = not WORD.search(before) or _SENTENCE_END.search(before) is not None
-        if opens and _CALL_AFTER.match(after):
+        opens = (reach == 0 and not WORD.search(text, 0, start)) or \
+            _SENTENCE_END.search(text, reach, start) is not None
+        if opens and _CALL_AFTER.match(text, end):
             return True
-        closes = _ONLY_MARKS.match(after) is not None or _CLOSING.match(after) is not None
-        if closes and before.rstrip().endswith(","):
+        closes = _ONLY_MARKS.match(text, end) is not None or _CLOSING.match(text, end) is not None
+        if closes and text[reach:start].rstrip().endswith(","):
             return True
     return False
 
@@ -67,19 +87,20 @@ def calls(text: str, word: str) -> bool:
 def called_names(candidates: Iterable[str], messages: Iterable[tuple[str, str]]) -> set[str]:
     """Of ``candidates`` (lower-cased words), those that the ``messages`` (role, text) holding them mostly use
     to call someone (``calls``): in at least ``CALLED_LEAST`` of the people's messages (user or assistant) that
-    hold the word, and in at least ``CALLED_SHARE`` of them."""
+    hold the word, and in at least ``CALLED_SHARE`` of them, read in the first ``CALLED_SAMPLE`` that do (the
+    candidates come best first)."""
     wanted = list(dict.fromkeys(candidates))
-    if not wanted:
-        return set()
     holding = dict.fromkeys(wanted, 0)
     calling = dict.fromkeys(wanted, 0)
-    patterns = {w: re.compile(r"(?<![^\W_])" + re.escape(w) + r"(?![^\W_])", re.IGNORECASE) for w in wanted}
     for role, text in messages:
+        if not wanted:
+            break
         if role not in CONVERSATION_ROLES or not text:
             continue
         lowered = text.lower()
         for word in wanted:
-            if word in lowered and patterns[word].search(text):
+            if word in lowered and _name(word).search(lowered):
                 holding[word] += 1
-                calling[word] += calls(text, word)
-    return {w for w in wanted if calling[w] >= CALLED_LEAST and calling[w] >= CALLED_SHARE * holding[w]}
+                calling[word] += _calls(lowered, _name(word))
+        wanted = [w for w in wanted if holding[w] < CALLED_SAMPLE]
+    return {w for w in holding if calling[w] >= CALLED_LEAST and calling[w] >= CALLED_SHARE * holding[w]}
