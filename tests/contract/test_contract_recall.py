@@ -406,6 +406,13 @@ def test_a_name_the_conversation_calls_someone_by_is_asked_by_meaning_without_it
     # But a name spoken of, never called, is asked with it, once
     assert search("When is Marta getting married?")[0] == 6
     assert asked == ["When is Marta getting married?"]
+    # and in mode deep the re-ranking stage reads the question without the name too
+    read: list[str] = []
+    rerank = service._rerank
+    monkeypatch.setattr(service, "_rerank", lambda question, *args: read.append(question) or rerank(question, *args))
+    service.search_page(world.account, "friend", "What did Rosa decide about the hens' water?", user="ana",
+                        conversation="chat", mode="deep")
+    assert len(read) == 1 and "rosa" not in read[0] and "decide" in read[0], read
     # and a search by words alone, or by meaning alone, is never asked again
     for mode in ("keyword", "semantic"):
         asked.clear()

@@ -136,6 +136,14 @@ def test_a_name_the_conversation_calls_someone_by_is_not_embedded_at_any_size() 
     assert without_common_words("Rosa?", 40, {"rosa": 8}, left_out={"rosa"}) == "Rosa?"
 
 
+def test_words_left_out_of_a_question_leave_a_telling_word_or_nothing_is_left_out() -> None:
+    from agentmem.domain.recall import without_words
+
+    assert without_words("What did Rosa decide?", {"rosa"}) == "what did decide"
+    assert without_words("What did Rosa decide?", set()) == "What did Rosa decide?"
+    assert without_words("Rosa and Kwame?", {"rosa", "kwame"}) == "Rosa and Kwame?"
+
+
 def test_the_bm25_scale_is_the_sum_of_the_words_idf() -> None:
     import math
 

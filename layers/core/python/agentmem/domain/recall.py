@@ -254,11 +254,16 @@ def without_common_words(query: str, total: int, counts: Mapping[str, int], *, s
     a project's name) says nothing about which message is meant, and in an embedding it pulls the query
     towards every short message that holds it; so does a name the messages holding it mostly call someone by."""
     common = {word for word, held in counts.items() if held > share * total} if total >= least else set()
-    common |= set(left_out)
-    telling = [word for word in query_words(query) if word not in common]
-    if not common or not telling:
+    return without_words(query, common | set(left_out))
+
+
+def without_words(query: str, left_out: Collection[str]) -> str:
+    """``query`` as its lower-cased words without those of ``left_out``, as long as a word that tells remains
+    (else, or with nothing to leave out, ``query`` as it is)."""
+    telling = [word for word in query_words(query) if word not in left_out]
+    if not left_out or not telling:
         return query
-    return " ".join(word for word in words(query) if word not in common)
+    return " ".join(word for word in words(query) if word not in left_out)
 
 
 # the words that frame a question about order without naming what it asks of ("which came first", "what happened

@@ -65,6 +65,7 @@ from ..domain.recall import (
     neighbours_to_read,
     pool,
     without_common_words,
+    without_words,
 )
 from ..domain.rules import check_limit
 from ..domain.search import Query, check_query
@@ -459,6 +460,7 @@ class ConversationService:
             for view in views:  # while the semantic side embeds and searches
                 by_words(view)
             stages.append("keyword")
+        called: set[str] = set()
         if wanted_mode in ("hybrid", "deep"):
             # a name the messages holding it mostly call someone by ("hey Rosa!") is asked again without it by
             # meaning (domain/addressing.py): what that person said holds "I", and the calls are not the answer
@@ -541,8 +543,9 @@ class ConversationService:
                                 cut=cut)
 
         if wanted_mode == "deep":
-            answered_mode, fallback, ranked = self._rerank(query, ranked, found, how.mode, how.fallback, stages,
-                                                           floor, shown)
+            # the model reads the question without the names called too, as the semantic side did
+            answered_mode, fallback, ranked = self._rerank(without_words(query, called), ranked, found, how.mode,
+                                                           how.fallback, stages, floor, shown)
             if "rerank" in stages and len(rankings) > 1:
                 # the model reads each candidate against the whole question and fills the top with the thing it
                 # matches best: each thing named keeps taking turns with it, by its own fused ranking
