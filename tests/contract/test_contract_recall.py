@@ -274,8 +274,8 @@ def test_a_name_on_every_line_does_not_bring_the_small_talk_in(world: World) -> 
     assert [(h.conversation, h.seq) for h in page.items][:1] == [("transcript", 131)]
     if semantic_on(world) and page.fallback is None:
         # and a line holding nothing but the name is no match, by words or by meaning: none is padded in. The
-        # lines just before and after the answer may follow it, on its evidence (neighbours), and below it
-        assert {h.seq for h in page.items} <= {130, 131, 132}, [h.snippet for h in page.items]
+        # lines up to two before and after the answer may follow it, on its evidence (neighbours), and below it
+        assert {h.seq for h in page.items} <= {129, 130, 131, 132, 133}, [h.snippet for h in page.items]
         assert all(h.score < page.items[0].score for h in page.items[1:])
 
 

@@ -173,9 +173,10 @@ def test_a_message_borrows_a_share_of_its_better_neighbours_keyword_score() -> N
     from agentmem.domain.recall import lend_neighbours
 
     scores = {("c", 1): 3.0, ("c", 2): 0.0, ("c", 3): 6.0, ("d", 2): 9.0}
-    lent = lend_neighbours(scores, [("c", 1), ("c", 2), ("c", 3), ("c", 4), ("c", 9)], 1 / 3)
-    # the answer between two hits borrows from the better one; another conversation's seq 2 lends nothing
-    assert lent == {("c", 1): 3.0, ("c", 2): 2.0, ("c", 3): 6.0, ("c", 4): 2.0}
+    lent = lend_neighbours(scores, [("c", 1), ("c", 2), ("c", 3), ("c", 4), ("c", 5), ("c", 9)], 1 / 3)
+    # the answer between two hits borrows from the better one; another conversation's seq 2 lends nothing; a
+    # message two steps from a hit borrows half as much (seq 5 from 3; 1 and 3 from each other); seq 9, nothing
+    assert lent == {("c", 1): 4.0, ("c", 2): 2.0, ("c", 3): 6.5, ("c", 4): 2.0, ("c", 5): 1.0}
 
 
 def test_the_neighbours_of_the_best_keyword_hits_are_read_once_each() -> None:
@@ -194,8 +195,9 @@ def test_a_message_borrows_a_share_of_its_neighbours_fused_score_then_the_cut_of
     seats = [seat for seat, _ in ranked] + [("c", 6), ("c", 4), ("c", 20)]
     out = lend_ranked(ranked, seats, 0.2, 0.12)
     # seq 6 (between two hits, no evidence of its own) and 4 borrow 0.2 of the answer's 0.9 and pass the cut-off,
-    # below the answer; seq 20, with nothing of its own and no neighbour found, is left out
-    assert out == [(("c", 5), 0.9), (("c", 9), 0.2), (("c", 6), 0.18), (("c", 4), 0.18), (("c", 7), 0.15)]
+    # below the answer; 7, two steps from the answer, borrows half that (0.09) and rises above 9, which borrows
+    # half of 0.2 of 7's; seq 20, with nothing of its own and no neighbour found, is left out
+    assert out == [(("c", 5), 0.915), (("c", 7), 0.24), (("c", 9), 0.215), (("c", 6), 0.18), (("c", 4), 0.18)]
     # a score never goes above 1
     assert lend_ranked([(("c", 1), 1.0), (("c", 2), 0.95)], [("c", 1), ("c", 2)], 0.2, 0.0)[0][1] == 1.0
 

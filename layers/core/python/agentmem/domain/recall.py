@@ -44,6 +44,7 @@ NEIGHBOUR_SHARE = 1 / 3
 # ... and, in hybrid, this share of the better fused score of its neighbours (what the meaning found of them too:
 # a question found by its meaning lends to the answer after it, whose words may not match)
 FUSED_NEIGHBOUR_SHARE = 0.2
+FARTHER_SHARE = 0.5  # a message two steps away lends half what one beside it does
 NEIGHBOUR_SOURCES = 50  # the best keyword hits whose neighbours are read as candidates
 RERANK_CANDIDATES = 50  # the fused top that the re-ranking stage reads (mode=deep)
 RERANK_NEIGHBOUR_SHARE = 0.1  # ... and the share of its neighbours' re-ranking score a candidate borrows
@@ -120,12 +121,15 @@ def neighbours_to_read(keyword: Mapping[Seat, float], known: Collection[Seat], t
 
 def lend_neighbours(scores: Mapping[Seat, float], seats: Iterable[Seat], share: float) -> dict[Seat, float]:
     """Each seat's score (0 when it has none) plus ``share`` of the better score of the messages just before and
-    after it in its conversation; seats that end with nothing are left out."""
+    after it in its conversation, and ``FARTHER_SHARE`` of that share of the better of the two messages one step
+    farther (a question, a word between, its answer; a tool call, its result, what the assistant made of it);
+    seats that end with nothing are left out."""
     lent: dict[Seat, float] = {}
     for conversation, seq in seats:
         own = scores.get((conversation, seq), 0.0)
         near = max(scores.get((conversation, seq - 1), 0.0), scores.get((conversation, seq + 1), 0.0))
-        value = own + share * near
+        farther = max(scores.get((conversation, seq - 2), 0.0), scores.get((conversation, seq + 2), 0.0))
+        value = own + share * (near + FARTHER_SHARE * farther)
         if value > 0:
             lent[(conversation, seq)] = value
     return lent
