@@ -24,6 +24,7 @@ GREETINGS = frozenset({
     "ty", "cheers", "morning", "evening", "afternoon", "night", "goodnight", "congrats", "congratulations", "sorry",
     "dear", "bye", "goodbye", "welcome", "wow", "omg", "love", "miss", "happy", "birthday", "haha", "lol",
 })
+CAPITALISED_MOST = 8  # the words written with a capital a question is read for, at most
 CALLED_LEAST = 2  # a name is called in at least this many messages ...
 CALLED_SHARE = 0.5  # ... and in at least this share of those that hold it
 CALLED_SAMPLE = 40  # ... read in this many of them at most
@@ -40,11 +41,11 @@ _ONLY_MARKS = re.compile(r"[^\w]*$")
 _CLOSING = re.compile(r"\s*[.!?…]+(?:\s|$)")  # a sentence's end (not a dot in "AR.start")
 
 
-def capitalised(query: str) -> list[str]:
-    """The distinct words ``query`` writes with a capital (names, places, titles), lower-cased, stop words
-    left out."""
+def capitalised(query: str, most: int = CAPITALISED_MOST) -> list[str]:
+    """The first ``most`` distinct words ``query`` writes with a capital (names, places, titles), lower-cased,
+    stop words left out (a question names a few people; a query of capitalised words is read no further)."""
     found = (m.group() for m in _CAPITALISED.finditer(query) if m.group()[0].isupper())
-    return [w for w in dict.fromkeys(w.lower() for w in found) if w not in STOP_WORDS]
+    return [w for w in dict.fromkeys(w.lower() for w in found) if w not in STOP_WORDS][:most]
 
 
 def calls(text: str, word: str) -> bool:
