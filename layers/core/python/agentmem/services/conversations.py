@@ -438,8 +438,11 @@ class ConversationService:
                                           without_common_words(view.query.text, total, view.held, left_out=called),
                                           semantic_pool if view is views[0] else aspect_pool, wanted_mode, when)
 
+        # a name no message holds (the store's own count) can be matched by nothing: by meaning it only pulls the
+        # question towards other names ("Tomasz", whom the conversation calls "tata")
+        unheld = {word for word in capitalised(query) if held.get(word) == 0} if total > 0 else set()
         for view in views:
-            ask(view)
+            ask(view, unheld)
         found: dict[tuple[str, int], Message] = {}
 
         def by_words(view: _View) -> None:
@@ -467,7 +470,7 @@ class ConversationService:
             called = called_names(capitalised(query), ((m.role, message_text(m)) for m in found.values()))
             for view in views:
                 if called & set(view.query.words):
-                    ask(view, called)
+                    ask(view, called | unheld)
         pending = views[0].pending
         semantic = pending.answer() if pending is not None else None
         how = answered(wanted_mode, semantic)
@@ -543,9 +546,9 @@ class ConversationService:
                                 cut=cut)
 
         if wanted_mode == "deep":
-            # the model reads the question without the names called too, as the semantic side did
-            answered_mode, fallback, ranked = self._rerank(without_words(query, called), ranked, found, how.mode,
-                                                           how.fallback, stages, floor, shown)
+            # the model reads the question without those names too, as the semantic side did
+            answered_mode, fallback, ranked = self._rerank(without_words(query, called | unheld), ranked, found,
+                                                           how.mode, how.fallback, stages, floor, shown)
             if "rerank" in stages and len(rankings) > 1:
                 # the model reads each candidate against the whole question and fills the top with the thing it
                 # matches best: each thing named keeps taking turns with it, by its own fused ranking
