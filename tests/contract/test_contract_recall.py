@@ -422,6 +422,9 @@ def test_a_name_the_conversation_calls_someone_by_is_asked_by_meaning_without_it
     service.search_page(world.account, "friend", "What did Rosa decide about the hens' water?", user="ana",
                         conversation="chat", mode="deep")
     assert len(read) == 1 and "rosa" not in read[0].lower() and "decide" in read[0], read
+    # and a question of nothing but a called name is asked once, as it is (nothing would be left to ask)
+    search("Rosa?")
+    assert asked == ["Rosa?"], asked
     # and a search by words alone, or by meaning alone, is never asked again
     for mode in ("keyword", "semantic"):
         asked.clear()

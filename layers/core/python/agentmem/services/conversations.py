@@ -205,6 +205,7 @@ class _View:
     query: Query
     held: dict[str, int]  # how many messages hold each of its words
     pending: PendingAnswer | None = None
+    asked: str = ""  # what the semantic side was asked for it
     keyword: dict[tuple[str, int], float] = field(default_factory=dict)
     cosine: dict[tuple[str, int], float] = field(default_factory=dict)
     whole: bool = True  # the whole question (else one thing it names)
@@ -431,11 +432,15 @@ class ConversationService:
             for aspect in map(Query, aspects(query)):
                 views.append(_View(aspect, {w: held.get(w, 0) for w in aspect.words}, whole=False))
 
-        def ask(view: _View, called: Collection[str] = ()) -> None:
+        def ask(view: _View, left_out: Collection[str] = ()) -> None:
+            """The semantic side asked for the view's text without ``left_out`` (again, if that changes it)."""
+            text = without_common_words(view.query.text, total, view.held, left_out=left_out)
             if view.pending is not None:
+                if text == view.asked:
+                    return
                 view.pending.cancel()
-            view.pending = self._semantic(account, agent_name, user_id, conversation,
-                                          without_common_words(view.query.text, total, view.held, left_out=called),
+            view.asked = text
+            view.pending = self._semantic(account, agent_name, user_id, conversation, text,
                                           semantic_pool if view is views[0] else aspect_pool, wanted_mode, when)
 
         # a name no message holds (the store's own count) can be matched by nothing: by meaning it only pulls the
