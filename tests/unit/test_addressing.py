@@ -45,7 +45,10 @@ def test_the_words_a_question_writes_with_a_capital_are_read_lower_cased_without
     assert capitalised("What did Carla's dog swallow at the Stone Church? When did Rosa leave?") == \
         ["carla", "stone", "church", "rosa"]
     assert capitalised("what did rosa decide") == []
-    many = " ".join(f"Name{n}" for n in range(100))  # a query of capitalised words is read for its first few
+    # a word that opens the query or one of its sentences has its capital for that
+    assert capitalised("Budget for the trip? Rosa said. Then Kwame: ok") == ["kwame"]
+    assert capitalised("Rosa's hens: which went off laying?") == []
+    many = "and " + " ".join(f"Name{n}" for n in range(100))  # a query of capitalised words: its first few
     assert capitalised(many) == [f"name{n}" for n in range(8)] and capitalised(many, most=2) == ["name0", "name1"]
     assert capitalised("Was it in São Paulo or İzmir?") == ["são", "paulo", "i̇zmir"]
 

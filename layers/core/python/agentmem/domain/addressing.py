@@ -36,6 +36,7 @@ _CAPITALISED = re.compile(r"(?<![^\W_])[^\W\d_][^\W_]*")
 # after a name that opens a sentence: a mark, the end, or the one it calls being spoken to ("Rosa are you sure?")
 _CALL_AFTER = re.compile(r"\s*(?:[,!?;:…]|\.(?![\w.])|$|(?:you|your|u|ur|are)\b)", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?…\n][^\w]*$")
+_SENTENCE_START = re.compile(r"(?:^|[.!?…\n])[^\w]*$")  # nothing but marks since the start or a sentence's end
 _LAST_WORD = re.compile(r"([^\W_]+)[\s,]*$")
 _ONLY_MARKS = re.compile(r"[^\w]*$")
 _CLOSING = re.compile(r"\s*[.!?…]+(?:\s|$)")  # a sentence's end (not a dot in "AR.start")
@@ -43,8 +44,11 @@ _CLOSING = re.compile(r"\s*[.!?…]+(?:\s|$)")  # a sentence's end (not a dot in
 
 def capitalised(query: str, most: int = CAPITALISED_MOST) -> list[str]:
     """The first ``most`` distinct words ``query`` writes with a capital (names, places, titles), lower-cased,
-    stop words left out (a question names a few people; a query of capitalised words is read no further)."""
-    found = (m.group() for m in _CAPITALISED.finditer(query) if m.group()[0].isupper())
+    stop words left out (a question names a few people; a query of capitalised words is read no further). A
+    word that opens the query or a sentence of it is not read: its capital says nothing ("Budget for the
+    trip?")."""
+    found = (m.group() for m in _CAPITALISED.finditer(query)
+             if m.group()[0].isupper() and _SENTENCE_START.search(query, max(0, m.start() - 16), m.start()) is None)
     return [w for w in dict.fromkeys(w.lower() for w in found) if w not in STOP_WORDS][:most]
 
 
