@@ -95,6 +95,7 @@ def called_names(candidates: Iterable[str], messages: Iterable[tuple[str, str]])
     hold the word, and in at least ``CALLED_SHARE`` of them, read in the first ``CALLED_SAMPLE`` that do (the
     candidates come best first)."""
     wanted = list(dict.fromkeys(candidates))
+    names = {word: _name(word) for word in wanted}
     holding = dict.fromkeys(wanted, 0)
     calling = dict.fromkeys(wanted, 0)
     for role, text in messages:
@@ -104,8 +105,8 @@ def called_names(candidates: Iterable[str], messages: Iterable[tuple[str, str]])
             continue
         lowered = text.lower()
         for word in wanted:
-            if word in lowered and _name(word).search(lowered):
+            if word in lowered and names[word].search(lowered):
                 holding[word] += 1
-                calling[word] += _calls(lowered, _name(word))
+                calling[word] += _calls(lowered, names[word])
         wanted = [w for w in wanted if holding[w] < CALLED_SAMPLE]
     return {w for w in holding if calling[w] >= CALLED_LEAST and calling[w] >= CALLED_SHARE * holding[w]}
