@@ -445,7 +445,8 @@ class ConversationService:
 
         # a name no message holds (the store's own count) can be matched by nothing: by meaning it only pulls the
         # question towards other names ("Tomasz", whom the conversation calls "tata")
-        unheld = {word for word in capitalised(query) if held.get(word) == 0} if total > 0 else set()
+        named = capitalised(query)  # the words the question writes with a capital: the names it may hold
+        unheld = {word for word in named if held.get(word) == 0} if total > 0 else set()
         for view in views:
             ask(view, unheld)
         found: dict[tuple[str, int], Message] = {}
@@ -472,7 +473,7 @@ class ConversationService:
         if wanted_mode in ("hybrid", "deep"):
             # a name the messages holding it mostly call someone by ("hey Rosa!") is asked again without it by
             # meaning (domain/addressing.py): what that person said holds "I", and the calls are not the answer
-            called = called_names(capitalised(query), ((m.role, message_text(m)) for m in found.values()))
+            called = called_names(named, ((m.role, message_text(m)) for m in found.values()))
             for view in views:
                 if called & set(view.query.words):
                     ask(view, called | unheld)
