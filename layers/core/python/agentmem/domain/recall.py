@@ -263,11 +263,12 @@ def without_common_words(query: str, total: int, counts: Mapping[str, int], *, s
 
 def without_words(query: str, left_out: Collection[str]) -> str:
     """``query`` as its lower-cased words without those of ``left_out``, as long as a word that tells remains
-    (else, or with nothing to leave out, ``query`` as it is)."""
-    telling = [word for word in query_words(query) if word not in left_out]
-    if not left_out or not telling:
+    (else, or when it holds none of them, ``query`` as it is)."""
+    every = words(query)
+    kept = [word for word in every if word not in left_out]
+    if len(kept) == len(every) or all(word in left_out for word in query_words(query)):
         return query
-    return " ".join(word for word in words(query) if word not in left_out)
+    return " ".join(kept)
 
 
 # the words that frame a question about order without naming what it asks of ("which came first", "what happened

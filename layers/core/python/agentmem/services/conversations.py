@@ -474,9 +474,8 @@ class ConversationService:
             # a name the messages holding it mostly call someone by ("hey Rosa!") is asked again without it by
             # meaning (domain/addressing.py): what that person said holds "I", and the calls are not the answer
             called = called_names(named, ((m.role, message_text(m)) for m in found.values()))
-            for view in views:
-                if called & set(view.query.words):
-                    ask(view, called | unheld)
+            for view in views:  # (a view that holds none of them is not asked again: its text is the same)
+                ask(view, called | unheld)
         pending = views[0].pending
         semantic = pending.answer() if pending is not None else None
         how = answered(wanted_mode, semantic)
