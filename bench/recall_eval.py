@@ -59,6 +59,7 @@ STYLES = ("chat", "project", "agent_run")
 KINDS = ("fact", "temporal", "multi_hop", "updated_fact", "decision", "order")
 SPLITS = ("dev", "test")
 PLOT = ROOT / "docs" / "img" / "recall-eval.png"
+PLOT_ACROSS = ROOT / "docs" / "img" / "recall-eval-across.png"
 # label -> the search's parameters; the first three are SPEC §6.2's modes, the others stages the server may offer
 SYSTEMS: dict[str, dict[str, str]] = {
     "keyword": {"mode": "keyword"},
@@ -278,9 +279,12 @@ def append_all(target: Agentmem, server: Server, convo: Conversation) -> float:
     return time.perf_counter() - start
 
 
-def search(target: Agentmem, convo: Conversation, params: dict[str, str], q: str) -> tuple[dict[str, Any], int]:
-    query: dict[str, str | float | bool | None] = {"q": q, "user": USER, "conversation": convo.cid, "limit": LIMIT,
-                                                   **params}
+def search(target: Agentmem, convo: Conversation | None, params: dict[str, str], q: str
+           ) -> tuple[dict[str, Any], int]:
+    """One journal search: within ``convo``, or across the user's whole journal (None)."""
+    query: dict[str, str | float | bool | None] = {"q": q, "user": USER, "limit": LIMIT, **params}
+    if convo is not None:
+        query["conversation"] = convo.cid
     start = time.perf_counter_ns()
     body = target.client.request_json("GET", f"/agents/{AGENT}/messages/search", params=query)
     return body, time.perf_counter_ns() - start
@@ -317,65 +321,83 @@ def read_ahead(target: Agentmem) -> dict[str, float]:
                 round(ahead.read_tokens / seconds)}
 
 
-def run_conversation(convo: Conversation, server: Server, systems: dict[str, dict[str, str]],
-                     answers: dict[str, Answers], ahead: bool = True) -> dict[str, Any]:
+def run_journal(convos: Sequence[Conversation], server: Server, systems: dict[str, dict[str, str]],
+                answers: dict[str, Answers], ahead: bool = True, across: bool = False) -> list[dict[str, Any]]:
+    """Loads ``convos`` into one fresh journal (one agent and user, a conversation each) and asks each question:
+    within its own conversation, or (``across``) across the whole journal, every other conversation's messages
+    standing in its way. Messages are named ``<conversation>/<message id>``, in the answers and in the gold."""
     from agentmem.client.errors import AgentmemError
 
-    ids = [m["id"] for m in convo.messages]
+    loaded: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="agentmem-recall-eval-") as tmp:
         target = Agentmem(Path(tmp))
         try:
-            loaded = append_all(target, server, convo)
-            waited = wait_for_index(target, convo)
+            timing = {c.cid: (append_all(target, server, c), 0.0) for c in convos}
+            timing = {c.cid: (timing[c.cid][0], wait_for_index(target, c)) for c in convos}
             reading = read_ahead(target) if ahead else {}
             reranker = target.container.reranker if "deep" in systems else None
-            for q in convo.questions:
-                for label, params in systems.items():
-                    if label in server.refused:
-                        continue
-                    cold = label == "deep" and hasattr(reranker, "forget")
-                    if cold:
-                        reranker.forget()  # type: ignore[union-attr]
-                    cpu = time.process_time_ns()
-                    try:
-                        body, elapsed = search(target, convo, params, q.text)
-                        cpu = time.process_time_ns() - cpu
+            names = {c.cid: [f"{c.cid}/{m['id']}" for m in c.messages] for c in convos}
+            for convo in convos:
+                for q in convo.questions:
+                    gold = [f"{convo.cid}/{g}" for g in q.gold]
+                    for label, params in systems.items():
+                        if label in server.refused:
+                            continue
+                        cold = label == "deep" and hasattr(reranker, "forget")
                         if cold:
-                            warm_cpu = time.process_time_ns()
-                            _, warm = search(target, convo, params, q.text)
-                            answers[label].warm_cpu_ns.append(time.process_time_ns() - warm_cpu)
-                            answers[label].warm_ns.append(warm)
-                    except AgentmemError as error:
-                        if error.status != 400:
-                            raise
-                        server.refused[label] = error.message
-                        log(f"the server refuses {label} ({params}): {error.message}; left out")
-                        continue
-                    run = answers[label]
-                    run.latencies_ns.append(elapsed)
-                    run.cpu_ns.append(cpu)
-                    how = str(body.get("mode"))
-                    if body.get("stages"):
-                        how += " [" + "+".join(body["stages"]) + "]"
-                    if body.get("fallback"):
-                        how += f" (fallback: {body['fallback']})"
-                    run.note(how)
-                    ranked = [ids[i["seq"] - 1] for i in body.get("items", []) if 0 < i["seq"] <= len(ids)]
-                    run.per_question[q.qid] = scores(ranked, q.gold)
+                            reranker.forget()  # type: ignore[union-attr]
+                        scope = None if across else convo
+                        cpu = time.process_time_ns()
+                        try:
+                            body, elapsed = search(target, scope, params, q.text)
+                            cpu = time.process_time_ns() - cpu
+                            if cold:
+                                warm_cpu = time.process_time_ns()
+                                _, warm = search(target, scope, params, q.text)
+                                answers[label].warm_cpu_ns.append(time.process_time_ns() - warm_cpu)
+                                answers[label].warm_ns.append(warm)
+                        except AgentmemError as error:
+                            if error.status != 400:
+                                raise
+                            server.refused[label] = error.message
+                            log(f"the server refuses {label} ({params}): {error.message}; left out")
+                            continue
+                        run = answers[label]
+                        run.latencies_ns.append(elapsed)
+                        run.cpu_ns.append(cpu)
+                        how = str(body.get("mode"))
+                        if body.get("stages"):
+                            how += " [" + "+".join(body["stages"]) + "]"
+                        if body.get("fallback"):
+                            how += f" (fallback: {body['fallback']})"
+                        run.note(how)
+                        ranked = [names[str(i.get("conversation") or convo.cid)][i["seq"] - 1]
+                                  for i in body.get("items", [])
+                                  if 0 < i["seq"] <= len(names.get(str(i.get("conversation") or convo.cid), []))]
+                        run.per_question[q.qid] = scores(ranked, gold)
             if hasattr(reranker, "forward_texts"):  # candidates the model read at search time (not read ahead)
                 reading["deep_forward_texts"] = reranker.forward_texts  # type: ignore[union-attr]
         finally:
             target.close()
-    bm25 = BM25([str(m.get("content") or "") for m in convo.messages])
-    for q in convo.questions:
-        docs, elapsed = bm25.search(q.text, LIMIT)
-        answers[BASELINE].latencies_ns.append(elapsed)
-        answers[BASELINE].note("bm25")
-        answers[BASELINE].per_question[q.qid] = scores([ids[d] for d in docs], q.gold)
-    return {"id": convo.cid, "style": convo.style, "split": convo.split, "messages": len(convo.messages),
-            "characters": sum(len(str(m.get("content") or "")) for m in convo.messages),
-            "questions": len(convo.questions), "append_s": round(loaded, 2), "index_wait_s": round(waited, 2),
-            "created_at_shifted_days": convo.shifted_days, **reading}
+    # plain BM25 over the same messages: each conversation's own, or the whole journal's
+    for group in ([list(convos)] if across else [[c] for c in convos]):
+        ids = [f"{c.cid}/{m['id']}" for c in group for m in c.messages]
+        bm25 = BM25([str(m.get("content") or "") for c in group for m in c.messages])
+        for convo in group:
+            for q in convo.questions:
+                docs, elapsed = bm25.search(q.text, LIMIT)
+                answers[BASELINE].latencies_ns.append(elapsed)
+                answers[BASELINE].note("bm25")
+                answers[BASELINE].per_question[q.qid] = scores([ids[d] for d in docs],
+                                                               [f"{convo.cid}/{g}" for g in q.gold])
+    for convo in convos:
+        loaded.append({"id": convo.cid, "style": convo.style, "split": convo.split, "messages": len(convo.messages),
+                       "characters": sum(len(str(m.get("content") or "")) for m in convo.messages),
+                       "questions": len(convo.questions), "append_s": round(timing[convo.cid][0], 2),
+                       "index_wait_s": round(timing[convo.cid][1], 2),
+                       "created_at_shifted_days": convo.shifted_days, **reading})
+        reading = {}  # a journal's read-ahead is said once, with its first conversation
+    return loaded
 
 
 # --- the report -------------------------------------------------------------------------------------------------
@@ -439,7 +461,7 @@ def print_split(split: str, systems: dict[str, dict[str, Any]]) -> None:
             print(f"  {key:<13} {count:>4}  " + "  ".join(cells))
 
 
-def plot(summary: dict[str, Any], path: Path, split: str = "test") -> bool:
+def plot(summary: dict[str, Any], path: Path, split: str = "test", across: bool = False) -> bool:
     """R@10 per question kind on one half, BM25 beside hybrid and deep, with the goal (1.2 × BM25) marked
     where BM25 is below 0.9; False when the run has no such half."""
     shown = [(name, label) for name, label in ((BASELINE, "BM25 (bm25s)"), ("hybrid", "hybrid (default)"),
@@ -477,7 +499,8 @@ def plot(summary: dict[str, Any], path: Path, split: str = "test") -> bool:
     axis.set_ylabel("recall@10")
     axis.grid(axis="y", alpha=0.3)
     axis.legend(fontsize=8, loc="upper center", ncol=4)
-    axis.set_title(f"Journal search on hand-written conversations, {split} half: R@10 per question kind "
+    where = "across each half's journal" if across else "within each conversation"
+    axis.set_title(f"Journal search on hand-written conversations ({where}), {split} half: R@10 per kind "
                    "(questions in brackets)", fontsize=10)
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -493,17 +516,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--split", choices=(*SPLITS, "both"), default="both")
     parser.add_argument("--systems", default=",".join(SYSTEMS),
                         help=f"which searches to run, comma-separated (of {', '.join(SYSTEMS)})")
-    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "recall_eval.json")
-    parser.add_argument("--plot", type=Path, default=PLOT,
+    parser.add_argument("--out", type=Path, default=None,
+                        help="where to write the results; default bench/results/recall_eval.json "
+                             "(recall_eval_across.json with --across)")
+    parser.add_argument("--plot", type=Path, default=None,
                         help="where to draw R@10 per kind on the test half (BM25, hybrid, deep); default "
-                             "docs/img/recall-eval.png")
+                             "docs/img/recall-eval.png (recall-eval-across.png with --across)")
     parser.add_argument("--no-read-ahead", action="store_true",
                         help="leave the token states for mode=deep to be read at search time (within its budget)")
+    parser.add_argument("--across", action="store_true",
+                        help="load each half's conversations into one journal and ask each question across all of "
+                             "it, not within its conversation")
     parser.add_argument("--replot", type=Path, metavar="RESULTS",
                         help="only draw the plot from a results file this runner wrote, and exit")
     args = parser.parse_args(argv)
+    suffix = "_across" if args.across else ""
+    args.out = args.out or ROOT / "bench" / "results" / f"recall_eval{suffix}.json"
+    args.plot = args.plot or (PLOT_ACROSS if args.across else PLOT)
     if args.replot is not None:
-        drawn = plot(json.loads(args.replot.read_text())["systems"], args.plot)
+        written = json.loads(args.replot.read_text())
+        drawn = plot(written["systems"], args.plot, across=bool(written.get("across")))
         print(f"drew {args.plot}" if drawn else f"{args.replot} has no test half with BM25: nothing drawn")
         return 0 if drawn else 2
     for name, value in (("POWERTOOLS_METRICS_DISABLED", "true"), ("POWERTOOLS_TRACE_DISABLED", "true"),
@@ -530,7 +562,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         log(f"{n}/{len(conversations)} {convo.cid} ({convo.style}, {convo.split}): {len(convo.messages)} messages, "
             f"{len(convo.questions)} questions"
             + (f"; its times moved back {convo.shifted_days} days, out of the future" if convo.shifted_days else ""))
-        loaded.append(run_conversation(convo, server, systems, answers, not args.no_read_ahead))
+        if not args.across:
+            loaded += run_journal([convo], server, systems, answers, not args.no_read_ahead)
+    if args.across:  # one journal a half: the other conversations of the half stand in each question's way
+        for split in SPLITS:
+            half = [c for c in conversations if c.split == split]
+            if half:
+                log(f"{split} half as one journal: {sum(len(c.messages) for c in half):,} messages, asked across it")
+                loaded += run_journal(half, server, systems, answers, not args.no_read_ahead, across=True)
     questions = {q.qid: q for c in conversations for q in c.questions}
     meta = {q.qid: (c.split, c.style, gold_size(c, q)) for c in conversations for q in c.questions}
     summary = {name: summarise(run, questions, meta) for name, run in answers.items()
@@ -551,11 +590,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "load_average": {"before": [round(x, 2) for x in load_before],
                          "after": [round(x, 2) for x in os.getloadavg()]},
         "read_ahead": not args.no_read_ahead,
+        "across": args.across,
     }
     styles = sorted({c.style for c in conversations})
     print(f"\nRecall on hand-written conversations — {len(conversations)} conversations ({', '.join(styles)}), "
           f"{sum(len(c.messages) for c in conversations):,} messages, {len(questions)} questions; "
-          f"created_at {'kept' if server.takes_created_at else 'not taken by appends'}")
+          f"created_at {'kept' if server.takes_created_at else 'not taken by appends'}; each question asked "
+          + ("across its half's whole journal" if args.across else "within its conversation"))
     for split in SPLITS:
         print_split(split, summary)
     print_deep_latency(results)
@@ -563,7 +604,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.write_text(json.dumps(results, indent=1) + "\n")
     shown = args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out
     print(f"\nwrote {shown} in {results['seconds']} s")
-    if plot(summary, args.plot):
+    if plot(summary, args.plot, across=args.across):
         print(f"drew {args.plot}")
     return verdict(summary)
 
