@@ -431,3 +431,46 @@ def test_a_name_the_conversation_calls_someone_by_is_asked_by_meaning_without_it
         service.search_page(world.account, "friend", "What did Rosa decide?", user="ana", conversation="chat",
                             mode=mode)
         assert len(asked) == 1, (mode, asked)
+
+
+def test_a_match_among_others_on_its_topic_ranks_above_a_stray_one_elsewhere(world: World) -> None:
+    from agentmem.domain.conversations import MessageDraft
+    from agentmem.services.agents import AgentSettings
+
+    # Given a journal of two conversations: a kitchen being renovated, over many messages, and a chat about
+    # everything else in which the plumber comes up once, in passing
+    world.container.agents.put(world.account, "support", AgentSettings())
+    kitchen = [
+        ("user", "The kitchen tiles arrive on Tuesday, grey ones."),
+        ("assistant", "Noted: grey tiles on Tuesday."),
+        ("user", "The plumber wants the old sink out before he starts."),
+        ("assistant", "So the sink comes out on Thursday evening."),
+        ("user", "He is coming on Friday for the tap."),
+        ("assistant", "Friday it is."),
+        ("user", "The plumber quoted 180 for the tap and the waste pipe."),
+        ("assistant", "180 for the plumbing, noted."),
+    ]
+    chat = [
+        ("user", "The weather was awful all week."),
+        ("assistant", "Rain again on Saturday, they say."),
+        ("user", "My cousin is a plumber, he fixed a tap for my neighbour once."),
+        ("assistant", "Handy to have in the family."),
+        ("user", "We watched a film about a lighthouse keeper."),
+        ("assistant", "Was it good?"),
+        ("user", "Slow, but the sea was beautiful."),
+        ("assistant", "I like slow films."),
+    ]
+    for key, talk in (("kitchen", kitchen), ("chat", chat)):
+        world.container.conversations.append(world.account, "support", key,
+                                             [MessageDraft(role, text) for role, text in talk])
+    # When the whole journal is searched for when the plumber does the tap
+    page = world.container.conversations.search_page(world.account, "support", "when is the plumber doing the tap")
+    hits = [(h.conversation, h.seq) for h in page.items]
+    if not (semantic_on(world) and page.fallback is None):
+        # (words alone rank by BM25, and the answer says so: the region of a match is a hybrid search's evidence)
+        assert page.mode == "keyword" and page.fallback is not None and ("kitchen", 5) in hits
+        return
+    # Then the kitchen's messages about the plumber and the tap come before the chat's stray mention of both
+    assert ("chat", 3) in hits, [(h.snippet, h.score) for h in page.items]
+    assert hits.index(("kitchen", 5)) < hits.index(("chat", 3))
+    assert hits.index(("kitchen", 7)) < hits.index(("chat", 3)), [(h.snippet, h.score) for h in page.items]

@@ -203,6 +203,38 @@ def test_a_message_borrows_a_share_of_its_neighbours_fused_score_then_the_cut_of
     assert lend_ranked([(("c", 1), 1.0), (("c", 2), 0.95)], [("c", 1), ("c", 2)], 0.2, 0.0)[0][1] == 1.0
 
 
+def test_a_candidate_borrows_from_the_best_other_matches_of_its_conversation() -> None:
+    from agentmem.domain.recall import lend_conversation
+
+    scores = {("c", 10): 0.5, ("c", 14): 0.6, ("c", 25): 0.3, ("c", 90): 0.2, ("d", 12): 0.8, ("e", 3): 0.6}
+    lent = lend_conversation(scores, 0.3, best=3)
+    # each of c's reads the three best of the others of c, its own left out
+    assert lent[("c", 10)] == pytest.approx(0.5 + 0.3 * (0.6 + 0.3 + 0.2) / 3)
+    assert lent[("c", 14)] == pytest.approx(0.6 + 0.3 * (0.5 + 0.3 + 0.2) / 3)
+    assert lent[("c", 90)] == pytest.approx(0.2 + 0.3 * (0.6 + 0.5 + 0.3) / 3)
+    # a conversation of one match lends nothing and borrows nothing
+    assert lent[("d", 12)] == 0.8 and lent[("e", 3)] == 0.6
+    # a match in the conversation that holds several overtakes an equal stray one in another
+    assert lent[("c", 14)] > lent[("e", 3)] + 0.09
+    # two equal scores in one conversation each read the other's
+    assert lend_conversation({("c", 1): 0.4, ("c", 2): 0.4}, 0.3, best=1) == {("c", 1): pytest.approx(0.52),
+                                                                             ("c", 2): pytest.approx(0.52)}
+    assert lend_conversation(scores, 0.0) == scores
+
+
+def test_a_fused_ranking_s_conversations_order_what_passed_the_cut_off_and_let_nothing_else_pass() -> None:
+    from agentmem.domain.recall import lend_ranked
+
+    ranked = [(("far", 1), 0.3), (("near", 5), 0.25), (("near", 8), 0.25), (("near", 26), 0.1)]
+    seats = [seat for seat, _ in ranked]
+    without = lend_ranked(ranked, seats, 0.0, 0.12)
+    assert [seat for seat, _ in without] == [("far", 1), ("near", 5), ("near", 8)]
+    within = lend_ranked(ranked, seats, 0.0, 0.12, 0.9)
+    # the two matches of one conversation rise above the stray one (each reads the other and 26); seq 26, under the
+    # cut-off, lends to them but is no hit for being in the right conversation
+    assert within == [(("near", 5), 0.355), (("near", 8), 0.355), (("far", 1), 0.3)]
+
+
 # --- aspects: a question naming several things -------------------------------------------------------------------
 
 

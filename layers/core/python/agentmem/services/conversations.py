@@ -43,6 +43,7 @@ from ..domain.models import Entry, Layer, MemoryRecord, Principal
 from ..domain.passages import Passage, best_passage, long_passages, passages
 from ..domain.recall import (
     ASPECT_CANDIDATES,
+    CONVERSATION_SHARE,
     FUSED_NEIGHBOUR_SHARE,
     KEYWORD_CANDIDATES,
     MODES,
@@ -526,10 +527,11 @@ class ConversationService:
             if not lending:
                 return fuse(signals, how.mode, calibration, min_score=cut, keyword_scale=bm25_scale(total, view.held))
             # each message borrows a share of its neighbours' fused score too (what the meaning found of them),
-            # then the cut-off
+            # then the cut-off; across conversations, a share of its conversation's best too (lend_conversation)
             return lend_ranked(fuse(signals, how.mode, calibration, min_score=0.0,
                                     keyword_scale=bm25_scale(total, view.held)),
-                               seats, FUSED_NEIGHBOUR_SHARE, calibration.min_score if cut is None else cut)
+                               seats, FUSED_NEIGHBOUR_SHARE, calibration.min_score if cut is None else cut,
+                               CONVERSATION_SHARE if conversation is None else 0.0)
 
         def same(key: tuple[str, int]) -> tuple[str, str]:
             return found[key].role, folded(message_text(found[key]))
