@@ -4,6 +4,8 @@
     .venv/bin/python bench/recall_eval.py --split dev          # tune on this half only
     .venv/bin/python bench/recall_eval.py --data DIR [DIR ...] # conversations elsewhere (a folder of styles,
                                                                # or of conversation files)
+    .venv/bin/python bench/recall_eval.py --across             # each half's conversations in one journal, each
+                                                               # question asked across all of it
 
 Reads the conversations written by hand in ``bench/recall_eval/data`` (format: ``bench/recall_eval/README.md``),
 loads each into a fresh embedded agentmem in this process (the real API handler, driven through the SDK on an
@@ -29,6 +31,12 @@ k), MRR (first gold hit in the top 20) and nDCG@10 (binary gains), per question 
 ``docs/img/recall-eval.png`` (R@10 per kind on the test half: BM25, hybrid, deep; ``--replot RESULTS`` draws it
 again from a results file), and exits non-zero, loudly, when hybrid's R@10 on the test half is not ahead of
 BM25's. Tune only on ``dev``.
+
+``--across``: each half's conversations are loaded into one journal (one agent and user, a conversation each)
+and every question is asked across the whole of it, without ``conversation=``: the half's other conversations,
+on other topics between other people, stand in its way, as the sessions of other days do in a long-lived
+agent's journal. BM25 runs over the same messages. Writes ``bench/results/recall_eval_across.json`` and
+``docs/img/recall-eval-across.png``.
 """
 
 from __future__ import annotations
