@@ -199,8 +199,10 @@ def test_a_message_borrows_a_share_of_its_neighbours_fused_score_then_the_cut_of
     # below the answer; 7, two steps from the answer, borrows half that (0.09) and rises above 9, which borrows
     # half of 0.2 of 7's; seq 20, with nothing of its own and no neighbour found, is left out
     assert out == [(("c", 5), 0.915), (("c", 7), 0.24), (("c", 9), 0.215), (("c", 6), 0.18), (("c", 4), 0.18)]
-    # a score never goes above 1
+    # a score never goes above 1, and two lent past it keep the order of what they were lent (1.4 before 1.375)
     assert lend_ranked([(("c", 1), 1.0), (("c", 2), 0.95)], [("c", 1), ("c", 2)], 0.2, 0.0)[0][1] == 1.0
+    assert lend_ranked([(("c", 1), 0.9), (("c", 2), 0.95)], [("c", 1), ("c", 2)], 0.5, 0.0) == [
+        (("c", 2), 1.0), (("c", 1), 1.0)]
 
 
 def test_a_candidate_borrows_from_the_best_other_matches_of_its_conversation() -> None:
@@ -327,3 +329,25 @@ def test_every_search_takes_deep_and_nothing_else_beyond_the_four_modes() -> Non
     with pytest.raises(InvalidError) as caught:
         check_mode("deeper")
     assert "hybrid, keyword, semantic, deep" in str(caught.value)
+
+
+def test_deep_across_conversations_lends_each_candidate_its_conversation_s_evidence() -> None:
+    from collections.abc import Sequence
+
+    from agentmem.ports.reranker import Reranker
+    from agentmem.services.recall import Reranking
+
+    class Fixed(Reranker):
+        def rerank(self, query: str, passages: Sequence[str]) -> list[float]:
+            return [{"a1": 0.6, "b1": 0.55, "b5": 0.5, "b9": 0.5}[p] for p in passages]
+
+    head = [(("a", 1), 0.5), (("b", 1), 0.5), (("b", 5), 0.4), (("b", 9), 0.4)]
+    texts = [f"{c}{s}" for (c, s), _ in head]
+    reranking = Reranking(lambda: Fixed(), deadline_s=30.0)
+    # the model's own order, the stray match first; messages four apart lend each other nothing as neighbours
+    alone = reranking.run("q", head, texts, neighbours=True)
+    assert [seat for seat, _ in alone.ranked] == [("a", 1), ("b", 1), ("b", 5), ("b", 9)]
+    # across conversations, b's first match reads b's other two: 0.55 + 0.4 × (0.5 + 0.5) / 3 = 0.683 > 0.6
+    across = reranking.run("q", head, texts, neighbours=True, conversations=0.4)
+    assert [seat for seat, _ in across.ranked][:2] == [("b", 1), ("b", 5)]
+    assert across.ranked[0][1] == pytest.approx(0.683333, abs=1e-6)

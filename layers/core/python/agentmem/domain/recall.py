@@ -56,6 +56,7 @@ FARTHER_SHARE = 0.5  # a message two steps away lends half what one beside it do
 # one short message that answers
 CONVERSATION_SHARE = 0.4
 CONVERSATION_BEST = 3
+RERANK_CONVERSATION_SHARE = 0.4  # ... and of the re-ranking stage's scores (mode=deep), which order the top again
 NEIGHBOUR_SOURCES = 50  # the best keyword hits whose neighbours are read as candidates
 RERANK_CANDIDATES = 50  # the fused top that the re-ranking stage reads (mode=deep)
 RERANK_NEIGHBOUR_SHARE = 0.1  # ... and the share of its neighbours' re-ranking score a candidate borrows
@@ -170,16 +171,17 @@ def lend_ranked(ranked: Sequence[tuple[Seat, float]], seats: Iterable[Seat], sha
                 conversation: float = 0.0) -> list[tuple[Seat, float]]:
     """A journal's fused ranking with each of ``seats`` (the candidates) scored by its own fused score (0 when it
     was not ranked) plus ``share`` of the better fused score of the messages just before and after it
-    (``lend_neighbours``), capped at 1; those under ``cut`` left out; then ``conversation`` of its
+    (``lend_neighbours``); those under ``cut`` left out; then ``conversation`` of its
     conversation's (``lend_conversation``, read from every candidate), which orders what passed the cut-off and
     lets nothing else pass it (a message is no hit for being in the right conversation); best first (ties keep
-    the ranked order)."""
+    the ranked order), each score shown at most 1 (two above it keep their order)."""
     own = dict(ranked)
     neighboured = lend_neighbours(own, seats, share)
     lent = lend_conversation(neighboured, conversation)
     place = {seat: n for n, (seat, _) in enumerate(ranked)}
-    kept = [(seat, round(min(lent[seat], 1.0), 6)) for seat, score in neighboured.items() if score >= cut]
-    return sorted(kept, key=lambda pair: (-pair[1], place.get(pair[0], len(place))))
+    kept = sorted((seat for seat, score in neighboured.items() if score >= cut),
+                  key=lambda seat: (-round(lent[seat], 6), place.get(seat, len(place))))
+    return [(seat, round(min(lent[seat], 1.0), 6)) for seat in kept]  # ordered as lent, shown at most 1
 
 
 def passage_score(whole: float | None, passages: Sequence[float], weight: float | None = None) -> float:

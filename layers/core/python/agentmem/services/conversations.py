@@ -48,6 +48,7 @@ from ..domain.recall import (
     KEYWORD_CANDIDATES,
     MODES,
     NEIGHBOUR_SHARE,
+    RERANK_CONVERSATION_SHARE,
     SEMANTIC_CANDIDATES,
     Fallback,
     Mode,
@@ -555,7 +556,8 @@ class ConversationService:
         if wanted_mode == "deep":
             # the model reads the question without those names too, as the semantic side did
             answered_mode, fallback, ranked = self._rerank(without_words(query, called | unheld), ranked, found,
-                                                           how.mode, how.fallback, stages, floor, shown)
+                                                           how.mode, how.fallback, stages, floor, shown,
+                                                           RERANK_CONVERSATION_SHARE if conversation is None else 0.0)
             if "rerank" in stages and len(rankings) > 1:
                 # the model reads each candidate against the whole question and fills the top with the thing it
                 # matches best: each thing named keeps taking turns with it, by its own fused ranking
@@ -573,7 +575,7 @@ class ConversationService:
     def _rerank(
         self, query: str, ranked: list[tuple[tuple[str, int], float]], found: dict[tuple[str, int], Message],
         mode: Mode, fallback: Fallback | None, stages: list[Stage], floor: float | None,
-        shown: Callable[[tuple[str, int]], Passage | None] = lambda seat: None,
+        shown: Callable[[tuple[str, int]], Passage | None] = lambda seat: None, conversations: float = 0.0,
     ) -> tuple[Mode, Fallback | None, list[tuple[tuple[str, int], float]]]:
         """mode=deep: the fused top read again with the query by the re-ranking stage (a long message's passage
         that matched, ``shown``: a model reads a few hundred tokens of a text). The mode that answered is
@@ -587,7 +589,8 @@ class ConversationService:
             text, passage = message_text(found[seat]), shown(seat)
             return passage.of(text) if passage is not None else text
 
-        deep = self.reranking.deepen(query, ranked, text_of, mode=mode, fallback=fallback, cut=cut, neighbours=True)
+        deep = self.reranking.deepen(query, ranked, text_of, mode=mode, fallback=fallback, cut=cut, neighbours=True,
+                                     conversations=conversations)
         if deep.reranked:
             stages.append("rerank")
         return deep.mode, deep.fallback, deep.ranked

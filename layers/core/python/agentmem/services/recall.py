@@ -34,6 +34,7 @@ from ..domain.recall import (
     Fallback,
     Mode,
     Seat,
+    lend_conversation,
     lend_neighbours,
 )
 from ..observability import count, logger
@@ -189,7 +190,7 @@ class Reranking:
 
     def deepen(
         self, query: str, ranked: list[tuple[K, float]], text_of: Callable[[K], str], *, mode: Mode,
-        fallback: Fallback | None, cut: float, neighbours: bool = False,
+        fallback: Fallback | None, cut: float, neighbours: bool = False, conversations: float = 0.0,
     ) -> DeepAnswer[K]:
         """``mode=deep`` over a fused ranking (made with no cut-off, so the stage reads the top whole): the top
         ``candidates`` read again with the query, the rest after them. When the stage does not run, the fused
@@ -197,15 +198,17 @@ class Reranking:
         semantic fallback is said first. Journal search and entry recall both answer ``deep`` through here."""
         plain: Mode = "hybrid" if mode == "deep" else mode
         head = ranked[: self.candidates]
-        outcome = self.run(query, head, [text_of(key) for key, _ in head], neighbours=neighbours)
+        outcome = self.run(query, head, [text_of(key) for key, _ in head], neighbours=neighbours,
+                           conversations=conversations)
         if outcome.fallback is not None and outcome.fallback != "rerank_partial":
             return DeepAnswer(plain, fallback or outcome.fallback, [(k, s) for k, s in ranked if s >= cut], False)
         return DeepAnswer(mode, fallback or outcome.fallback, outcome.ranked + ranked[self.candidates:], bool(head))
 
     def run(self, query: str, head: list[tuple[K, float]], texts: list[str], *,
-            neighbours: bool = True) -> Reranked[K]:
+            neighbours: bool = True, conversations: float = 0.0) -> Reranked[K]:
         """``head``: the fused top candidates, best first, and ``texts`` what each says. With ``neighbours`` the
-        keys are journal seats, and each borrows a share of its neighbours' score."""
+        keys are journal seats, and each borrows a share of its neighbours' score, then ``conversations`` of its
+        conversation's (``lend_conversation``: a search across conversations)."""
         if not head:
             return Reranked(head)
         try:
@@ -238,8 +241,9 @@ class Reranking:
         own: dict[K, float] = {key: float(scores[n]) for key, n in zip(keys, read, strict=True)}  # type: ignore[arg-type]
         lent: Mapping[K, float] = own
         if neighbours:  # the keys are journal seats
-            lent = cast("Mapping[K, float]", lend_neighbours(cast("dict[Seat, float]", own),
-                                                             cast("list[Seat]", keys), self.neighbour_share))
+            lent = cast("Mapping[K, float]", lend_conversation(
+                lend_neighbours(cast("dict[Seat, float]", own), cast("list[Seat]", keys), self.neighbour_share),
+                conversations))
         place = {key: n for n, key in enumerate(keys)}
         ordered = sorted(keys, key=lambda key: (-lent.get(key, 0.0), place[key]))
         out = list(head)  # a candidate not read keeps its fused place and score
