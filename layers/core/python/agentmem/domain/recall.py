@@ -50,7 +50,7 @@ FARTHER_SHARE = 0.5  # a message two steps away lends half what one beside it do
 # candidate also borrows this share of the mean of the CONVERSATION_BEST best fused scores of the other candidates
 # of its conversation (``lend_conversation``), so a match in the conversation that holds several rises above a
 # stray one in a conversation about something else. On the dev half of bench/recall_eval asked across each half's
-# journal (--across), hybrid R@10 0.649 -> 0.684, R@20 0.764 -> 0.802. Within one conversation it is not applied:
+# journal (--across), hybrid R@10 0.649 -> 0.682, R@20 0.764 -> 0.802. Within one conversation it is not applied:
 # a window of 20 messages either side in its place (the session a question is about) cost the chat conversations
 # R@10 there (0.628 -> 0.619; test half 0.645 -> 0.618), favouring the parts that talk most about a topic over the
 # one short message that answers
