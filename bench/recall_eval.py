@@ -329,6 +329,11 @@ def read_ahead(target: Agentmem) -> dict[str, float]:
                 round(ahead.read_tokens / seconds)}
 
 
+def gold_of(convo: Conversation, question: Question) -> list[str]:
+    """The question's gold messages as a journal of several conversations names them."""
+    return [f"{convo.cid}/{g}" for g in question.gold]
+
+
 def run_journal(convos: Sequence[Conversation], server: Server, systems: dict[str, dict[str, str]],
                 answers: dict[str, Answers], ahead: bool = True, across: bool = False) -> list[dict[str, Any]]:
     """Loads ``convos`` into one fresh journal (one agent and user, a conversation each) and asks each question:
@@ -340,14 +345,13 @@ def run_journal(convos: Sequence[Conversation], server: Server, systems: dict[st
     with tempfile.TemporaryDirectory(prefix="agentmem-recall-eval-") as tmp:
         target = Agentmem(Path(tmp))
         try:
-            timing = {c.cid: (append_all(target, server, c), 0.0) for c in convos}
-            timing = {c.cid: (timing[c.cid][0], wait_for_index(target, c)) for c in convos}
+            appended = {c.cid: append_all(target, server, c) for c in convos}
+            waited = {c.cid: wait_for_index(target, c) for c in convos}
             reading = read_ahead(target) if ahead else {}
             reranker = target.container.reranker if "deep" in systems else None
             names = {c.cid: [f"{c.cid}/{m['id']}" for m in c.messages] for c in convos}
             for convo in convos:
                 for q in convo.questions:
-                    gold = [f"{convo.cid}/{g}" for g in q.gold]
                     for label, params in systems.items():
                         if label in server.refused:
                             continue
@@ -379,10 +383,10 @@ def run_journal(convos: Sequence[Conversation], server: Server, systems: dict[st
                         if body.get("fallback"):
                             how += f" (fallback: {body['fallback']})"
                         run.note(how)
-                        ranked = [names[str(i.get("conversation") or convo.cid)][i["seq"] - 1]
-                                  for i in body.get("items", [])
-                                  if 0 < i["seq"] <= len(names.get(str(i.get("conversation") or convo.cid), []))]
-                        run.per_question[q.qid] = scores(ranked, gold)
+                        held = ((names.get(str(i.get("conversation") or convo.cid), []), i["seq"])
+                                for i in body.get("items", []))
+                        ranked = [ids[seq - 1] for ids, seq in held if 0 < seq <= len(ids)]
+                        run.per_question[q.qid] = scores(ranked, gold_of(convo, q))
             if hasattr(reranker, "forward_texts"):  # candidates the model read at search time (not read ahead)
                 reading["deep_forward_texts"] = reranker.forward_texts  # type: ignore[union-attr]
         finally:
@@ -396,13 +400,12 @@ def run_journal(convos: Sequence[Conversation], server: Server, systems: dict[st
                 docs, elapsed = bm25.search(q.text, LIMIT)
                 answers[BASELINE].latencies_ns.append(elapsed)
                 answers[BASELINE].note("bm25")
-                answers[BASELINE].per_question[q.qid] = scores([ids[d] for d in docs],
-                                                               [f"{convo.cid}/{g}" for g in q.gold])
+                answers[BASELINE].per_question[q.qid] = scores([ids[d] for d in docs], gold_of(convo, q))
     for convo in convos:
         loaded.append({"id": convo.cid, "style": convo.style, "split": convo.split, "messages": len(convo.messages),
                        "characters": sum(len(str(m.get("content") or "")) for m in convo.messages),
-                       "questions": len(convo.questions), "append_s": round(timing[convo.cid][0], 2),
-                       "index_wait_s": round(timing[convo.cid][1], 2),
+                       "questions": len(convo.questions), "append_s": round(appended[convo.cid], 2),
+                       "index_wait_s": round(waited[convo.cid], 2),
                        "created_at_shifted_days": convo.shifted_days, **reading})
         reading = {}  # a journal's read-ahead is said once, with its first conversation
     return loaded

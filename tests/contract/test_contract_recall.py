@@ -467,7 +467,7 @@ def test_a_match_among_others_on_its_topic_ranks_above_a_stray_one_elsewhere(wor
     page = world.container.conversations.search_page(world.account, "support", "when is the plumber doing the tap")
     hits = [(h.conversation, h.seq) for h in page.items]
     if not (semantic_on(world) and page.fallback is None):
-        # (words alone rank by BM25, and the answer says so: the region of a match is a hybrid search's evidence)
+        # (words alone rank by BM25, and the answer says so: a match's conversation is a hybrid search's evidence)
         assert page.mode == "keyword" and page.fallback is not None and ("kitchen", 5) in hits
         return
     # Then the kitchen's messages about the plumber and the tap come before the chat's stray mention of both

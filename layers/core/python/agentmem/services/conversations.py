@@ -521,6 +521,7 @@ class ConversationService:
         # deep: the default cut-off is the re-ranking stage's to make, so it reads the fused top 50 whole
         cut = 0.0 if wanted_mode == "deep" and floor is None and self.reranking is not None else floor
         lending = how.mode in ("hybrid", "deep")
+        across = conversation is None  # a search across conversations weighs each candidate's (lend_conversation)
 
         def fused(view: _View) -> list[tuple[tuple[str, int], float]]:
             seats = view.seats(found)  # the whole question's: every candidate; an aspect's: its own and theirs
@@ -532,7 +533,7 @@ class ConversationService:
             return lend_ranked(fuse(signals, how.mode, calibration, min_score=0.0,
                                     keyword_scale=bm25_scale(total, view.held)),
                                seats, FUSED_NEIGHBOUR_SHARE, calibration.min_score if cut is None else cut,
-                               CONVERSATION_SHARE if conversation is None else 0.0)
+                               CONVERSATION_SHARE if across else 0.0)
 
         def same(key: tuple[str, int]) -> tuple[str, str]:
             return found[key].role, folded(message_text(found[key]))
@@ -557,7 +558,7 @@ class ConversationService:
             # the model reads the question without those names too, as the semantic side did
             answered_mode, fallback, ranked = self._rerank(without_words(query, called | unheld), ranked, found,
                                                            how.mode, how.fallback, stages, floor, shown,
-                                                           RERANK_CONVERSATION_SHARE if conversation is None else 0.0)
+                                                           RERANK_CONVERSATION_SHARE if across else 0.0)
             if "rerank" in stages and len(rankings) > 1:
                 # the model reads each candidate against the whole question and fills the top with the thing it
                 # matches best: each thing named keeps taking turns with it, by its own fused ranking
