@@ -310,6 +310,52 @@ def test_beside_the_indexer_a_search_answers_hybrid_over_what_is_indexed_and_say
     assert service.search_page(account, "support", "wedding", user="ana", mode="keyword").index_lag is None
 
 
+def test_beside_the_indexer_a_save_just_made_is_found_by_meaning_once_the_running_batch_is_done(
+    tmp_path: Path,
+) -> None:
+    """A save then a recall (read your writes): the indexer's batch that is running holds the save or is about to;
+    the query waits for it (QUERY_WAIT_BEHIND_S at most) and applies what is left, rather than missing the save."""
+    import threading
+
+    container, account, index = make(tmp_path)
+    entries = {"kind": "entry", "account": account.account_id, "memory": "company", "user": ""}
+    container.entries.save(account, "company", "vpn", SaveRequest("Connect to the VPN first.", "Access"))
+    index.catch_up()
+    index.background = True  # (as IndexWorker.start does)
+    # Given the indexer in the middle of a batch, done in a tenth of a second
+    assert index._draining.acquire(timeout=5)
+    threading.Timer(0.1, index._draining.release).start()
+    # When an entry is saved and recalled at once
+    container.entries.save(account, "company", "cat", SaveRequest("Tom the tabby cat sleeps on the printer.", "Pet"))
+    found = [h.fields["name"] for h in near(index, container, "where does the cat sleep", entries)]
+    # Then the query waited for the batch, applied the save and found it by meaning
+    assert found[:1] == ["cat"] and index.pending() == 0
+
+
+def test_beside_an_indexer_that_holds_the_queue_a_query_waits_only_so_long(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import time
+
+    monkeypatch.setattr(vector_index, "QUERY_WAIT_BEHIND_S", 0.05)
+    container, account, index = make(tmp_path)
+    entries = {"kind": "entry", "account": account.account_id, "memory": "company", "user": ""}
+    container.entries.save(account, "company", "vpn", SaveRequest("Connect to the VPN first.", "Access"))
+    index.catch_up()
+    index.background = True
+    assert index._draining.acquire(timeout=5)  # (a batch that does not end while the query runs)
+    try:
+        container.entries.save(account, "company", "cat", SaveRequest("Tom the tabby cat sleeps on the printer.",
+                                                                      "Pet"))
+        started = time.monotonic()
+        found = [h.fields["name"] for h in near(index, container, "where does the cat sleep", entries)]
+        waited = time.monotonic() - started
+    finally:
+        index._draining.release()
+    # Then it answered over what is indexed (the save still queued) instead of waiting for the batch
+    assert found == ["vpn"] and index.pending() == 1 and waited < 5
+
+
 LONG_PARAGRAPHS = [
     "The web tier runs on four containers behind the load balancer, and deploys take about six minutes.",
     "Logging goes to the central collector; alerts page whoever is on call when errors stay above two percent.",

@@ -159,8 +159,8 @@ def test_the_header_deadline_starts_at_the_first_byte_and_holds_across_reads(
     started = time.monotonic()
     assert reader.readinto(bytearray(10)) == 1 and reader.began
 
-    def trickle() -> None:
-        for _ in range(10):
+    def trickle() -> None:  # a byte every 0.1 s for 5 s: far past the 0.4 s head deadline
+        for _ in range(50):
             time.sleep(0.1)
             try:
                 client.sendall(b"E")
@@ -171,7 +171,7 @@ def test_the_header_deadline_starts_at_the_first_byte_and_holds_across_reads(
     with pytest.raises(TimeoutError):  # every read gets a byte in time, but the whole head does not
         while True:
             reader.readinto(bytearray(10))
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 3.0  # cut off long before the trickle ends, with room for a loaded machine
     assert reader.timed_out is not None and "headers" in reader.timed_out
 
 

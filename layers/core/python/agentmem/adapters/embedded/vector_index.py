@@ -75,10 +75,12 @@ if TYPE_CHECKING:
 BATCH = 512
 # A query first applies what is queued, so a save is found by meaning at once. In process, with no indexer thread
 # (tests, the CLI), it applies up to QUERY_CATCH_UP queued changes; beside the indexer (``agentmem serve``) it
-# never waits for it: it applies a backlog of at most QUERY_CATCH_UP_BEHIND (a save just made), and only when no
-# catch-up is running; a longer backlog is the indexer's, and the query answers over what is indexed.
+# does not wait out a backlog: it applies one of at most QUERY_CATCH_UP_BEHIND (a save just made), waiting at most
+# QUERY_WAIT_BEHIND_S for a catch-up that is running (the indexer's batch holds those saves or is about to); a
+# longer backlog is the indexer's, and the query answers over what is indexed.
 QUERY_CATCH_UP = 2000
 QUERY_CATCH_UP_BEHIND = 16
+QUERY_WAIT_BEHIND_S = 0.25
 # The indexer embeds WORKER_BATCH queued changes at a time (long messages: a batch is about a tenth of a second
 # of one core), and lets a query that is running go first between two batches, for at most WORKER_YIELD_S.
 WORKER_BATCH = 64
@@ -452,15 +454,17 @@ class SqliteVectorIndex(SearchIndex):
         return int(self.db.connection().execute(
             "SELECT count(*) FROM vectors WHERE embedder=?", (self.embedder.name,)).fetchone()[0])
 
-    def catch_up(self, limit: int | None = None, *, wait: bool = True) -> int:
+    def catch_up(self, limit: int | None = None, *, wait: bool | float = True) -> int:
         """Apply queued changes (at most ``limit``; all when None); how many queue items were applied.
-        ``wait=False`` returns at once when another thread or process is catching up."""
-        if not self._draining.acquire(blocking=wait):
+        ``wait=False`` returns at once when another thread or process is catching up; a number of seconds waits
+        that long at most for another thread's catch-up (not for another process's)."""
+        seconds = -1.0 if wait is True else float(wait)  # (-1: as long as it takes; 0: not at all)
+        if not (self._draining.acquire(timeout=seconds) if seconds else self._draining.acquire(blocking=False)):
             return 0
         try:
             done = 0
             while limit is None or done < limit:
-                with self._drain_lock(wait) as held:  # batch by batch: another process waits one batch at most
+                with self._drain_lock(wait is True) as held:  # batch by batch: another process waits one batch at most
                     applied = self._apply_batch(BATCH if limit is None else min(BATCH, limit - done)) if held else 0
                 if not applied:
                     break
@@ -666,8 +670,8 @@ class SqliteVectorIndex(SearchIndex):
             self.catch_up(QUERY_CATCH_UP)
             return
         queued = self.pending()
-        if 0 < queued <= QUERY_CATCH_UP_BEHIND:
-            self.catch_up(queued, wait=False)  # (none when the indexer is at it: it is about to apply them)
+        if 0 < queued <= QUERY_CATCH_UP_BEHIND:  # what the indexer's batch did not apply, once it is done
+            self.catch_up(queued, wait=QUERY_WAIT_BEHIND_S)
 
     def lag(self, filters: Filters) -> int | None:
         """How many journal messages of the scope ``filters`` name (an agent and user, one conversation) are
