@@ -310,6 +310,23 @@ def test_beside_the_indexer_a_search_answers_hybrid_over_what_is_indexed_and_say
     assert service.search_page(account, "support", "wedding", user="ana", mode="keyword").index_lag is None
 
 
+@pytest.mark.parametrize("beside_indexer", [False, True], ids=["in-process", "beside-the-indexer"])
+def test_a_search_just_after_an_append_finds_it_by_meaning_and_says_the_index_is_not_behind(
+    tmp_path: Path, beside_indexer: bool,
+) -> None:
+    """The lag a search reports is counted once its semantic side has searched: what that side applied of the queue
+    first (a few messages just appended) is indexed, and the answer must not say it is not."""
+    container, account, index = make(tmp_path)
+    container.agents.put(account, "support", AgentSettings())
+    service = container.conversations
+    index.background = beside_indexer  # (beside agentmem serve's indexer, a query applies a backlog of 16 or fewer)
+    service.append(account, "support", "c1", [MessageDraft("user", "My sister gets married in Porto on June 12th."),
+                                              MessageDraft("assistant", "Congratulations! Noted.")], user="ana")
+    page = service.search_page(account, "support", "when is the wedding", user="ana", mode="semantic")
+    assert (page.mode, page.index_lag) == ("semantic", 0)
+    assert [(h.conversation, h.seq) for h in page.items][:1] == [("c1", 1)]
+
+
 def test_beside_the_indexer_a_save_just_made_is_found_by_meaning_once_the_running_batch_is_done(
     tmp_path: Path,
 ) -> None:

@@ -465,7 +465,6 @@ class ConversationService:
                 if when is None or when.holds(message.created_at):  # the journal decides, and its time
                     found[key] = message
 
-        lag = self._index_lag(account, agent_name, user_id, conversation, wanted_mode)
         stages: list[Stage] = []
         if wanted_mode != "semantic":
             for view in views:  # while the semantic side embeds and searches
@@ -480,6 +479,8 @@ class ConversationService:
                 ask(view, called | unheld)
         pending = views[0].pending
         semantic = pending.answer() if pending is not None else None
+        # counted once the semantic side has searched: what it applied of the queue first is indexed
+        lag = self._index_lag(account, agent_name, user_id, conversation, wanted_mode)
         how = answered(wanted_mode, semantic)
         if wanted_mode == "semantic" and how.mode == "keyword":
             by_words(views[0])  # the semantic side fell back: the words answer
