@@ -127,3 +127,28 @@ def test_words_that_all_are_common_score_a_window_of_the_newest_messages_holding
     # and a page larger than the window holds widens it until it is full
     wide = store.search_candidates(account_id, "support", "ana", ["meeting", "monday"], limit=60)
     assert len(wide) == 60
+
+
+def test_a_search_reads_each_words_count_from_the_vocabulary_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The vocabulary counts a term's messages by walking its list (milliseconds for a common word in a large
+    journal): the exact count the search weighs words with and the count of the messages holding the word as the
+    start of a longer one, which chooses the words worth scoring, come from one read, with the same values."""
+    store, _, (container, account) = _journal(tmp_path, monkeypatch)
+    drafts = [MessageDraft("user", f"Invoice {n}: {'taxi fare' if n % 3 else 'the tax'} in March.") for n in range(90)]
+    for start in range(0, 90, 30):
+        container.conversations.append(account, "support", f"c{start}", drafts[start:start + 30], user="ana")
+    vocabulary = dict(store.db.connection().execute("SELECT term, doc FROM messages_vocab").fetchall())
+    read: list[str] = []
+    store.db.connection().set_trace_callback(lambda sql: read.append(sql) if "messages_vocab" in sql else None)
+    try:
+        # When the journal is searched for two words not counted before
+        page = container.conversations.search_page(account, "support", "tax march", user="ana", mode="keyword")
+    finally:
+        store.db.connection().set_trace_callback(None)
+    # Then each word's list was read once, for both counts, and the counts are the vocabulary's: "tax" held as
+    # itself by 30 messages, and as the start of a word by those and the 60 that say "taxi"
+    assert len(read) == 2 and page.items
+    assert (store._word_counts["tax"][0], store._held_counts["tax"][0]) == (vocabulary["tax"], 90) == (30, 90)
+    assert store._word_counts["march"][0] == store._held_counts["march"][0] == vocabulary["march"] == 90
