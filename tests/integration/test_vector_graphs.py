@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import stat
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -385,16 +386,52 @@ def test_a_lookup_keeps_every_value_of_a_key_in_the_order_added_across_folds() -
 
 
 def test_a_server_worker_without_the_indexer_loads_the_saved_graphs_as_it_starts(tmp_path: Path) -> None:
-    from agentmem.local.server import _load_saved_graphs
+    from agentmem.local.server import _beside_the_indexer
 
     _, account, _, _ = saved(tmp_path)
     # When a worker of `agentmem serve --workers N` that does not run the indexer starts
     other, other_index = start(tmp_path)
-    thread = _load_saved_graphs(other)
-    assert thread is not None
-    thread.join(30)
-    # Then it holds the saved graph before any search asks, as of where the index is (nothing added again)
-    part = loaded(other_index, account)
-    assert part.saved_at == 0 and part.size == 240
-    other_index._refresh()
-    assert part.changes == 0
+    follower = _beside_the_indexer(other)
+    assert follower is not None and follower.follow and other_index.background
+    try:
+        for _ in range(600):
+            if message_partition(account.account_id, "support", "ana") in other_index._partitions:
+                break
+            time.sleep(0.05)
+        # Then it holds the saved graph before any search asks, as of where the index is (nothing added again)
+        part = loaded(other_index, account)
+        assert part.saved_at == 0 and part.size == 240
+        other_index._refresh()
+        assert part.changes == 0
+    finally:
+        follower.stop()
+    assert not other_index.background and files(tmp_path)  # (the follower saves nothing: the indexer's files stay)
+
+
+def test_beside_another_process_indexer_the_follower_brings_the_graph_up_to_date_and_builds_it(
+    tmp_path: Path,
+) -> None:
+    """A worker beside another process's indexer: the vectors that indexer writes reach the worker's loaded
+    partition, and the graph of one that grows past the threshold is built, by the worker's follower thread,
+    not by a search (a search that did it waited seconds past its deadline)."""
+    container, account, index = first_process(tmp_path, conversations=2)  # the indexer's process: 80 vectors
+    other, other_index = start(tmp_path)
+    answers(other, other_index, account)  # (the worker has searched the journal: its partition is loaded)
+    follower = vector_index.IndexWorker(other_index, follow=True)
+    follower.start()
+    try:
+        # When the indexer's process takes the journal past the threshold
+        for c in range(2, 6):
+            write(container, account, f"c{c}", c)
+        index.catch_up()
+        part = loaded(other_index, account)
+        for _ in range(600):
+            if part.graph is not None and part.size == 240:
+                break
+            time.sleep(0.05)
+        # Then, without a search, the worker's partition holds every vector, and as a graph; a search adds nothing
+        assert part.graph is not None and part.size == 240 and other_index.pending() == 0
+        changes = part.changes
+        assert all(len(found) == 10 for found in answers(other, other_index, account)) and part.changes == changes
+    finally:
+        follower.stop()

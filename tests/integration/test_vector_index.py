@@ -373,6 +373,45 @@ def test_beside_an_indexer_that_holds_the_queue_a_query_waits_only_so_long(
     assert found == ["vpn"] and index.pending() == 1 and waited < 5
 
 
+def test_beside_another_process_indexer_a_search_leaves_a_large_import_to_it_and_waits_briefly_for_a_save(
+    tmp_path: Path,
+) -> None:
+    """``agentmem serve --workers N``: all workers but the first search beside the first one's indexer. Their
+    searches must not apply a large import themselves (seconds of embedding, past the semantic deadline), and a
+    save just made is found by meaning once the other process's running batch is done."""
+    import fcntl
+    import threading
+
+    container, account, index = make(tmp_path)
+    container.agents.put(account, "support", AgentSettings())
+    service = container.conversations
+    entries = {"kind": "entry", "account": account.account_id, "memory": "company", "user": ""}
+    container.entries.save(account, "company", "vpn", SaveRequest("Connect to the VPN first.", "Access"))
+    index.catch_up()
+    index.background = True  # (as the follower of another process's indexer does, IndexWorker(follow=True))
+    # When a large import lands and the journal is searched at once
+    imported = [MessageDraft("user", f"Line {i} of the export: invoices, shipments and quarterly numbers.")
+                for i in range(40)]
+    service.append(account, "support", "import", imported, user="ana")
+    page = service.search_page(account, "support", "quarterly invoices", user="ana")
+    # Then the search answered over what is indexed and said how far behind, leaving the import queued
+    assert (page.mode, page.fallback, page.index_lag) == ("hybrid", None, 40) and index.pending() == 40
+    index.catch_up()
+    # Given the other process in the middle of a batch (it holds the data dir's catch-up lock for 0.1 s)
+    other = open(index.db.path.with_name(index.db.path.name + ".indexing"), "rb+")  # noqa: SIM115
+    fcntl.flock(other, fcntl.LOCK_EX)
+    threading.Timer(0.1, lambda: fcntl.flock(other, fcntl.LOCK_UN)).start()
+    try:
+        # When an entry is saved and recalled at once
+        container.entries.save(account, "company", "cat", SaveRequest("Tom the tabby cat sleeps on the printer.",
+                                                                      "Pet"))
+        found = [h.fields["name"] for h in near(index, container, "where does the cat sleep", entries)]
+    finally:
+        other.close()
+    # Then the search waited for the batch and applied the save itself
+    assert found[:1] == ["cat"] and index.pending() == 0
+
+
 LONG_PARAGRAPHS = [
     "The web tier runs on four containers behind the load balancer, and deploys take about six minutes.",
     "Logging goes to the central collector; alerts page whoever is on call when errors stay above two percent.",

@@ -20,7 +20,6 @@ from urllib.parse import unquote, urlsplit
 
 from ..api.limits import oversized
 from ..bootstrap import Container, build_adapters, build_container, ensure_default_account, set_container
-from ..observability import logger
 from ..settings import Settings
 from .events import build_rest_event, decode_lambda_response
 from .http_guard import (
@@ -486,23 +485,19 @@ def _start_indexer(container: Container) -> Any:
     return worker
 
 
-def _load_saved_graphs(container: Container) -> threading.Thread | None:
-    """A worker without the indexer (``--workers N``, all but the first) loads the semantic index's saved graphs
-    too, in a thread of its own as it starts, so its first searches do not wait for them (seconds for millions of
-    vectors) past their deadline."""
+def _beside_the_indexer(container: Container) -> Any:
+    """A worker without the indexer (``--workers N``, all but the first): a thread that follows the first worker's
+    indexer (``IndexWorker(follow=True)``): it loads the saved graphs as the worker starts, so its first searches
+    do not wait for them (seconds for millions of vectors) past their deadline, then brings them up to date as the
+    indexer writes. Its searches leave the backlog to that indexer, as the first worker's own do."""
     index = _embedded_index(container)
     if index is None:
         return None
+    from ..adapters.embedded.vector_index import IndexWorker
 
-    def load() -> None:
-        try:
-            index.load_saved()
-        except Exception:  # each is loaded on its first search instead
-            logger.exception("the semantic index's saved graphs could not be loaded")
-
-    thread = threading.Thread(target=load, name="agentmem-graphs", daemon=True)
-    thread.start()
-    return thread
+    follower = IndexWorker(index, follow=True)
+    follower.start()
+    return follower
 
 
 def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8787, *, create_resources: bool = False,
@@ -559,12 +554,11 @@ def serve_until_stopped(container: Container, server: GuardedHTTPServer, *, back
         while flush_every_s is not None and not stop.wait(flush_every_s):
             container.usage.flush()
 
-    indexer = None
     if background:
         threading.Thread(target=sweep, name="agentmem-sweep", daemon=True).start()
         indexer = _start_indexer(container)
     else:
-        _load_saved_graphs(container)
+        indexer = _beside_the_indexer(container)
     if flush_every_s is not None:
         threading.Thread(target=flush, name="agentmem-usage", daemon=True).start()
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())

@@ -81,6 +81,7 @@ BATCH = 512
 QUERY_CATCH_UP = 2000
 QUERY_CATCH_UP_BEHIND = 16
 QUERY_WAIT_BEHIND_S = 0.25
+DRAIN_POLL_S = 0.005  # how often a timed wait asks again for the catch-up lock another process holds
 # The indexer embeds WORKER_BATCH queued changes at a time (long messages: a batch is about a tenth of a second
 # of one core), and lets a query that is running go first between two batches, for at most WORKER_YIELD_S.
 WORKER_BATCH = 64
@@ -425,8 +426,8 @@ class SqliteVectorIndex(SearchIndex):
 
     @property
     def background(self) -> bool:
-        """Whether an indexer thread catches up (``IndexWorker``): then queries never wait for it, and it builds
-        the graphs of partitions that grow past the threshold (``graph_later``)."""
+        """Whether an indexer thread catches up (``IndexWorker``; or follows another process's): then queries
+        never wait for it, and it builds the graphs of partitions that grow past the threshold (``graph_later``)."""
         return self._background
 
     @background.setter
@@ -457,14 +458,16 @@ class SqliteVectorIndex(SearchIndex):
     def catch_up(self, limit: int | None = None, *, wait: bool | float = True) -> int:
         """Apply queued changes (at most ``limit``; all when None); how many queue items were applied.
         ``wait=False`` returns at once when another thread or process is catching up; a number of seconds waits
-        that long at most for another thread's catch-up (not for another process's)."""
+        that long at most for another thread's or process's catch-up."""
         seconds = -1.0 if wait is True else float(wait)  # (-1: as long as it takes; 0: not at all)
+        deadline = time.monotonic() + seconds
         if not (self._draining.acquire(timeout=seconds) if seconds else self._draining.acquire(blocking=False)):
             return 0
         try:
             done = 0
             while limit is None or done < limit:
-                with self._drain_lock(wait is True) as held:  # batch by batch: another process waits one batch at most
+                # batch by batch: another process waits one batch at most
+                with self._drain_lock(True if wait is True else max(0.0, deadline - time.monotonic())) as held:
                     applied = self._apply_batch(BATCH if limit is None else min(BATCH, limit - done)) if held else 0
                 if not applied:
                     break
@@ -474,16 +477,22 @@ class SqliteVectorIndex(SearchIndex):
             self._draining.release()
 
     @contextlib.contextmanager
-    def _drain_lock(self, wait: bool) -> Iterator[bool]:
+    def _drain_lock(self, wait: bool | float) -> Iterator[bool]:
         """Hold the data dir's catch-up lock (an flock, released by the kernel if the process dies); yields
-        whether it is held (``wait=False``: not when another process holds it)."""
+        whether it is held (``wait=False``: not when another process holds it; a number of seconds: not when it
+        still does after that long, asked again every DRAIN_POLL_S)."""
         if self._drain_fd is None:
             self._drain_fd = open_private_file(self.db.path.with_name(self.db.path.name + ".indexing"), os.O_RDWR)
-        try:
-            fcntl.flock(self._drain_fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-        except BlockingIOError:
-            yield False
-            return
+        deadline = None if wait is True else time.monotonic() + float(wait)
+        while True:
+            try:
+                fcntl.flock(self._drain_fd, fcntl.LOCK_EX | (0 if deadline is None else fcntl.LOCK_NB))
+                break
+            except BlockingIOError:
+                if deadline is None or time.monotonic() >= deadline:
+                    yield False
+                    return
+                time.sleep(DRAIN_POLL_S)
         try:
             yield True
         finally:
@@ -536,6 +545,10 @@ class SqliteVectorIndex(SearchIndex):
         if vectors.shape != (len(texts), self.dimension) or not np.isfinite(vectors).all():
             raise ValueError(f"the embedder {self.embedder.name} answered vectors of shape {vectors.shape}")
         return vectors
+
+    def refresh(self) -> None:
+        """``_refresh``, for a thread that follows another process's indexer (``IndexWorker(follow=True)``)."""
+        self._refresh()
 
     def _refresh(self) -> None:
         """Bring the loaded partitions up to date with the database, whoever wrote it: the vectors removed since
@@ -665,7 +678,8 @@ class SqliteVectorIndex(SearchIndex):
         self._no_queries.wait(timeout)
 
     def _catch_up_for_query(self) -> None:
-        """What a query applies of the queue before it searches (QUERY_CATCH_UP, QUERY_CATCH_UP_BEHIND)."""
+        """What a query applies of the queue before it searches (QUERY_CATCH_UP; beside an indexer, this process's
+        or another's that this one follows, QUERY_CATCH_UP_BEHIND)."""
         if not self.background:
             self.catch_up(QUERY_CATCH_UP)
             return
@@ -1166,18 +1180,24 @@ def _partition_names(filters: Filters) -> list[str]:
 
 
 class IndexWorker:
-    """``agentmem serve``'s indexer: a daemon thread that keeps the vector index caught up with the store."""
+    """``agentmem serve``'s indexer: a daemon thread that keeps the vector index caught up with the store. With
+    ``follow``, the thread of a process beside another's indexer (``agentmem serve --workers N``, all but the
+    first): it catches up with nothing, but brings the loaded partitions up to date as the indexer writes and
+    builds the graphs of those that grow past the threshold, so that a search finds little to add itself (a
+    search that added what the indexer wrote, a graph's build among it, waited seconds past its deadline)."""
 
-    def __init__(self, index: SqliteVectorIndex, *, idle_s: float = 0.05) -> None:
+    def __init__(self, index: SqliteVectorIndex, *, idle_s: float = 0.05, follow: bool = False) -> None:
         self.index = index
         self.idle_s = idle_s
+        self.follow = follow
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
         if self._thread is None:
             self.index.background = True
-            self._thread = threading.Thread(target=self._run, name="agentmem-indexer", daemon=True)
+            name = "agentmem-follower" if self.follow else "agentmem-indexer"
+            self._thread = threading.Thread(target=self._run, name=name, daemon=True)
             self._thread.start()
 
     def stop(self) -> None:
@@ -1187,6 +1207,8 @@ class IndexWorker:
             self._thread.join(timeout=5)
             self._thread = None
         self.index.background = False
+        if self.follow:
+            return  # (the indexer saves the graphs)
         try:
             self.index.save_graphs(force=True)
         except Exception:  # stopping goes on: the next start builds what it cannot load
@@ -1211,6 +1233,9 @@ class IndexWorker:
         messages for mode=deep (``read_ahead``), a few hundred tokens at a time, the vectors still first and
         queries before both; and saves the graphs that are due (``SqliteVectorIndex.save_graphs``). Between two
         batches it builds the graph of a partition that grew past the threshold (``build_graphs``)."""
+        if self.follow:
+            self._follow()
+            return
         ahead = self.index.read_ahead
         if ahead is not None:
             ahead.pause = self._quiet
@@ -1233,3 +1258,20 @@ class IndexWorker:
                 applied = 0
             if not applied:
                 self._stop.wait(self.idle_s)
+
+    def _follow(self) -> None:
+        """Beside another process's indexer: the saved graphs loaded first, then, between the queries running,
+        the graphs of partitions grown past the threshold built beside them and the partitions brought up to date
+        with what the indexer wrote (a few hundred vectors at a time, while the indexer writes)."""
+        try:
+            self.index.load_saved()
+        except Exception:  # each is loaded on its first search instead
+            logger.exception("the semantic index's saved graphs could not be loaded")
+        while not self._stop.is_set():
+            self.index.wait_for_queries(WORKER_YIELD_S)
+            try:
+                self.index.build_graphs()
+                self.index.refresh()
+            except Exception:  # a bad moment (a locked database): try again shortly
+                logger.exception("the semantic index could not follow the indexer")
+            self._stop.wait(self.idle_s)
