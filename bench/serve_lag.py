@@ -1,0 +1,115 @@
+"""Journal search against ``agentmem serve`` itself while it indexes a large import, over HTTP.
+
+    .venv/bin/python bench/serve_lag.py                                # 6,000 long messages, 2 workers
+    .venv/bin/python bench/serve_lag.py --workers 1 --messages 2000    # one process, a shorter run
+
+``recall_lag.py`` runs the indexer and the searches in one process. ``agentmem serve`` runs 2 worker processes
+by default, the indexer in the first only, and the kernel spreads the connections over both: this benchmark
+measures that case. A fresh data dir and ``agentmem serve --workers N`` on a free port (``load.started``). The
+long messages of ``recall_lag.py`` (1,000–4,000 characters, varied) are appended over HTTP, 40 a request, into
+conversations of 200, as fast as the server takes them. Then journal search (hybrid, the default deadline,
+top 10, over all of the user's conversations) is asked ``--searches`` times, one at a time, each on a new
+connection, while the first worker's indexer embeds the import. Each answer's time, mode, fallback and
+``index_lag`` are kept.
+
+Prints a table and writes ``bench/results/serve_lag.json``: timeout fallbacks (the goal: none), p50 / p99 /
+max while the index is behind and once it has caught up. A benchmark: nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import random
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from load import started
+from recall_lag import AGENT, CHUNK, CONVERSATION, QUESTIONS, USER, fill, long_message, summary
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULT = ROOT / "bench" / "results" / "serve_lag.json"
+
+
+def call(url: str, key: str, method: str, path: str, body: Any = None) -> dict[str, Any]:
+    """One request on a connection of its own (so that the server's workers share the searches)."""
+    request = urllib.request.Request(url + "/v1" + path, method=method,
+                                     data=None if body is None else json.dumps(body).encode(),
+                                     headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=120) as response:
+        answer: dict[str, Any] = json.loads(response.read() or b"{}")
+        return answer
+
+
+def run(count: int, searches: int, workers: int, seed: int) -> dict[str, Any]:
+    rng = random.Random(seed)
+    texts = [long_message(rng) for _ in range(count)]
+    queries = [fill(rng.choice(QUESTIONS), rng) for _ in range(50)]
+    with (tempfile.TemporaryDirectory(prefix="agentmem-serve-lag-") as folder,
+          started("embedded", Path(folder), ["--workers", str(workers)]) as (url, key, _)):
+        call(url, key, "PUT", f"/agents/{AGENT}", {})
+        begun = time.perf_counter()
+        for start in range(0, count, CHUNK):
+            conversation = f"conv-{start // CONVERSATION + 1:03d}"
+            drafts = [{"role": "user" if n % 2 == 0 else "assistant", "content": text}
+                      for n, text in enumerate(texts[start:start + CHUNK])]
+            call(url, key, "POST", f"/agents/{AGENT}/conversations/{conversation}/messages?user={USER}",
+                 {"messages": drafts})
+        imported_s = time.perf_counter() - begun
+        rows: list[dict[str, Any]] = []
+        for n in range(searches):
+            query = urllib.parse.quote(queries[n % len(queries)])
+            start_s = time.perf_counter()
+            page = call(url, key, "GET", f"/agents/{AGENT}/messages/search?user={USER}&q={query}")
+            rows.append({"ms": (time.perf_counter() - start_s) * 1000, "mode": page.get("mode"),
+                         "fallback": page.get("fallback"), "index_lag": page.get("index_lag"), "n": n})
+    behind = [r for r in rows if r["index_lag"]]
+    caught = [r for r in rows if not r["index_lag"]]
+    return {
+        "benchmark": "serve_lag", "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "machine": {"python": platform.python_version(), "cpu_count": os.cpu_count(), "platform": platform.platform()},
+        "load_average": os.getloadavg(), "workers": workers, "messages": count,
+        "characters": sum(len(t) for t in texts), "import_s": round(imported_s, 2),
+        "all": summary(rows), "while_behind": summary(behind) if behind else None,
+        "caught_up": summary(caught) if caught else None,
+        "timeouts_at": [r["n"] for r in rows if r["fallback"] == "timeout"],
+    }
+
+
+def print_table(result: dict[str, Any]) -> None:
+    print(f"\nJournal search against agentmem serve --workers {result['workers']} while it indexes "
+          f"{result['messages']:,} long messages ({result['characters']:,} characters, imported over HTTP in "
+          f"{result['import_s']} s)")
+    print(f"  {'':22} {'searches':>8} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'timeouts':>9}")
+    for label, key in (("while the index is behind", "while_behind"), ("caught up", "caught_up"), ("all", "all")):
+        row = result[key]
+        if row:
+            print(f"  {label:22} {row['searches']:>8} {row['p50_ms']:>8} {row['p99_ms']:>8} {row['max_ms']:>8} "
+                  f"{row['timeouts']:>9}")
+    print(f"  timeouts at searches {result['timeouts_at']} (0 is the first)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=6000)
+    parser.add_argument("--searches", type=int, default=200)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--no-write", action="store_true", help="print only; leave the results file alone")
+    args = parser.parse_args()
+    result = run(args.messages, args.searches, args.workers, args.seed)
+    print_table(result)
+    if not args.no_write:
+        RESULT.write_text(json.dumps(result, indent=2) + "\n")
+        print(f"wrote {RESULT.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
