@@ -1232,11 +1232,11 @@ class IndexWorker:
         indexed), and the indexer leaves it the CPU. Caught up, it reads the token states of the journal's new
         messages for mode=deep (``read_ahead``), a few hundred tokens at a time, the vectors still first and
         queries before both; and saves the graphs that are due (``SqliteVectorIndex.save_graphs``). Between two
-        batches it builds the graph of a partition that grew past the threshold (``build_graphs``)."""
-        if self.follow:
-            self._follow()
-            return
-        ahead = self.index.read_ahead
+        batches it builds the graph of a partition that grew past the threshold (``build_graphs``). Following
+        (``follow``): the saved graphs loaded first, then, between the queries running, the graphs built beside
+        them and the loaded partitions brought up to date with what the other process's indexer wrote; nothing
+        caught up, read ahead or saved."""
+        ahead = None if self.follow else self.index.read_ahead
         if ahead is not None:
             ahead.pause = self._quiet
             ahead.yielding = lambda: self._stop.is_set() or self.index.pending() > 0
@@ -1248,30 +1248,18 @@ class IndexWorker:
             self.index.wait_for_queries(WORKER_YIELD_S)
             try:
                 self.index.build_graphs()  # (a partition that grew past the threshold: its graph, beside it)
-                applied = self.index.catch_up(WORKER_BATCH)
-                if not applied and ahead is not None:
-                    applied = ahead.read_some()
-                if not applied:  # caught up: the graphs grown or changed enough since they were saved
-                    self.index.save_graphs()
+                if self.follow:  # another process's indexer writes: what it wrote comes into the loaded partitions
+                    self.index.refresh()
+                    applied = 0
+                else:
+                    applied = self.index.catch_up(WORKER_BATCH)
+                    if not applied and ahead is not None:
+                        applied = ahead.read_some()
+                    if not applied:  # caught up: the graphs grown or changed enough since they were saved
+                        self.index.save_graphs()
             except Exception:  # a bad moment (a locked database, a failing embedder): try again shortly
-                logger.exception("the semantic indexer could not catch up")
+                logger.exception("the semantic indexer could not catch up" if not self.follow else
+                                 "the semantic index could not follow the indexer")
                 applied = 0
             if not applied:
                 self._stop.wait(self.idle_s)
-
-    def _follow(self) -> None:
-        """Beside another process's indexer: the saved graphs loaded first, then, between the queries running,
-        the graphs of partitions grown past the threshold built beside them and the partitions brought up to date
-        with what the indexer wrote (a few hundred vectors at a time, while the indexer writes)."""
-        try:
-            self.index.load_saved()
-        except Exception:  # each is loaded on its first search instead
-            logger.exception("the semantic index's saved graphs could not be loaded")
-        while not self._stop.is_set():
-            self.index.wait_for_queries(WORKER_YIELD_S)
-            try:
-                self.index.build_graphs()
-                self.index.refresh()
-            except Exception:  # a bad moment (a locked database): try again shortly
-                logger.exception("the semantic index could not follow the indexer")
-            self._stop.wait(self.idle_s)
