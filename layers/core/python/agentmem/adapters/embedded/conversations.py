@@ -127,10 +127,17 @@ def _kept_count(kept: dict[str, tuple[int, int]], term: str, newest: int, count:
     and chooses words. ``kept`` starts again past ``HELD_COUNTS_KEPT`` stems."""
     known = kept.get(term)
     if known is None or newest > known[1] * 1.1:
-        if len(kept) >= HELD_COUNTS_KEPT:
-            kept.clear()
-        known = kept[term] = (int(count(term)), newest)
+        return _keep(kept, term, int(count(term)), newest)
     return known[0]
+
+
+def _keep(kept: dict[str, tuple[int, int]], term: str, value: int, newest: int) -> int:
+    """``value`` kept in ``kept`` as ``term``'s count at ``newest`` (``_kept_count``), which starts again past
+    ``HELD_COUNTS_KEPT`` stems."""
+    if len(kept) >= HELD_COUNTS_KEPT:
+        kept.clear()
+    kept[term] = (value, newest)
+    return value
 
 
 class SqliteConversationStore(ConversationStore):
@@ -486,10 +493,8 @@ class SqliteConversationStore(ConversationStore):
                 "SELECT term, doc FROM messages_vocab WHERE term >= ? AND term < ?", (term, term + "\U0010ffff")):
             prefix += held
             exact = held if found == term else exact
-        for kept, value in ((self._word_counts, exact), (self._held_counts, prefix)):
-            if len(kept) >= HELD_COUNTS_KEPT:
-                kept.clear()
-            kept[term] = (value, newest)
+        _keep(self._word_counts, term, exact, newest)
+        _keep(self._held_counts, term, prefix, newest)
         return exact, prefix
 
     def messages_at(self, ref: ConversationRef, seqs: Sequence[int]) -> dict[int, Message]:
