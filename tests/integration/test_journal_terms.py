@@ -152,3 +152,34 @@ def test_a_search_reads_each_words_count_from_the_vocabulary_once(
     assert len(read) == 2 and page.items
     assert (store._word_counts["tax"][0], store._held_counts["tax"][0]) == (vocabulary["tax"], 90) == (30, 90)
     assert store._word_counts["march"][0] == store._held_counts["march"][0] == vocabulary["march"] == 90
+
+
+def test_a_large_journal_matches_a_word_of_one_or_two_letters_as_itself_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """"m" (the stem of "MS") or "7" starts a large part of a large journal's vocabulary: counting those words
+    and merging their lists took most of a second at a million messages, and a match on them tells nothing."""
+    store, account_id, (container, account) = _journal(tmp_path, monkeypatch)
+    monkeypatch.setattr(embedded, "SEARCH_TERM_SHARE", 5.0)  # (no word left out as common)
+    lines = [f"Monday: order {100 + n} for {700 + n} euros, model MX-{100 + n}." for n in range(60)]
+    lines.append("Ticket MS 7 is closed.")
+    drafts = [MessageDraft("user", line) for line in lines]
+    for start in range(0, len(drafts), 40):
+        container.conversations.append(account, "support", f"c{start:03d}", drafts[start:start + 40], user="ana")
+    read: list[str] = []
+    store.db.connection().set_trace_callback(lambda sql: read.append(sql) if "messages_vocab" in sql else None)
+    try:
+        # When words of one letter or digit are searched
+        hits = store.search_candidates(account_id, "support", "ana", ["ms", "7"], limit=20)
+    finally:
+        store.db.connection().set_trace_callback(None)
+    # Then only the message holding them as words answers, not every message holding a word they start
+    assert [(h.conversation, h.message.seq) for h in hits] == [("c040", 21)]
+    # and their counts were read as words, not as the starts of words
+    assert read and all("term >= " not in sql for sql in read)
+    # while a word of three letters still finds the longer words it starts, at half weight
+    mon = store.search_candidates(account_id, "support", "ana", ["mon"], limit=10)
+    assert len(mon) == 10 and all(str(h.message.content).startswith("Monday") for h in mon)
+    # and a small journal keeps the prefix rule for every word
+    monkeypatch.setattr(embedded, "SEARCH_TERM_MIN_MESSAGES", 1_000)
+    assert len(store.search_candidates(account_id, "support", "ana", ["m"], limit=10)) == 10
