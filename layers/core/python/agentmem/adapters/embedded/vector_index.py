@@ -106,7 +106,16 @@ KEEP_REMOVALS = 100_000  # removals logged at most; a process further behind rel
 # 4,200/s, recall@10 0.870, 96 not found. (Two threads at 64 were faster still, but recall fell to 0.836.)
 GRAPH_THREADS = 2
 GRAPH_EXPANSION_ADD = 96
-GRAPH_EXPANSION_SEARCH = 128
+# The graph keeps each vector as 8-bit integers (usearch's ``i8``, compared by cosine: the integers' inner product
+# is not on the cosine's scale), not half floats, and searches wider (384, was 128). Measured by
+# bench/graph_kinds.py on 196,314 distinct vectors of the template journal (and 297,711 of a kept one), 300
+# questions, the 100 nearest against the exact answer: f16 at 128, recall@10 / @100 0.782 / 0.774 (0.864 / 0.851),
+# 0.56 ms a query, 951 bytes a vector; i8 at 384, 0.838 / 0.847 (0.871 / 0.895), 1.0 ms, 609 bytes, its cosines
+# within 0.003 of the exact ones on average. (f16 at 256 finds a little more, 0.856 / 0.842, for 342 more bytes a
+# vector.) At a million messages the graph went from 1,535 to 1,023 MiB. A graph saved as f16 before keeps its kind
+# when loaded, searched as wide.
+GRAPH_KIND, GRAPH_METRIC = "i8", "cos"
+GRAPH_EXPANSION_SEARCH = 384
 # A graph is saved (vector_graphs.py) when it is built, and again once it has grown by SAVE_GROWTH of its rows
 # (at least SAVE_MIN_ROWS): two million vectors take seconds to write, while a graph brought up to date on
 # load adds a few thousand a second. One that lost vectors has its files removed at once (what was erased does
@@ -170,7 +179,9 @@ class _Partition:
     alive: np.ndarray[Any, np.dtype[np.bool_]] = field(default_factory=lambda: np.zeros(0, dtype=bool))
     matrix: Vectors | None = None  # small partitions: one row per node (a gone node's row stays, never found)
     graph: Any = None  # large ones: a usearch Index keyed by node
-    by_label: dict[str, list[int]] = field(default_factory=dict)  # rows of each name or conversation
+    # rows of each name or conversation, ascending: a list, or as loaded from a saved graph an array (two million
+    # rows as Python ints in lists took 72 MB; a label written to again becomes a list)
+    by_label: dict[str, Any] = field(default_factory=dict)
     by_source: _Multimap = field(default_factory=lambda: _Multimap(np.int64))  # rows of each source (its parts)
     node_of: np.ndarray[Any, np.dtype[np.int64]] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     node_first: array[int] = field(default_factory=lambda: array("q"))  # a node's first row (-1: the node is gone)
@@ -217,7 +228,13 @@ class _Partition:
         for offset, label in enumerate(labels):
             label = sys.intern(label)
             self.labels.append(label)
-            self.by_label.setdefault(label, []).append(start + offset)
+            rows = self.by_label.get(label)
+            if rows is None:
+                self.by_label[label] = [start + offset]
+            else:
+                if not isinstance(rows, list):
+                    rows = self.by_label[label] = rows.tolist()
+                rows.append(start + offset)
             self.by_source.add(int(incoming[offset]), start + offset)
         self.seqs = np.concatenate([self.seqs, np.asarray(seqs, dtype=np.int64)])
         self.alive = np.concatenate([self.alive, np.ones(len(incoming), dtype=bool)])
@@ -334,17 +351,18 @@ class _Partition:
         """The partition ``arrays`` and ``graph`` were saved from, with the lookups made of them again."""
         graph.expansion_add, graph.expansion_search = GRAPH_EXPANSION_ADD, GRAPH_EXPANSION_SEARCH
         part = cls(name, dimension, graph=graph)
-        part.sources, part.parts = arrays["sources"].astype(np.int64), arrays["parts"].astype(np.int64)
-        part.seqs, part.alive = arrays["seqs"].astype(np.int64), arrays["alive"].astype(bool)
+        part.sources = arrays["sources"].astype(np.int64, copy=False)  # (no second copy of what is int64 already)
+        part.parts = arrays["parts"].astype(np.int64, copy=False)
+        part.seqs, part.alive = arrays["seqs"].astype(np.int64, copy=False), arrays["alive"].astype(bool, copy=False)
         part.live = int(part.alive.sum())
-        part.node_of = arrays["node_of"].astype(np.int64)
-        firsts = arrays["node_first"].astype(np.int64)
+        part.node_of = arrays["node_of"].astype(np.int64, copy=False)
+        firsts = arrays["node_first"].astype(np.int64, copy=False)
         part.node_first, part.node_key = array("q", firsts.tobytes()), array("Q", arrays["node_key"].tobytes())
         values = [sys.intern(str(v)) for v in arrays["label_values"]]
         label_of = arrays["label_of"]
-        part.labels = [values[i] for i in label_of.tolist()]
+        part.labels = np.array(values, dtype=object)[label_of].tolist() if len(label_of) else []
         rows = np.arange(len(part.sources), dtype=np.int64)
-        part.by_label = _groups(label_of, rows, lambda i: values[i])
+        part.by_label = _groups(label_of, rows, lambda i: values[i], lists=False)
         part.by_source = _Multimap.of(part.sources, rows)
         live = firsts >= 0
         part.node_by_key = _Multimap.of(arrays["node_key"][live].astype(np.uint64), np.flatnonzero(live))
@@ -735,8 +753,9 @@ class SqliteVectorIndex(SearchIndex):
             if when:
                 nearest = self._nearest_between(part, query, k_rows, when["updated_at"], conversations)
             elif conversations is not None:
-                rows = np.array([i for c in conversations for i in part.by_label.get(c, ()) if part.alive[i]],
-                                dtype=np.int64)
+                held = [np.asarray(part.by_label[c], dtype=np.int64) for c in conversations if c in part.by_label]
+                rows = np.concatenate(held) if held else np.zeros(0, dtype=np.int64)
+                rows = rows[part.alive[rows]]
                 nearest = part.nearest(query, k_rows, rows, self._vectors_of(part, rows)) if rows.size else []
             else:
                 nearest = part.nearest(query, k_rows)
@@ -1145,7 +1164,7 @@ def _graph_of(dimension: int, nodes: np.ndarray[Any, np.dtype[np.int64]], matrix
     """An HNSW graph (usearch) of these nodes, keyed by node, their vectors the matrix's rows of those numbers."""
     from usearch.index import Index
 
-    graph = Index(ndim=dimension, metric="ip", dtype="f16", connectivity=16,
+    graph = Index(ndim=dimension, metric=GRAPH_METRIC, dtype=GRAPH_KIND, connectivity=16,
                   expansion_add=GRAPH_EXPANSION_ADD, expansion_search=GRAPH_EXPANSION_SEARCH)
     for begin in range(0, nodes.size, LOAD_CHUNK):
         chunk = nodes[begin : begin + LOAD_CHUNK]
@@ -1153,15 +1172,18 @@ def _graph_of(dimension: int, nodes: np.ndarray[Any, np.dtype[np.int64]], matrix
     return graph
 
 
-def _groups(keys: np.ndarray[Any, Any], rows: np.ndarray[Any, np.dtype[np.int64]], key: Any) -> dict[Any, list[int]]:
-    """``rows`` grouped by their ``keys`` (each group in ascending order), a group's key made by ``key``."""
+def _groups(keys: np.ndarray[Any, Any], rows: np.ndarray[Any, np.dtype[np.int64]], key: Any, *,
+            lists: bool = True) -> dict[Any, Any]:
+    """``rows`` grouped by their ``keys`` (each group in ascending order), a group's key made by ``key``; each group
+    a list, or (``lists`` False) an array."""
     if not len(rows):
         return {}
     order = np.argsort(keys, kind="stable")
     ordered = keys[order]
     starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
     groups = np.split(rows[order], starts[1:])
-    return {key(k): group.tolist() for k, group in zip(ordered[starts].tolist(), groups, strict=True)}
+    return {key(k): group.tolist() if lists else group for k, group in zip(ordered[starts].tolist(), groups,
+                                                                            strict=True)}
 
 
 def _partition_names(filters: Filters) -> list[str]:
