@@ -474,3 +474,44 @@ def test_a_match_among_others_on_its_topic_ranks_above_a_stray_one_elsewhere(wor
     assert ("chat", 3) in hits, [(h.snippet, h.score) for h in page.items]
     assert hits.index(("kitchen", 5)) < hits.index(("chat", 3))
     assert hits.index(("kitchen", 7)) < hits.index(("chat", 3)), [(h.snippet, h.score) for h in page.items]
+
+
+def _door_code_journal(world: World) -> None:
+    from agentmem.domain.conversations import MessageDraft
+    from agentmem.services.agents import AgentSettings
+
+    world.container.agents.put(world.account, "support", AgentSettings())
+    talk = [
+        ("user", "Set one up for the dog walker please, Tuesdays and Thursdays."),
+        ("assistant", "Done: the dog walker's door code is 4821."),
+        ("user", "Great. Also, is the back gate locked at night?"),
+        ("assistant", "Yes, the back gate locks at 22:00 and opens at 07:00."),
+        ("user", "And turn the heating down to 17 at night."),
+        ("assistant", "The heating drops to 17 °C from 23:00."),
+        ("user", "The walker told a neighbour her code. Change it."),
+        ("assistant", "Changed the dog walker's door code: it is 7730 from today, on the same days."),
+    ]
+    world.container.conversations.append(world.account, "support", "house",
+                                         [MessageDraft(role, text) for role, text in talk])
+
+
+def test_a_question_about_how_things_stand_now_finds_the_latest_word_first(world: World) -> None:
+    # Given a code said once, then changed, in much the same words
+    _door_code_journal(world)
+    def asked(question: str) -> list[tuple[int, float]]:
+        page = world.container.conversations.search_page(world.account, "support", question, limit=5)
+        assert page.mode == ("hybrid" if semantic_on(world) else "keyword")
+        found = [(h.seq, h.score) for h in page.items]
+        assert [score for _, score in found] == sorted((score for _, score in found), reverse=True)
+        assert all(0.0 <= score <= 1.0 for _, score in found)
+        return found
+
+    plain = asked("What is the dog walker's door code?")
+    now = asked("What is the dog walker's door code now?")
+    if semantic_on(world):
+        # When the question asks what it is, Then the shorter statement holding its words comes first, and when
+        # it asks what it is now, the change does
+        assert [seq for seq, _ in plain][:1] == [2], plain
+        assert [seq for seq, _ in now][:1] == [8], now
+    else:  # by words alone (keyword mode), "now" changes nothing
+        assert [seq for seq, _ in now] == [seq for seq, _ in plain], (plain, now)

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import pytest
 from agentmem.domain.errors import InvalidError
-from agentmem.domain.recall import Calibration, Signals, check_min_score, check_mode, fuse, semantic_relevance
+from agentmem.domain.recall import (
+    Calibration,
+    Signals,
+    asks_for_latest,
+    check_min_score,
+    check_mode,
+    fuse,
+    semantic_relevance,
+    toward_latest,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -351,3 +360,31 @@ def test_deep_across_conversations_lends_each_candidate_its_conversation_s_evide
     across = reranking.run("q", head, texts, neighbours=True, conversations=0.4)
     assert [seat for seat, _ in across.ranked][:2] == [("b", 1), ("b", 5)]
     assert across.ranked[0][1] == pytest.approx(0.683333, abs=1e-6)
+
+
+@pytest.mark.parametrize(("question", "latest"), [
+    ("What's the dog walker's door code now?", True),
+    ("What time did my flight actually leave in the end?", True),
+    ("What base salary did Aisha end up signing for?", True),
+    ("How many DAGs does Fernway have at the latest count?", True),
+    ("Which blood pressure medicine is Tomasz taking currently?", True),
+    ("When did Aisha sign her contract?", False),
+    ("Who knows the code?", False),  # ("now" as a part of another word does not count)
+    ("What did we decide about the nightly run?", False),
+])
+def test_a_question_about_how_things_stand_now_is_told_apart(question: str, latest: bool) -> None:
+    assert asks_for_latest(question) is latest
+
+
+def test_toward_latest_lifts_the_later_of_close_candidates_and_keeps_scores_best_first_within_0_and_1() -> None:
+    times = {"old": ("2026-01-05T10:00:00Z", 2), "new": ("2026-03-01T09:00:00Z", 40),
+             "mid": ("2026-02-01T00:00:00Z", 9), "far": ("2026-03-02T00:00:00Z", 41)}
+    ranked = [("old", 1.0), ("mid", 0.9), ("new", 0.95), ("far", 0.2)]
+    out = toward_latest(ranked, times.__getitem__, among=3, share=0.15)
+    # the newest of the first three passes the oldest (ordered by its raised score even past 1), the fourth stays
+    assert [key for key, _ in out] == ["new", "old", "mid", "far"]
+    assert [score for _, score in out] == [1.0, 1.0, 0.975, 0.2]
+    # a candidate far behind is not lifted past a strong one
+    assert [k for k, _ in toward_latest([("old", 0.8), ("new", 0.5)], times.__getitem__, share=0.15)] == ["old", "new"]
+    # fewer than two: nothing to order
+    assert toward_latest([("old", 0.3)], times.__getitem__) == [("old", 0.3)]

@@ -55,6 +55,7 @@ from ..domain.recall import (
     Signals,
     Stage,
     as_near_as,
+    asks_for_latest,
     aspects,
     best_of,
     bm25_scale,
@@ -66,6 +67,7 @@ from ..domain.recall import (
     lend_ranked,
     neighbours_to_read,
     pool,
+    toward_latest,
     without_common_words,
     without_words,
 )
@@ -544,6 +546,13 @@ class ConversationService:
 
         rankings = [fused(view) for view in views]
         ranked = first_of_each(best_of(rankings), same, rough)
+        latest = lending and asks_for_latest(query)
+
+        def time_of(key: tuple[str, int]) -> tuple[str, int]:
+            return found[key].created_at or "", key[1]
+
+        if latest:  # "what's the code now?": of the best, the later ones (domain/recall.py toward_latest)
+            ranked = toward_latest(ranked, time_of)
         answered_mode, fallback = how.mode, how.fallback
 
         def shown(key: tuple[str, int]) -> Passage | None:
@@ -564,6 +573,8 @@ class ConversationService:
                 # the model reads each candidate against the whole question and fills the top with the thing it
                 # matches best: each thing named keeps taking turns with it, by its own fused ranking
                 ranked = first_of_each(best_of([ranked, *rankings[1:]]), same, rough)
+            if latest and "rerank" in stages:  # the model's order leans toward the latest too
+                ranked = toward_latest(ranked, time_of)
         hits = []
         for key, score in ranked[offset : offset + size]:  # snippets for the page only
             message = found[key]
