@@ -101,6 +101,7 @@ GRAPH_SWAP_MAX = 1_000  # nodes added to such a graph with the lock held, as it 
 LOAD_CHUNK = 20_000
 TIME_EXACT_MAX = 20_000  # a time-bounded query searches at most this many vectors of a graph exactly
 TIME_UNREAD, TIME_GONE = -1, -2  # a row's message time not read yet, or of no message (``_Partition.times``)
+TIMES_BATCH = 50_000  # message times read and converted at a time
 KEEP_REMOVALS = 100_000  # removals logged at most; a process further behind reloads its partitions
 # The graph's build: two threads add, each looking wider than one would (expansion_add 96, not 64). Measured on
 # 146,870 distinct journal vectors added 500 at a time (usearch 2.26): one thread at 64 added 3,400-3,600/s,
@@ -860,11 +861,13 @@ class SqliteVectorIndex(SearchIndex):
                 times = np.concatenate([times, np.full(count - len(times), TIME_UNREAD, dtype=np.int64)])
             unread = np.flatnonzero((times[:count] == TIME_UNREAD) & part.alive[:count])
             if unread.size:
-                sources = part.sources[unread]
-                ids, values = self._message_times(part, sources, whole=unread.size > count // 2)
-                at = np.clip(np.searchsorted(ids, sources), 0, max(len(ids) - 1, 0))
-                hit = ids[at] == sources if len(ids) else np.zeros(len(sources), dtype=bool)
-                times[unread] = np.where(hit, values[at] if len(ids) else TIME_GONE, TIME_GONE)
+                ids, values = self._message_times(part, part.sources[unread], whole=unread.size > count // 2)
+                for begin in range(0, unread.size, TIMES_BATCH):  # (a few MB of temporaries at a time)
+                    rows = unread[begin : begin + TIMES_BATCH]
+                    sources = part.sources[rows]
+                    at = np.clip(np.searchsorted(ids, sources), 0, max(len(ids) - 1, 0))
+                    hit = ids[at] == sources if len(ids) else np.zeros(len(sources), dtype=bool)
+                    times[rows] = np.where(hit, values[at] if len(ids) else TIME_GONE, TIME_GONE)
             part.times = times
             return times[:count]
 
@@ -875,22 +878,19 @@ class SqliteVectorIndex(SearchIndex):
         conn = self.db.connection()
         if whole:
             _, account, agent, user = part.name.split(_SEP)
-            rows = conn.execute(
+            cursors: Iterable[sqlite3.Cursor] = [conn.execute(
                 "SELECT m.id, m.created_at FROM messages m JOIN conversations c ON c.id = m.conversation_id "
-                "WHERE c.account_id=? AND c.agent=? AND c.user_key=?", (account, agent, user)).fetchall()
+                "WHERE c.account_id=? AND c.agent=? AND c.user_key=?", (account, agent, user))]
         else:
-            rows = []
-            for chunk in _chunks(sorted(set(sources.tolist()))):
-                marks = ",".join("?" * len(chunk))
-                rows += conn.execute(f"SELECT id, created_at FROM messages WHERE id IN ({marks})",
-                                     tuple(chunk)).fetchall()
-        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        stamps = [str(r[1]) for r in rows]
-        try:  # stored times, all in one shape (``iso``): read by numpy at once
-            micros = np.array([t[:-1] if t.endswith("Z") else "?" for t in stamps], dtype="datetime64[us]")
-            values = micros.astype(np.int64)
-        except ValueError:
-            values = np.fromiter((_micros(t) for t in stamps), dtype=np.int64, count=len(stamps))
+            cursors = (conn.execute(f"SELECT id, created_at FROM messages WHERE id IN ({','.join('?' * len(chunk))})",
+                                    tuple(chunk)) for chunk in _chunks(sorted(set(sources.tolist()))))
+        id_parts, value_parts = [], []
+        for cursor in cursors:  # a batch at a time: a million rows at once held 300 MB more than their arrays
+            while rows := cursor.fetchmany(TIMES_BATCH):
+                id_parts.append(np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)))
+                value_parts.append(_micros_of([str(r[1]) for r in rows]))
+        ids = np.concatenate(id_parts) if id_parts else np.zeros(0, dtype=np.int64)
+        values = np.concatenate(value_parts) if value_parts else np.zeros(0, dtype=np.int64)
         order = np.argsort(ids, kind="stable")
         return ids[order], values[order]
 
@@ -1146,6 +1146,15 @@ def _removals(conn: sqlite3.Connection, after: int, upto: int) -> list[tuple[str
     rows = conn.execute("SELECT partition, source, part FROM vector_removals WHERE id > ? AND id <= ?",
                         (after, upto)).fetchall()
     return None if len(rows) != upto - after else [(str(r[0]), int(r[1]), int(r[2])) for r in rows]
+
+
+def _micros_of(stamps: list[str]) -> np.ndarray[Any, np.dtype[np.int64]]:
+    """Stored times (``iso``, all in one shape) as microseconds since the epoch, read by numpy at once; one by one
+    when one of them is in another shape."""
+    try:
+        return np.array([t[:-1] if t.endswith("Z") else "?" for t in stamps], dtype="datetime64[us]").astype(np.int64)
+    except ValueError:
+        return np.fromiter((_micros(t) for t in stamps), dtype=np.int64, count=len(stamps))
 
 
 def _micros(stamp: str) -> int:
