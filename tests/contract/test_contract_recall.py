@@ -279,14 +279,20 @@ def test_a_name_on_every_line_does_not_bring_the_small_talk_in(world: World) -> 
         assert all(h.score < page.items[0].score for h in page.items[1:])
 
 
-def _two_events_journal(world: World) -> None:
-    """A trip planned over many messages about the seats on the wedding flights, and once, in few words, the
-    cancelled train."""
+def _talk(world: World, conversation: str, talk: Sequence[tuple[str, str]]) -> None:
+    """The support agent's conversation of these (role, text) messages."""
     from agentmem.domain.conversations import MessageDraft
     from agentmem.services.agents import AgentSettings
 
     world.container.agents.put(world.account, "support", AgentSettings())
-    talk = [
+    world.container.conversations.append(world.account, "support", conversation,
+                                         [MessageDraft(role, text) for role, text in talk])
+
+
+def _two_events_journal(world: World) -> None:
+    """A trip planned over many messages about the seats on the wedding flights, and once, in few words, the
+    cancelled train."""
+    _talk(world, "trip", [
         ("user", "Booking seats on the wedding flights to Porto tonight."),
         ("assistant", "Seats on the wedding flights to Porto: booking opens at 8."),
         ("user", "Booked two seats together on the wedding flights to Porto, 14A and 14B."),
@@ -299,9 +305,7 @@ def _two_events_journal(world: World) -> None:
         ("assistant", "Noted: a coach at 18:30 instead."),
         ("user", "Thanks, that is all for today."),
         ("assistant", "Have a good trip!"),
-    ]
-    world.container.conversations.append(world.account, "support", "trip",
-                                         [MessageDraft(role, text) for role, text in talk])
+    ])
 
 
 def test_a_question_naming_two_events_finds_each_of_them(world: World) -> None:
@@ -477,11 +481,7 @@ def test_a_match_among_others_on_its_topic_ranks_above_a_stray_one_elsewhere(wor
 
 
 def _door_code_journal(world: World) -> None:
-    from agentmem.domain.conversations import MessageDraft
-    from agentmem.services.agents import AgentSettings
-
-    world.container.agents.put(world.account, "support", AgentSettings())
-    talk = [
+    _talk(world, "house", [
         ("user", "Set one up for the dog walker please, Tuesdays and Thursdays."),
         ("assistant", "Done: the dog walker's door code is 4821."),
         ("user", "Great. Also, is the back gate locked at night?"),
@@ -490,9 +490,7 @@ def _door_code_journal(world: World) -> None:
         ("assistant", "The heating drops to 17 °C from 23:00."),
         ("user", "The walker told a neighbour her code. Change it."),
         ("assistant", "Changed the dog walker's door code: it is 7730 from today, on the same days."),
-    ]
-    world.container.conversations.append(world.account, "support", "house",
-                                         [MessageDraft(role, text) for role, text in talk])
+    ])
 
 
 def test_a_question_about_how_things_stand_now_finds_the_latest_word_first(world: World) -> None:

@@ -318,6 +318,11 @@ class _Partition:
         if gone and self.graph is not None:
             self.graph.remove(np.asarray(gone, dtype=np.int64))
 
+    def rows_in(self, conversations: Iterable[str]) -> np.ndarray[Any, np.dtype[np.int64]]:
+        """The rows of these names or conversations (``by_label``), alive or not."""
+        held = [np.asarray(self.by_label[c], dtype=np.int64) for c in conversations if c in self.by_label]
+        return np.concatenate(held) if held else np.zeros(0, dtype=np.int64)
+
     def _rows_of(self, node: int) -> list[int]:
         first = self.node_first[node]
         return ([first] if first >= 0 else []) + self.node_more.get(node, [])
@@ -760,8 +765,7 @@ class SqliteVectorIndex(SearchIndex):
             if when:
                 nearest = self._nearest_between(part, query, k_rows, when["updated_at"], conversations)
             elif conversations is not None:
-                held = [np.asarray(part.by_label[c], dtype=np.int64) for c in conversations if c in part.by_label]
-                rows = np.concatenate(held) if held else np.zeros(0, dtype=np.int64)
+                rows = part.rows_in(conversations)
                 rows = rows[part.alive[rows]]
                 nearest = part.nearest(query, k_rows, rows, self._vectors_of(part, rows)) if rows.size else []
             else:
@@ -838,9 +842,8 @@ class SqliteVectorIndex(SearchIndex):
         inside &= times >= 0
         if conversations is not None:
             held = np.zeros(len(inside), dtype=bool)
-            for conversation in conversations:
-                rows = np.asarray(part.by_label.get(conversation, ()), dtype=np.int64)
-                held[rows[rows < len(held)]] = True
+            rows = part.rows_in(conversations)
+            held[rows[rows < len(held)]] = True
             inside &= held
         rows = np.flatnonzero(inside)
         if not rows.size:
