@@ -72,3 +72,48 @@ def test_an_entry_that_says_the_fact_in_other_words_is_updated_rather_than_dupli
     else:
         assert found["diet"] == "The user is vegetarian" and found["preference-diet"] == "I'm vegetarian."
     assert world.read("profile-husband", memory=OWN, user="ana").category == "user_profile"
+
+
+def test_a_pass_of_many_facts_reads_the_layer_once_and_still_updates_rather_than_duplicates(
+    world: World, jobs: PassRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a layer that already holds entries, among them one that says a fact of this pass in other words
+    make_agent(world)
+    for n in range(30):
+        world.container.entries.save(world.account, OWN, f"note-{n:02d}", SaveRequest(
+            content=f"An older note, number {n}", description="Note", category="other"), user="ana")
+    world.container.entries.save(world.account, OWN, "diet", SaveRequest(
+        content="I'm vegetarian.", description="Diet", category="preference"), user="ana")
+    store = world.container.entries.store
+    calls = {"list_layer": 0, "get_many": 0, "get": 0}
+
+    def counted(name: str) -> None:
+        method = getattr(store, name)
+
+        def wrapper(*args: object, **kwargs: object) -> object:
+            calls[name] += 1
+            return method(*args, **kwargs)
+
+        monkeypatch.setattr(store, name, wrapper)
+
+    for name in calls:
+        counted(name)
+
+    # When one pass flushes many facts, the diet among them in the same words
+    chat = Chat(world)
+    chat.say(user("I'm vegetarian."), user("My husband is called Piet."), user("I moved to Lisbon last spring."),
+             user("My sister is called Ana."), user("Please remember my locker code 4471."),
+             user("I work as a nurse."), *rows(small_talk(12)))
+    jobs.settle()
+    during = dict(calls)
+
+    # Then the diet's entry is updated, not a second one beside it, and every other fact has its entry
+    found = flushed(world)
+    assert found["diet"] == "I'm vegetarian." and "preference-diet" not in found
+    assert world.read("diet", memory=OWN, user="ana").version == 2
+    assert {"profile-husband", "profile-location"} <= set(found), sorted(found)
+    # and the layer was listed once to forget and once to compare, not once for each fact; each fact costs a
+    # read of its name and a read of its entry as saved (and the save its own), not a read of every entry listed
+    saved = len(found) - 31 + 1  # (the 30 notes and the diet were there before)
+    assert during["list_layer"] <= 2 and during["get_many"] <= saved + 1, (during, saved)
+    assert during["get"] <= 2 * saved + 4, (during, saved)

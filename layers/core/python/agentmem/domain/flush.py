@@ -239,6 +239,8 @@ def forgotten_names(messages: Sequence[Message], existing: Iterable[str]) -> lis
     candidates, matched by their key as the summary matches its items; "forget it" names no earlier entry;
     a name the same messages state again (``extract_facts``) is not forgotten."""
     candidates = {n: n.split("-", 1)[1] for n in existing if n.startswith(_FORGETTABLE) and "-" in n}
+    if not candidates:  # nothing an earlier flush saved can be forgotten: the messages need not be read
+        return []
     by_key: dict[str, list[str]] = {}
     for name, key in candidates.items():
         by_key.setdefault(key, []).append(name)
@@ -255,6 +257,8 @@ def forgotten_names(messages: Sequence[Message], existing: Iterable[str]) -> lis
                 found.update((n, None) for n in by_key[key] if n.startswith("remembered-"))
             for key in forget_hits(st, others, match_text=False):
                 found.update((n, None) for n in by_key[key] if not n.startswith("remembered-"))
+    if not found:
+        return []
     alive = {d.name for d in extract_facts(messages)}
     return [n for n in found if n not in alive]
 

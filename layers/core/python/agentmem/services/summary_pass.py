@@ -17,7 +17,7 @@ steps in one go. A step that fails is retried; nothing is lost, because nothing 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -34,6 +34,7 @@ from ..domain.summary_author import checkpoint_description
 from ..domain.surfaces import check_surface, surface_rules
 from ..observability import logger
 from ..ports.embedder import Embedder
+from ..ports.entries import EntryStore
 from ..ports.summariser import Summariser
 from .agent_memory import CallContext
 from .conversations import ConversationService, keeps_checkpoint
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from ..domain.flush import FactDraft
 
 MAX_FOLD = 500  # messages one pass folds at most; the rest wait for the next pass
+KNOWN_ENTRIES = 100  # the layer's most recently updated entries a flushed fact is compared with
 EDIT_HISTORY_READ = 50  # versions of the checkpoint a pass reads back to find the lines a person wrote
 
 
@@ -54,6 +56,43 @@ class Plan:
     agent: AgentRecord
     start: int  # fold the messages after this seq ...
     end: int  # ... up to this one
+
+
+class _Known:
+    """The agent's own layer as one flush pass compares its facts with: its ``KNOWN_ENTRIES`` most recently
+    updated entries (name → (category, content)), read once in two statements, and each entry the pass saves
+    read again and put first, as the next read of the layer would find it; the contents' vectors embedded once.
+    A pass of many facts read the layer's hundred entries one by one for each fact, and embedded them again: in
+    ``agentmem serve``, passes after an import held the CPU, and searches waited behind them."""
+
+    def __init__(self, store: EntryStore, layer: Layer, now: str) -> None:
+        self.store, self.layer, self.now = store, layer, now
+        listed = store.list_layer(layer, now, limit=KNOWN_ENTRIES, cursor=None).items
+        names = [e.name for e in listed if e.conversation is None]
+        found = store.get_many([(layer, name) for name in names], now)
+        self.entries: dict[str, tuple[str, str]] = {
+            name: (entry.category, entry.content or "") for name in names if (entry := found.get((layer, name)))}
+        self._vectors: dict[str, Sequence[float]] = {}
+
+    def has(self, name: str) -> bool:
+        """Whether the layer holds an entry of this name (among the known, else asked of the store)."""
+        return name in self.entries or self.store.get(self.layer, name, self.now) is not None
+
+    def reread(self, name: str) -> None:
+        """The entry ``name`` as it is now (just saved: the layer's most recent), or gone from what is known."""
+        entry = self.store.get(self.layer, name, self.now)
+        self.entries.pop(name, None)
+        if entry is not None and entry.conversation is None:
+            self.entries = {name: (entry.category, entry.content or ""), **self.entries}
+            for extra in list(self.entries)[KNOWN_ENTRIES:]:
+                del self.entries[extra]
+
+    def vectors(self, embedder: Embedder, texts: Sequence[str]) -> list[Sequence[float]]:
+        """Each text's vector, embedding only those this pass has not embedded before."""
+        new = list(dict.fromkeys(t for t in texts if t not in self._vectors))
+        if new:
+            self._vectors.update(zip(new, embedder.embed(new), strict=True))
+        return [self._vectors[t] for t in texts]
 
 
 def job_ref(job: Mapping[str, Any]) -> ConversationRef:
@@ -126,8 +165,10 @@ class SummaryPass:
         if ctx.rules.writes and plan.agent.capabilities.memory:
             folded = self._folded(plan)
             forgotten = self._forget(ctx, folded)
+            known: _Known | None = None  # the layer as this pass sees it, read at its first fact
             for fact in extract_facts(folded):
-                name = self._same_as_existing(ctx, fact) or fact.name
+                known = known or self._known(ctx)
+                name = self._same_as_existing(ctx, fact, known) or fact.name
                 request = SaveRequest(content=fact.content, description=fact.description, category=fact.category,
                                       importance=fact.importance)
                 try:
@@ -135,9 +176,10 @@ class SummaryPass:
                     saved.append(name)
                 except AgentmemError as error:  # screened out, a full layer: the fact is skipped, not the pass
                     logger.info("flush skipped a fact", extra={"fact": name, "reason": error.code})
+                known.reread(name)
         return {"skip": False, "saved": saved, "forgotten": forgotten, "start": plan.start, "end": plan.end}
 
-    def _forget(self, ctx: CallContext, folded: list[Message]) -> list[str]:
+    def _forget(self, ctx: CallContext, folded: Sequence[Message]) -> list[str]:
         """Entries an earlier flush saved that these messages ask to forget go, as the checkpoint drops them."""
         from ..domain.flush import forgotten_names
 
@@ -154,33 +196,30 @@ class SummaryPass:
                 logger.info("flush could not forget an entry", extra={"entry": name, "reason": error.code})
         return gone
 
-    def _same_as_existing(self, ctx: CallContext, fact: FactDraft) -> str | None:
+    def _known(self, ctx: CallContext) -> _Known:
+        entries = self.conversations.agent_memory.entries
+        return _Known(entries.store, Layer(ctx.principal.account_id, ctx.agent.own_memory, ctx.user),
+                      iso(self.clock()))
+
+    def _same_as_existing(self, ctx: CallContext, fact: FactDraft, known: _Known) -> str | None:
         """The name of an entry that already says this fact (by name, by its words, or by meaning with the
-        embedder), to update rather than add (``domain.flush``)."""
+        embedder), to update rather than add (``domain.flush``): among the layer's ``KNOWN_ENTRIES`` most recently
+        updated, as ``known`` holds them."""
         from ..domain.flush import closest, meaning_candidates, meaning_threshold, same_fact
 
-        entries = self.conversations.agent_memory.entries
-        layer = Layer(ctx.principal.account_id, ctx.agent.own_memory, ctx.user)
-        now = iso(self.clock())
-        if entries.store.get(layer, fact.name, now) is not None:
+        if known.has(fact.name):
             return fact.name
-        page = entries.store.list_layer(layer, now, limit=100, cursor=None)
-        existing: dict[str, tuple[str, str]] = {}
-        for listed in page.items:
-            if listed.conversation is not None:
-                continue
-            entry = entries.store.get(layer, listed.name, now)
-            if entry is not None and entry.content:
-                if same_fact(entry.content, fact.content):
-                    return entry.name
-                existing[entry.name] = (entry.category, entry.content)
+        for name, (_, content) in known.entries.items():
+            if content and same_fact(content, fact.content):
+                return name
+        existing = {name: pair for name, pair in known.entries.items() if pair[1]}
         candidates = meaning_candidates(fact.name, fact.category, existing)
         embedder = self.embedder() if candidates else None
         threshold = meaning_threshold(embedder.name) if embedder is not None else None
         if embedder is None or threshold is None:
             return None
         try:
-            vectors = embedder.embed([fact.content] + [existing[name][1] for name in candidates])
+            vectors = known.vectors(embedder, [fact.content] + [existing[name][1] for name in candidates])
         except Exception as error:  # an embedder that fails leaves the match to the words
             logger.info("flush compared by words only", extra={"fact": fact.name, "reason": type(error).__name__})
             return None
@@ -292,7 +331,7 @@ class SummaryPass:
         return {"job": dict(job), "results": results}
 
 
-def _written(summariser: Summariser, previous: str | None, rows: list[Message]) -> tuple[str, str]:
+def _written(summariser: Summariser, previous: str | None, rows: Sequence[Message]) -> tuple[str, str]:
     """The summary and the name of what wrote it (a summariser that falls back names the fallback)."""
     named = getattr(summariser, "summarise_named", None)  # a duck-typed summariser may have only summarise
     if named is not None:
