@@ -20,6 +20,7 @@ from urllib.parse import unquote, urlsplit
 
 from ..api.limits import oversized
 from ..bootstrap import Container, build_adapters, build_container, ensure_default_account, set_container
+from ..foreground import FOREGROUND
 from ..settings import Settings
 from .events import build_rest_event, decode_lambda_response
 from .http_guard import (
@@ -349,7 +350,8 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
         self._unread = 0
         event = build_rest_event(method, path, query, self.headers.as_dict(), body,
                                  source_ip=self.client_address[0], copy_headers=False)
-        result = type(self).handler(event, LocalContext())
+        with FOREGROUND.serving():  # background work in this process gives way meanwhile (foreground.py)
+            result = type(self).handler(event, LocalContext())
         status, headers, payload = decode_lambda_response(result)
         self._reply(status, headers, payload)
 

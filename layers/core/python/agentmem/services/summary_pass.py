@@ -32,6 +32,7 @@ from ..domain.screening import screen
 from ..domain.screening_unicode import strip_invisible
 from ..domain.summary_author import checkpoint_description
 from ..domain.surfaces import check_surface, surface_rules
+from ..foreground import GivingWay
 from ..observability import logger
 from ..ports.embedder import Embedder
 from ..ports.entries import EntryStore
@@ -133,7 +134,9 @@ class SummaryPass:
             return None
         return Plan(ref, record, agent, start, end)
 
-    def _folded(self, plan: Plan) -> list[Message]:
+    def _folded(self, plan: Plan) -> Sequence[Message]:
+        """The messages the pass folds, as a sequence that gives way to the requests this process handles
+        before each message it is iterated over (``foreground.GivingWay``): parsing them is most of a pass."""
         rows: list[Message] = []
         after = plan.start
         while after < plan.end:
@@ -142,7 +145,7 @@ class SummaryPass:
                 break
             rows += [m for m in page if m.seq <= plan.end]
             after = page[-1].seq
-        return rows
+        return GivingWay(rows)
 
     def _context(self, plan: Plan, job: Mapping[str, Any]) -> CallContext:
         surface = check_surface(job.get("surface") or "agent")
@@ -166,7 +169,7 @@ class SummaryPass:
             folded = self._folded(plan)
             forgotten = self._forget(ctx, folded)
             known: _Known | None = None  # the layer as this pass sees it, read at its first fact
-            for fact in extract_facts(folded):
+            for fact in GivingWay(extract_facts(folded)):
                 known = known or self._known(ctx)
                 name = self._same_as_existing(ctx, fact, known) or fact.name
                 request = SaveRequest(content=fact.content, description=fact.description, category=fact.category,

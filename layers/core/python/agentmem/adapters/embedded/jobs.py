@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from ...domain.errors import NotFoundError
+from ...foreground import in_background
 from ...observability import logger
 from ...ports.jobs import JobRun, Jobs, run_name
 
@@ -138,8 +139,13 @@ class ThreadJobRunner(Jobs):
         try:
             for attempt in range(1, self._attempts + 1):
                 try:
-                    output = dict(self._work(payload))
+                    with in_background() as background:  # it gives way to the requests this process handles
+                        output = dict(self._work(payload))
                     outcome = JobRun(run_id=run_id, name=run_id, state="succeeded", output=output)
+                    if background.gave_way:
+                        logger.info("job gave way to requests", extra={
+                            "job": name, "run_id": run_id, "times": background.gave_way,
+                            "waited_s": round(background.waited_s, 3)})
                     break
                 except Exception as error:
                     logger.warning(
