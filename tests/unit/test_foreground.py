@@ -50,6 +50,22 @@ def test_background_work_waits_no_longer_than_its_limit() -> None:
     assert work.gave_way == 1
 
 
+def test_under_requests_that_never_stop_background_work_runs_a_share_of_the_time(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    now = iter([10.0, 11.0, 11.1, 11.2, 11.5, 12.5])  # the clock, as give_way reads it
+    monkeypatch.setattr(foreground, "_clock", lambda: next(now))
+    monkeypatch.setattr(foreground, "GIVE_WAY_S", 0.01)
+    with FOREGROUND.serving(), in_background() as work:
+        give_way()  # at 10.0 it waits, until 11.0: a second
+        assert work.gave_way == 1
+        give_way()  # at 11.1 it is within a quarter of that second (20 % of the time): it goes on
+        give_way()  # and at 11.2
+        assert work.gave_way == 1
+        give_way()  # at 11.5, past it, it waits again
+    assert work.gave_way == 2 and work.waited_s == pytest.approx(2.0)
+
+
 def test_a_process_serving_nothing_lets_background_work_run() -> None:
     with in_background() as work:
         give_way(limit_s=5.0)

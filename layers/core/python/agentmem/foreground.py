@@ -8,8 +8,10 @@ to get it back at each: under ``agentmem serve``, searching after an import took
 So the server marks each request while it is handled (``FOREGROUND.serving``: the handler's work, not the wait
 for a slow client's body, or a client could hold background work back), and a thread running background work
 (``in_background``) calls ``give_way`` between small pieces of it: while a request is handled, it waits until
-none is, at most ``GIVE_WAY_S`` at a time, so that a steady stream of requests slows it and never stops it. The
-domain's loops stay as they are: a pass hands them its messages as ``GivingWay``, which gives way before each.
+none is, at most ``GIVE_WAY_S`` at a time; then it goes on for a share of the time it waited before it gives way
+again, so that under requests that never stop it still runs ``BACKGROUND_SHARE`` of the time: slowed, never
+stopped. The domain's loops stay as they are: a pass hands them its messages as ``GivingWay``, which gives way
+before each.
 Outside a background thread, and in a process that serves nothing, ``give_way`` returns at once.
 """
 
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 from typing import TypeVar, overload
 
 GIVE_WAY_S = 0.5  # the longest one give_way waits for the requests being handled
+BACKGROUND_SHARE = 0.2  # ... and the share of the time background work runs under requests that never stop
 
 T = TypeVar("T")
 
@@ -67,6 +70,10 @@ class Background:
 
     waited_s: float = 0.0
     gave_way: int = 0  # times it found a request being handled and waited
+    runs_until: float = 0.0  # (the clock) it goes on without giving way until then, after a wait
+
+
+_clock = time.monotonic
 
 
 _current = threading.local()
@@ -86,14 +93,19 @@ def in_background() -> Iterator[Background]:
 
 def give_way(limit_s: float | None = None) -> None:
     """In background work, while this process handles a request: wait until it handles none (at most
-    ``limit_s``, default ``GIVE_WAY_S``). Anywhere else, nothing."""
+    ``limit_s``, default ``GIVE_WAY_S``), unless it is still within the share of its last wait it may run for.
+    Anywhere else, nothing."""
     work: Background | None = getattr(_current, "work", None)
     if work is None or not FOREGROUND.busy():
         return
-    begun = time.monotonic()
+    begun = _clock()
+    if begun < work.runs_until:
+        return
     FOREGROUND.wait_idle(GIVE_WAY_S if limit_s is None else limit_s)
-    work.waited_s += time.monotonic() - begun
+    ended = _clock()
+    work.waited_s += ended - begun
     work.gave_way += 1
+    work.runs_until = ended + (ended - begun) * BACKGROUND_SHARE / (1.0 - BACKGROUND_SHARE)
 
 
 class GivingWay(Sequence[T]):
