@@ -4,6 +4,7 @@ path, replay-safe, never mixing embedders, exact below the graph threshold and n
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -493,3 +494,46 @@ def test_an_index_made_before_passages_keeps_its_vectors_and_adds_the_passages_o
     rows = db.execute("SELECT id, source, part FROM vectors ORDER BY id").fetchall()
     assert [r[2] for r in rows if r[0] <= newest] == [0, 0]
     assert len(rows) > 3 and all(r[0] > newest and r[2] > 0 for r in rows[2:])
+
+
+def test_the_indexer_and_its_followers_load_a_journal_it_writes_before_its_first_search(tmp_path: Path) -> None:
+    """A journal imported into a fresh ``agentmem serve`` was read from the database by each worker's first
+    search of it, past that search's deadline: the indexer, and each other worker's thread that follows it, load
+    a partition it writes to. One written before the thread looked first is left to its first query."""
+    container, account, index = make(tmp_path, embedder="hashing", embedding_dimension=64)
+    other, other_index = second_process(tmp_path, embedder="hashing", embedding_dimension=64)
+    container.agents.put(account, "support", AgentSettings())
+    service = container.conversations
+    service.append(account, "support", "before", [MessageDraft("user", "Written before the indexer started.")],
+                   user="bo")
+    index.catch_up()
+    journal = vector_index.message_partition(account.account_id, "support", "ana")
+    earlier = vector_index.message_partition(account.account_id, "support", "bo")
+    # Given the indexer and a follower in the other process, as agentmem serve's workers start them
+    indexer, follower = vector_index.IndexWorker(index), vector_index.IndexWorker(other_index, follow=True)
+    indexer.start()
+    follower.start()
+    try:
+        started = time.monotonic() + 30  # (each thread has looked once: what is written from now on is theirs)
+        while time.monotonic() < started and (index._written_seen is None or other_index._written_seen is None):
+            time.sleep(0.01)
+        # When a journal is imported and nobody searches it
+        service.append(account, "support", "import",
+                       [MessageDraft("user", f"Line {i} of the export: invoices and shipments.") for i in range(40)],
+                       user="ana")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (
+                journal in index._partitions and journal in other_index._partitions
+                and index.pending() == 0 and other_index._partitions[journal].live == 40):
+            time.sleep(0.05)
+        # Then both processes hold its partition, up to date, before its first search
+        assert journal in index._partitions and journal in other_index._partitions
+        assert other_index._partitions[journal].live == 40
+        # and the partition written before they looked is loaded by its first query only
+        assert earlier not in index._partitions and earlier not in other_index._partitions
+    finally:
+        indexer.stop()
+        follower.stop()
+    hits = near(other_index, other, "invoices and shipments",
+                {"kind": "message", "account": account.account_id, "agent": "support", "user": "ana"})
+    assert len(hits) == 5

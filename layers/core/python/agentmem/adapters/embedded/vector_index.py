@@ -447,6 +447,7 @@ class SqliteVectorIndex(SearchIndex):
         self._no_queries.set()
         self.last_query_s = 0.0  # when the last query ended (time.monotonic)
         self._lags: dict[tuple[str, ...], tuple[float, int]] = {}
+        self._written_seen: int | None = None  # the newest vector row ``load_written`` has looked at
         # once caught up, the indexer reads the journal's token states for mode=deep ahead (minilm_states.py)
         self.read_ahead: TokenStates | None = None
 
@@ -1076,6 +1077,33 @@ class SqliteVectorIndex(SearchIndex):
                 held = np.concatenate([held, newer])
         return built
 
+    def load_written(self) -> int:
+        """The indexer, or a thread following it, between two batches: load each partition that vectors were
+        written to since it last looked (since its first look, as the thread starts), as the partition's first
+        query would, so that the query finds it loaded. A journal imported into a fresh ``agentmem serve`` was
+        read from the database by each worker's first search of it, past that search's deadline
+        (``bench/serve_lag.py``). A partition nobody writes to is still loaded by its first query. How many were
+        loaded."""
+        conn = self.db.connection()
+        newest = _newest(conn)[0]
+        if self._written_seen is None or newest < self._written_seen:  # (the first look; a database replaced)
+            self._written_seen = newest
+            return 0
+        if newest == self._written_seen:
+            return 0
+        names = [str(row[0]) for row in conn.execute(
+            "SELECT DISTINCT partition FROM vectors WHERE id > ? AND id <= ?", (self._written_seen, newest))]
+        self._written_seen = newest
+        loaded = 0
+        for name in names:
+            with self._lock:
+                if name in self._partitions:
+                    continue
+            self.wait_for_queries(WORKER_YIELD_S)
+            self._partition(name)
+            loaded += 1
+        return loaded
+
     def load_saved(self) -> int:
         """Load every partition that has a saved graph (``agentmem serve``'s indexer, as it starts: the first
         queries find them loaded); how many."""
@@ -1337,10 +1365,11 @@ class IndexWorker:
         indexed), and the indexer leaves it the CPU. Caught up, it reads the token states of the journal's new
         messages for mode=deep (``read_ahead``), a few hundred tokens at a time, the vectors still first and
         queries before both; and saves the graphs that are due (``SqliteVectorIndex.save_graphs``). Between two
-        batches it builds the graph of a partition that grew past the threshold (``build_graphs``). Following
-        (``follow``): the saved graphs loaded first, then, between the queries running, the graphs built beside
-        them and the loaded partitions brought up to date with what the other process's indexer wrote; nothing
-        caught up, read ahead or saved."""
+        batches it builds the graph of a partition that grew past the threshold (``build_graphs``), and loads a
+        partition written to that no query has loaded yet (``load_written``). Following (``follow``): the saved
+        graphs loaded first, then, between the queries running, the graphs built beside them, the loaded
+        partitions brought up to date with what the other process's indexer wrote, and the partitions it wrote to
+        loaded; nothing caught up, read ahead or saved."""
         ahead = None if self.follow else self.index.read_ahead
         if ahead is not None:
             ahead.pause = self._quiet
@@ -1362,6 +1391,7 @@ class IndexWorker:
                         applied = ahead.read_some()
                     if not applied:  # caught up: the graphs grown or changed enough since they were saved
                         self.index.save_graphs()
+                self.index.load_written()  # (a partition written to is loaded before its first query)
             except Exception:  # a bad moment (a locked database, a failing embedder): try again shortly
                 logger.exception("the semantic indexer could not catch up" if not self.follow else
                                  "the semantic index could not follow the indexer")
