@@ -8,6 +8,7 @@ Fake credentials are assembled from pieces so that secret scanners do not flag t
 from __future__ import annotations
 
 import pytest
+from agentmem.domain import statements
 from agentmem.domain.statements import assistant_statements, user_statements
 from agentmem.domain.summary import (
     ASKED_OF_THE_USER,
@@ -215,3 +216,17 @@ def test_a_question_the_assistant_ended_a_pass_on_is_answered_by_the_reply_the_n
     # Then the question is answered, as one pass over both would have it
     assert "storage class" not in section(after, "Open questions")
     assert after == summarise(*first, *then)
+
+
+def test_a_message_read_again_says_the_same_and_a_caller_changing_its_list_changes_nothing_kept() -> None:
+    said = "I moved to Lisbon last spring. Please remember my locker code 4471. Forget my old address."
+    first = statements.user_statements(said)
+    first.clear()  # (a caller's list is its own)
+    again = statements.user_statements(said)
+    assert [st.kind for st in again] == [st.kind for st in statements._user_statements(said)]
+    assert again and again == list(statements._user_statements(said))
+    decided = "We decided to ship on Friday. I have updated the ticket."
+    assert statements.assistant_statements(decided) == list(statements._assistant_statements(decided))
+    # a message longer than what is kept is read each time, the same way
+    long = said + " " + "The weather was fine. " * (statements.STATEMENTS_KEPT_CHARS // 20)
+    assert statements.user_statements(long) == list(statements._user_statements(long))

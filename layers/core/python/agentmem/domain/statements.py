@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 
 from .summary_facts import STATEMENT_MAX_CHARS, Statement, read_fact
 from .summary_secrets import withheld
@@ -290,8 +291,25 @@ def _proposal(text: str, norm: str) -> Statement | None:
     return Statement("proposal", what[:1].upper() + what[1:] + ".", "decision-" + (slug(what) or hash_key(what)))
 
 
+# A summary pass reads each message it folds several times (the flush's facts, what it forgets, the summary): the
+# statements of the most recent messages are kept, each message's text up to STATEMENTS_KEPT_CHARS
+STATEMENTS_KEPT = 1024
+STATEMENTS_KEPT_CHARS = 20_000
+
+
 def user_statements(content: str) -> list[Statement]:
     """What a user message says, sentence by sentence, in order (see the module's rules)."""
+    return list(_kept_user(content) if len(content) <= STATEMENTS_KEPT_CHARS else _user_statements(content))
+
+
+def assistant_statements(content: str) -> list[Statement]:
+    """What an assistant message records: decisions (and what it says it has done), facts it states of the
+    user, proposals, and the questions it asks. Nothing else counts."""
+    return list(_kept_assistant(content) if len(content) <= STATEMENTS_KEPT_CHARS
+                else _assistant_statements(content))
+
+
+def _user_statements(content: str) -> tuple[Statement, ...]:
     out: list[Statement] = []
     lines = content.splitlines()
     previous_sentence: str | None = None
@@ -326,7 +344,7 @@ def user_statements(content: str) -> list[Statement]:
                     block = "\n".join(ln.rstrip() for ln in lines[li + 1 :]).strip()
                     if block.strip():
                         out.append(_remember(block))
-                    return out
+                    return tuple(out)
                 if value.lower().rstrip(".!") in _REFERS_BACK:
                     if previous_sentence is not None and out and out[-1].kind not in ("remember", "forget"):
                         out[-1] = _remember(previous_sentence)
@@ -347,7 +365,7 @@ def user_statements(content: str) -> list[Statement]:
                     continue
                 out.append(stated)
                 previous_sentence = None if stated.kind in ("remember", "forget") else stated.text
-    return out
+    return tuple(out)
 
 
 def _user_clause(clause: str) -> Statement | None:
@@ -379,9 +397,7 @@ def _user_clause(clause: str) -> Statement | None:
     return proposed or Statement("topic", text)
 
 
-def assistant_statements(content: str) -> list[Statement]:
-    """What an assistant message records: decisions (and what it says it has done), facts it states of the
-    user, proposals, and the questions it asks. Nothing else counts."""
+def _assistant_statements(content: str) -> tuple[Statement, ...]:
     out: list[Statement] = []
     for line in content.splitlines():
         for a, b in sentences(line):
@@ -389,7 +405,11 @@ def assistant_statements(content: str) -> list[Statement]:
                 stated = _assistant_clause(clause)
                 if stated is not None:
                     out.append(stated)
-    return out
+    return tuple(out)
+
+
+_kept_user = lru_cache(maxsize=STATEMENTS_KEPT)(_user_statements)
+_kept_assistant = lru_cache(maxsize=STATEMENTS_KEPT)(_assistant_statements)
 
 
 def _assistant_clause(clause: str) -> Statement | None:
