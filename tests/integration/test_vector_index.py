@@ -496,10 +496,14 @@ def test_an_index_made_before_passages_keeps_its_vectors_and_adds_the_passages_o
     assert len(rows) > 3 and all(r[0] > newest and r[2] > 0 for r in rows[2:])
 
 
-def test_the_indexer_and_its_followers_load_a_journal_it_writes_before_its_first_search(tmp_path: Path) -> None:
+def test_the_indexer_and_its_followers_load_a_journal_it_writes_before_its_first_search(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A journal imported into a fresh ``agentmem serve`` was read from the database by each worker's first
     search of it, past that search's deadline: the indexer, and each other worker's thread that follows it, load
-    a partition it writes to. One written before the thread looked first is left to its first query."""
+    a partition an import writes to. One written a few vectors at a time, or before the thread first looked, is
+    left to its first query."""
+    monkeypatch.setattr(vector_index, "LOAD_WRITTEN_MIN", 20)  # (an import: 40 messages here)
     container, account, index = make(tmp_path, embedder="hashing", embedding_dimension=64)
     other, other_index = second_process(tmp_path, embedder="hashing", embedding_dimension=64)
     container.agents.put(account, "support", AgentSettings())
@@ -517,10 +521,13 @@ def test_the_indexer_and_its_followers_load_a_journal_it_writes_before_its_first
         started = time.monotonic() + 30  # (each thread has looked once: what is written from now on is theirs)
         while time.monotonic() < started and (index._written_seen is None or other_index._written_seen is None):
             time.sleep(0.01)
-        # When a journal is imported and nobody searches it
+        # When a journal is imported and nobody searches it, and another is written a few messages
         service.append(account, "support", "import",
                        [MessageDraft("user", f"Line {i} of the export: invoices and shipments.") for i in range(40)],
                        user="ana")
+        service.append(account, "support", "chat", [MessageDraft("user", f"A turn, {i}.") for i in range(3)],
+                       user="cy")
+        few = vector_index.message_partition(account.account_id, "support", "cy")
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and not (
                 journal in index._partitions and journal in other_index._partitions
@@ -529,8 +536,9 @@ def test_the_indexer_and_its_followers_load_a_journal_it_writes_before_its_first
         # Then both processes hold its partition, up to date, before its first search
         assert journal in index._partitions and journal in other_index._partitions
         assert other_index._partitions[journal].live == 40
-        # and the partition written before they looked is loaded by its first query only
+        # and the partition written a few vectors, or before they looked, is loaded by its first query only
         assert earlier not in index._partitions and earlier not in other_index._partitions
+        assert few not in index._partitions and few not in other_index._partitions
     finally:
         indexer.stop()
         follower.stop()

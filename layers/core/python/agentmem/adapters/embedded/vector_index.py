@@ -87,6 +87,7 @@ DRAIN_POLL_S = 0.005  # how often a timed wait asks again for the catch-up lock 
 # of one core), and lets a query that is running go first between two batches, for at most WORKER_YIELD_S.
 WORKER_BATCH = 64
 WORKER_YIELD_S = 0.05
+LOAD_WRITTEN_MIN = 2_000  # vectors written to a partition no query has loaded, for the indexer to load it
 # Reading token states ahead for mode=deep (minilm_states.py) waits, before each layer of the model, until no
 # query has run for READ_AHEAD_QUIET_S: queries that come one after another keep the CPU to themselves.
 READ_AHEAD_QUIET_S = 0.25
@@ -448,6 +449,7 @@ class SqliteVectorIndex(SearchIndex):
         self.last_query_s = 0.0  # when the last query ended (time.monotonic)
         self._lags: dict[tuple[str, ...], tuple[float, int]] = {}
         self._written_seen: int | None = None  # the newest vector row ``load_written`` has looked at
+        self._written: dict[str, int] = {}  # ... and the vectors written since to each partition not loaded
         # once caught up, the indexer reads the journal's token states for mode=deep ahead (minilm_states.py)
         self.read_ahead: TokenStates | None = None
 
@@ -1078,11 +1080,12 @@ class SqliteVectorIndex(SearchIndex):
         return built
 
     def load_written(self) -> int:
-        """The indexer, or a thread following it, between two batches: load each partition that vectors were
-        written to since it last looked (since its first look, as the thread starts), as the partition's first
-        query would, so that the query finds it loaded. A journal imported into a fresh ``agentmem serve`` was
-        read from the database by each worker's first search of it, past that search's deadline
-        (``bench/serve_lag.py``). A partition nobody writes to is still loaded by its first query. How many were
+        """The indexer, or a thread following it, between two batches: load each partition that at least
+        ``LOAD_WRITTEN_MIN`` vectors were written to since the thread first looked (an import), as the
+        partition's first query would, so that the query finds it loaded. A journal imported into a fresh
+        ``agentmem serve`` was read from the database by each worker's first search of it, past that search's
+        deadline (``bench/serve_lag.py``). A partition written to a few vectors at a time (a conversation's turns)
+        is loaded by its first query, in milliseconds, and one nobody searches takes no memory. How many were
         loaded."""
         conn = self.db.connection()
         newest = _newest(conn)[0]
@@ -1091,17 +1094,21 @@ class SqliteVectorIndex(SearchIndex):
             return 0
         if newest == self._written_seen:
             return 0
-        names = [str(row[0]) for row in conn.execute(
-            "SELECT DISTINCT partition FROM vectors WHERE id > ? AND id <= ?", (self._written_seen, newest))]
+        for name, count in conn.execute("SELECT partition, count(*) FROM vectors WHERE id > ? AND id <= ? "
+                                        "GROUP BY partition", (self._written_seen, newest)):
+            self._written[str(name)] = self._written.get(str(name), 0) + int(count)
         self._written_seen = newest
         loaded = 0
-        for name in names:
+        for name, count in list(self._written.items()):
             with self._lock:
-                if name in self._partitions:
-                    continue
-            self.wait_for_queries(WORKER_YIELD_S)
-            self._partition(name)
-            loaded += 1
+                held = name in self._partitions
+            if held:
+                del self._written[name]
+            elif count >= LOAD_WRITTEN_MIN:
+                self.wait_for_queries(WORKER_YIELD_S)
+                self._partition(name)
+                del self._written[name]
+                loaded += 1
         return loaded
 
     def load_saved(self) -> int:
