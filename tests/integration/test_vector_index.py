@@ -545,3 +545,41 @@ def test_the_indexer_and_its_followers_load_a_journal_it_writes_before_its_first
     hits = near(other_index, other, "invoices and shipments",
                 {"kind": "message", "account": account.account_id, "agent": "support", "user": "ana"})
     assert len(hits) == 5
+
+
+def test_the_indexer_takes_smaller_batches_while_queries_are_asked(tmp_path: Path) -> None:
+    """A query that comes during a batch shares the CPU with less of it; with no query lately, full batches."""
+    container, account, index = make(tmp_path, embedder="hashing", embedding_dimension=64)
+    container.agents.put(account, "support", AgentSettings())
+    limits: list[int | None] = []
+    catch_up = index.catch_up
+
+    def recorded(limit: int | None = None, **kwargs: Any) -> int:
+        limits.append(limit)
+        return catch_up(limit, **kwargs)
+
+    index.catch_up = recorded  # type: ignore[method-assign]
+    worker = vector_index.IndexWorker(index)
+    index.last_query_s = time.monotonic() + 3600  # (a query has just ended, for the next hour)
+    worker.start()
+    try:
+        container.conversations.append(account, "support", "c1",
+                                       [MessageDraft("user", f"Message {i} of the import.") for i in range(40)],
+                                       user="ana")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and index.pending():
+            time.sleep(0.02)
+        assert index.pending() == 0
+        assert limits and set(limits) == {vector_index.WORKER_BATCH_QUERIED}
+        # When no query has run lately
+        index.last_query_s = 0.0
+        limits.clear()
+        container.conversations.append(account, "support", "c2",
+                                       [MessageDraft("user", f"Message {i} of the next import.") for i in range(40)],
+                                       user="ana")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and (index.pending() or not limits):
+            time.sleep(0.02)
+        assert limits and set(limits) == {vector_index.WORKER_BATCH}
+    finally:
+        worker.stop()
