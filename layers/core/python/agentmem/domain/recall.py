@@ -295,8 +295,7 @@ def toward_latest(ranked: Sequence[tuple[K, float]], time_of: Callable[[K], tupl
                   among: int = LATEST_AMONG, share: float = LATEST_SHARE) -> list[tuple[K, float]]:
     """``ranked`` (best first) with each of its first ``among`` raised by ``share`` times its place in time among
     them (``time_of``: an ISO time, and a number that orders equal times; the newest gains ``share``, the oldest
-    nothing), ordered
-    again; a score is at most 1, and the rest follow as they were."""
+    nothing), ordered again; a score is at most 1, and the rest follow as they were."""
     head = list(ranked[:among])
     if len(head) < 2:
         return list(ranked)

@@ -88,8 +88,8 @@ DRAIN_POLL_S = 0.005  # how often a timed wait asks again for the catch-up lock 
 WORKER_BATCH = 64
 WORKER_YIELD_S = 0.05
 # ... and, while queries are asked (one ended less than QUERIED_RECENTLY_S ago), WORKER_BATCH_QUERIED at a time: a
-# query that comes during a batch shares the CPU with less of it (bench/recall_lag.py: p50 / p99 while catching up
-# 34.5 / 93.0 ms with 64, 30.8 / 79.9 with 16, at a fifth less catch-up throughput while it searches)
+# query that comes during a batch shares the CPU with less of it (bench/recall_lag.py, searched throughout: p50 /
+# p99 while catching up 34.5 / 93.0 ms with 64, 27.9-29.5 / 67.6-88.0 with this, catching up a sixth slower)
 WORKER_BATCH_QUERIED = 16
 QUERIED_RECENTLY_S = 1.0
 LOAD_WRITTEN_MIN = 2_000  # vectors written to a partition no query has loaded, for the indexer to load it
@@ -1378,10 +1378,10 @@ class IndexWorker:
         messages for mode=deep (``read_ahead``), a few hundred tokens at a time, the vectors still first and
         queries before both; and saves the graphs that are due (``SqliteVectorIndex.save_graphs``). Between two
         batches it builds the graph of a partition that grew past the threshold (``build_graphs``), and loads a
-        partition written to that no query has loaded yet (``load_written``). Following (``follow``): the saved
-        graphs loaded first, then, between the queries running, the graphs built beside them, the loaded
-        partitions brought up to date with what the other process's indexer wrote, and the partitions it wrote to
-        loaded; nothing caught up, read ahead or saved."""
+        partition an import wrote to that no query has loaded yet (``load_written``). Following (``follow``): the
+        saved graphs loaded first, then, between the queries running, the graphs built beside them, the loaded
+        partitions brought up to date with what the other process's indexer wrote, and the partitions an import
+        wrote to loaded; nothing caught up, read ahead or saved."""
         ahead = None if self.follow else self.index.read_ahead
         if ahead is not None:
             ahead.pause = self._quiet
@@ -1404,7 +1404,7 @@ class IndexWorker:
                         applied = ahead.read_some()
                     if not applied:  # caught up: the graphs grown or changed enough since they were saved
                         self.index.save_graphs()
-                self.index.load_written()  # (a partition written to is loaded before its first query)
+                self.index.load_written()  # (a partition an import writes to is loaded before its first query)
             except Exception:  # a bad moment (a locked database, a failing embedder): try again shortly
                 logger.exception("the semantic indexer could not catch up" if not self.follow else
                                  "the semantic index could not follow the indexer")
