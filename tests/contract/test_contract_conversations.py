@@ -669,6 +669,10 @@ def test_journal_search_finds_this_users_conversations_with_this_agent_only(worl
     # and through the agent's tool, on the agent surface
     result = tool(world, "journal_message_search", {"query": "invoice"})
     assert hers <= {(i["conversation"], i["seq"]) for i in result["items"]} <= hers | {("c2", 2)}
+    # which says, as the service does, how far behind the index is (caught up: 0; null where it cannot tell)
+    page = service.search_page(world.account, AGENT, "invoice", user="ana")
+    assert (result["mode"], result["index_lag"]) == (page.mode, page.index_lag)
+    assert "index_lag" in result and page.index_lag in (0, None)
 
 
 def test_journal_search_pages_with_a_cursor_of_its_own(world: World, jobs: PassRunner) -> None:

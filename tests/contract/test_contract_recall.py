@@ -6,12 +6,18 @@ keyword mode and says ``not_configured``; the tests that need meaning run where 
 
 from __future__ import annotations
 
+import json
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import timedelta
+from typing import Any, cast
 
 import pytest
+from agentmem.adapters.embedded.vector_index import SqliteVectorIndex
+from agentmem.api.app import lambda_handler
+from agentmem.bootstrap import set_container
+from agentmem.client.transport import InProcessTransport
 from agentmem.domain.clock import iso
 from agentmem.domain.errors import InvalidError
 from agentmem.domain.models import Layer
@@ -169,6 +175,119 @@ def test_with_no_embedder_recall_is_keyword_and_not_configured(world: World) -> 
     entries.semantic = SemanticSide(lambda: None, lambda: world.container.search_index, entries.calibration)
     assert recall(world, "refund") == (["refunds"], "keyword", "not_configured")
     assert recall(world, "refund", mode="keyword") == (["refunds"], "keyword", None)
+    # and no side to be behind: the answer does not say how far behind the index is
+    assert entries.search_page(world.account, world.memory, "refund").index_lag is None
+
+
+# --- how far behind the semantic index is: every path of entry recall says it (index_lag) -----------------------
+
+LAG_AGENT = "lagging"
+
+
+class Api:
+    """The API in process (its Lambda handler, on this world's container), called with an account key."""
+
+    def __init__(self, world: World) -> None:
+        _, secret = world.container.keys.create_key(world.account)
+        self.headers = {"Authorization": f"Bearer {secret}"}
+        self.transport = InProcessTransport(lambda_handler)
+
+    def get(self, path: str, params: dict[str, str]) -> dict[str, Any]:
+        answer = self.transport.request("GET", path, params=params, headers=self.headers, body=None)
+        assert answer.status == 200, answer.body
+        return cast("dict[str, Any]", answer.json())
+
+    def mcp_tool(self, tool: str, arguments: dict[str, Any], params: dict[str, str]) -> dict[str, Any]:
+        """A ``tools/call`` of MCP's streamable HTTP transport (``POST /v1/mcp``): its structured result."""
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                           "params": {"name": tool, "arguments": arguments}}).encode()
+        answer = self.transport.request(
+            "POST", "/v1/mcp", params={"agent": LAG_AGENT, **params}, body=body,
+            headers={**self.headers, "Content-Type": "application/json", "Accept": "application/json"})
+        assert answer.status == 200, answer.body
+        result = answer.json()["result"]
+        assert result["isError"] is False, result
+        return cast("dict[str, Any]", result["structuredContent"])
+
+
+@pytest.fixture
+def api(world: World) -> Iterator[Api]:
+    set_container(world.container)
+    try:
+        yield Api(world)
+    finally:
+        set_container(None)
+
+
+def lags(world: World, api: Api, query: str, *, user: str | None = None,
+         mode: str | None = None) -> dict[str, tuple[str, int | None]]:
+    """(mode, index_lag) as each path of entry recall answers ``query``: the service, both REST routes, a tool call
+    in each dialect, and MCP (tools take no mode: they answer hybrid)."""
+    params = {"q": query, **({"user": user} if user else {}), **({"mode": mode} if mode else {})}
+    page = world.container.entries.search_page(world.account, world.memory, query, user=user, mode=mode)
+    answers: dict[str, Any] = {
+        "service": {"mode": page.mode, "index_lag": page.index_lag},
+        "rest memory": api.get(f"/v1/memories/{world.memory}/search", params),
+        "rest agent": api.get(f"/v1/agents/{LAG_AGENT}/search", params),
+    }
+    if mode is None:
+        for tool in ("memory__search", "memory_recall"):
+            answers[tool] = world.container.tools.execute(world.account, LAG_AGENT, tool, {"query": query},
+                                                          user=user).result
+        answers["mcp"] = api.mcp_tool("memory__search", {"query": query}, {"user": user} if user else {})
+    return {path: (answer["mode"], answer["index_lag"]) for path, answer in answers.items()}
+
+
+def test_every_path_of_recall_says_how_many_entries_of_its_scope_the_index_has_not_caught_up_with(
+    world: World, api: Api,
+) -> None:
+    """SPEC §6.2: after an import, semantic hits missing are explained: every path of entry recall says how many
+    entries of the memories and layers it searched are written but not yet embedded (0: caught up); null in
+    keyword mode and where the index cannot tell (AWS)."""
+    from agentmem.domain.agents import Attachment
+    from agentmem.services.agents import AgentSettings
+
+    seed(world)
+    world.container.memories.create(world.account, "notes")
+    world.container.agents.put(world.account, LAG_AGENT, AgentSettings(memories=(Attachment("company"),)))
+    hybrid = "hybrid" if semantic_on(world) else "keyword"
+
+    def everywhere(lag: int, mode: str = hybrid) -> dict[str, tuple[str, int | None]]:
+        paths = ("service", "rest memory", "rest agent", "memory__search", "memory_recall", "mcp")
+        return {path: (mode, lag if semantic_on(world) else None) for path in paths}
+
+    # Given everything saved searched once (a search applies what is queued first): caught up
+    assert lags(world, api, "refund") == everywhere(0)
+    assert lags(world, api, "refund", user="ana") == everywhere(0)
+    # and in keyword mode nothing is said, whatever the backend
+    keyword = {path: ("keyword", None) for path in ("service", "rest memory", "rest agent")}
+    assert lags(world, api, "refund", mode="keyword") == keyword
+    index = world.container.search_index
+    if isinstance(index, SqliteVectorIndex):  # an indexer thread beside the searches, in the middle of a batch
+        index.background = True
+        assert index._draining.acquire(timeout=5)
+    try:
+        # When an import lands: three entries of company (one saved twice), one of ana's layer of company, and
+        # twenty of another memory
+        for name in ("late-1", "late-2", "late-3", "late-1"):
+            world.save(name, f"Expense claims of {name} are paid monthly.", "Expenses")
+        world.save("late-ana", "Ana's expense claims go to her manager.", "Expenses", user="ana")
+        for n in range(20):
+            world.save(f"note-{n}", f"Note {n} about expense claims.", "A note", memory="notes")
+        # Then a search of the account's layers counts the three entries of company not indexed yet, each once
+        assert lags(world, api, "expense claims") == everywhere(3)
+        # and a search as ana counts her layer's too; the other memory's never count
+        assert lags(world, api, "expense claims", user="ana") == everywhere(4)
+        assert lags(world, api, "expense claims", mode="keyword") == keyword
+    finally:
+        if isinstance(index, SqliteVectorIndex):
+            index._draining.release()
+            index.background = False
+    # When the index catches up, every path says so again
+    if isinstance(index, SqliteVectorIndex):
+        index.catch_up()
+    assert lags(world, api, "expense claims") == everywhere(0)
+    assert lags(world, api, "expense claims", user="ana") == everywhere(0)
 
 
 # --- the journal ----------------------------------------------------------------------------------------------

@@ -288,6 +288,9 @@ def test_beside_the_indexer_a_search_answers_hybrid_over_what_is_indexed_and_say
         service.append(account, "support", "import", imported[:20], user="ana")
         everywhere = service.search_page(account, "support", "when is the wedding", user="ana")
         in_import = service.search_page(account, "support", "quarterly invoices", user="ana", conversation="import")
+        by_tool = container.tools.execute(account, "support", "journal_message_search",
+                                          {"query": "quarterly invoices", "conversation": "import"}, user="ana",
+                                          surface="agent").result
         index._draining.release()
         # Then it answered hybrid (the semantic side did not wait for the catch-up, so no timeout), found what
         # was indexed, and said how many of the searched messages are not indexed yet
@@ -295,6 +298,8 @@ def test_beside_the_indexer_a_search_answers_hybrid_over_what_is_indexed_and_say
         assert [(h.conversation, h.seq) for h in everywhere.items][:1] == [("old", 1)]
         assert everywhere.index_lag == 60 and in_import.index_lag == 60
         assert (in_import.mode, in_import.fallback) == ("hybrid", None)
+        # and the agent's journal tool says the same as the service it calls
+        assert (by_tool["mode"], by_tool["index_lag"]) == ("hybrid", 60) and by_tool["items"]
         # When the indexer runs and catches up, the lag is 0 and the imported messages are found by meaning too
         worker.start()
         deadline = 0
@@ -326,6 +331,37 @@ def test_a_search_just_after_an_append_finds_it_by_meaning_and_says_the_index_is
     page = service.search_page(account, "support", "when is the wedding", user="ana", mode="semantic")
     assert (page.mode, page.index_lag) == ("semantic", 0)
     assert [(h.conversation, h.seq) for h in page.items][:1] == [("c1", 1)]
+
+
+def test_the_lag_of_entries_counts_each_queued_entry_of_the_scope_once_and_is_kept_a_moment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An entry search's ``index_lag``: the entries of the memories and layers it names that are queued and not yet
+    indexed, each once however many changes queued it; an entry deleted is not one to wait for."""
+    container, account, index = make(tmp_path)
+    container.memories.create(account, "notes")
+    company = {"kind": "entry", "account": account.account_id, "memory": ["company"], "user": [""]}
+    as_ana = {**company, "user": ["", "ana"]}
+    assert index.lag(company) == 0  # nothing queued
+    # Given changes queued: an entry saved twice, one saved then deleted, one of ana's layer, one of another memory
+    for content in ("Refunds take 14 days.", "Refunds take 30 days."):
+        container.entries.save(account, "company", "refunds", SaveRequest(content, "Refunds"))
+    container.entries.save(account, "company", "gone", SaveRequest("Soon deleted.", "Gone"))
+    container.entries.delete(account, "company", "gone")
+    container.entries.save(account, "company", "plan", SaveRequest("Ana is on the Team plan.", "Plan"), user="ana")
+    container.entries.save(account, "notes", "other", SaveRequest("Another memory's note.", "Note"))
+    monkeypatch.setattr(vector_index, "LAG_KEPT_S", 60.0)  # (this machine's pace aside)
+    # Then each scope counts its own entries that are still there, once each
+    assert (index.lag(company), index.lag(as_ana), index.lag({**company, "memory": ["company", "notes"]})) == (1, 2, 2)
+    assert index.lag({"kind": "entry", "account": "another", "memory": ["company"], "user": [""]}) == 0
+    # and a count is kept LAG_KEPT_S: a save meanwhile is counted once it has passed
+    container.entries.save(account, "company", "vpn", SaveRequest("Connect to the VPN first.", "Access"))
+    assert index.lag(company) == 1
+    monkeypatch.setattr(vector_index, "LAG_KEPT_S", 0.0)
+    assert index.lag(company) == 2
+    # When the index catches up, nothing is behind
+    index.catch_up()
+    assert (index.lag(company), index.lag(as_ana)) == (0, 0)
 
 
 def test_beside_the_indexer_a_save_just_made_is_found_by_meaning_once_the_running_batch_is_done(

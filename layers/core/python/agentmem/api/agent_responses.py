@@ -198,6 +198,10 @@ def _tool_call_schemas() -> dict[str, dict[str, Any]]:
         "mode": {"type": "string", "enum": ["hybrid", "keyword", "semantic"], "description": "The mode that answered"},
         "fallback": {"type": "string", "enum": ["index_unavailable", "timeout", "not_configured"],
                      "description": "Why a hybrid or semantic search answered by words"},
+        "index_lag": {**_NULLABLE_COUNT, "description": "Entries (memory search) or messages (journal search) of the "
+                                                        "search's scope the semantic index has not caught up with "
+                                                        "yet (0: none); null when the backend cannot tell or it "
+                                                        "searched by words alone"},
     }
     entry = {
         "name": _STRING, "memory": _STRING, "user_id": {**_NULLABLE_STRING, "description": "null: the account layer"},

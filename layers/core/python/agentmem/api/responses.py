@@ -86,6 +86,9 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         stages={"type": "array", "items": {"type": "string", "enum": ["keyword", "semantic", "fusion", "rerank"]},
                 "description": "What ran, in order: the keyword and semantic sides, their fusion, the re-ranking "
                                "stage"},
+        index_lag={"type": ["integer", "null"], "minimum": 0,
+                   "description": "Entries of the searched memories the semantic index has not caught up with yet "
+                                  "(0: none); null when the backend cannot tell or the search was keyword"},
     ),
     "WorkspaceFile": {
         "type": "object", "required": ["path", "size_bytes", "modified_at", "url"],

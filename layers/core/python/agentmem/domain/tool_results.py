@@ -42,13 +42,18 @@ def _snippet(text: str | None) -> str:
     return flat if len(flat) <= SNIPPET_CHARS else flat[: SNIPPET_CHARS - 1].rstrip() + "…"
 
 
-def _answered(mode: str, fallback: str | None) -> dict[str, Any]:
-    return {"mode": mode, **({"fallback": fallback} if fallback else {})}
+def _answered(mode: str, fallback: str | None, index_lag: int | None = None) -> dict[str, Any]:
+    """The mode that answered, why it fell back (when it did), and how many documents of the search's scope the
+    semantic index has not caught up with (``index_lag``; None: keyword, or the backend cannot tell)."""
+    return {"mode": mode, **({"fallback": fallback} if fallback else {}), "index_lag": index_lag}
 
 
 def search_result(
-    query: str, ranked: Sequence[Ranked], mode: str = "hybrid", fallback: str | None = None
+    query: str, ranked: Sequence[Ranked], mode: str = "hybrid", fallback: str | None = None,
+    index_lag: int | None = None,
 ) -> tuple[dict[str, Any], str]:
+    """memory__search (memory_recall): the entries found, the mode that answered, and how many entries of the
+    memories searched the semantic index has not caught up with (``index_lag``; None: keyword, or it cannot tell)."""
     items = []
     for hit in ranked:
         e = hit.entry
@@ -57,14 +62,15 @@ def search_result(
             "user_id": e.user_id, "score": hit.score, "category": e.category, "importance": e.importance,
             "visibility": e.visibility, "version": e.version, "updated_at": e.updated_at,
         })
+    answered = _answered(mode, fallback, index_lag)
     if not ranked:
-        return {"items": items, **_answered(mode, fallback)}, f"No entry matches {query!r}."
+        return {"items": items, **answered}, f"No entry matches {query!r}."
     lines = [f"{len(ranked)} entr{'y' if len(ranked) == 1 else 'ies'} for {query!r}:"]
     for number, hit in enumerate(ranked, 1):
         e = hit.entry
         whose = "account" if e.user_id is None else f"user {e.user_id}"
         lines.append(f"{number}. {e.name} — {e.description} — {e.memory} ({whose}) — {_snippet(e.content)}")
-    return {"items": items, **_answered(mode, fallback)}, "\n".join(lines)
+    return {"items": items, **answered}, "\n".join(lines)
 
 
 def read_result(entry: Entry, memory: str, also_in: Sequence[str]) -> tuple[dict[str, Any], str]:
@@ -110,17 +116,20 @@ def delete_result(entry: Entry, memory: str) -> tuple[dict[str, Any], str]:
 
 
 def journal_search_result(
-    query: str, hits: Sequence[Any], mode: str = "hybrid", fallback: str | None = None
+    query: str, hits: Sequence[Any], mode: str = "hybrid", fallback: str | None = None,
+    index_lag: int | None = None,
 ) -> tuple[dict[str, Any], str]:
-    """journal_message_search: the messages found, each with its conversation and seq."""
+    """journal_message_search: the messages found, each with its conversation and seq, the mode that answered and
+    how many messages of the scope the semantic index has not caught up with (``index_lag``)."""
     items = [{"conversation": h.conversation, "seq": h.seq, "role": h.role, "snippet": h.snippet, "score": h.score,
               "created_at": h.created_at, "snippet_start": h.snippet_start, "snippet_end": h.snippet_end}
              for h in hits]
+    answered = _answered(mode, fallback, index_lag)
     if not items:
-        return {"items": [], **_answered(mode, fallback)}, f"No message of these conversations matches {query!r}."
+        return {"items": [], **answered}, f"No message of these conversations matches {query!r}."
     lines = [f"{n}. [{i['conversation']} #{i['seq']}, {i['role']}, {i['created_at'][:16].replace('T', ' ')} UTC] "
              f"{i['snippet']}" for n, i in enumerate(items, 1)]
-    return ({"items": items, **_answered(mode, fallback)},
+    return ({"items": items, **answered},
             f"{len(items)} messages match {query!r}:\n" + "\n".join(lines))
 
 

@@ -69,6 +69,7 @@ class SearchPage:
     mode: Mode = "keyword"
     fallback: Fallback | None = None
     stages: tuple[Stage, ...] = ()  # what ran, in order (keyword, semantic, fusion, rerank)
+    index_lag: int | None = None  # entries of the searched layers not yet in the semantic index
 
 
 @dataclass(frozen=True)
@@ -356,6 +357,8 @@ class EntryService:
             by_words()  # while the semantic side embeds and searches
             stages.append("keyword")
         semantic = pending.answer() if pending is not None else None
+        # counted once the semantic side has searched: what it applied of the queue first is indexed
+        lag = self._index_lag(layers, semantic)
         how = answered(wanted_mode, semantic)
         if wanted_mode == "semantic" and how.mode == "keyword" and layers:
             by_words()  # the semantic side fell back: the words answer
@@ -399,17 +402,29 @@ class EntryService:
         ranked_page = [Ranked(found[k], score) for k, score in fused]
         more = len(ranked_page) > offset + size
         return SearchPage(ranked_page[offset : offset + size], encode_cursor(offset + size) if more else None,
-                          answered_mode, fallback, tuple(stages))
+                          answered_mode, fallback, tuple(stages), lag)
 
     def _semantic_candidates(self, layers: Sequence[Layer], query: str, k: int) -> PendingAnswer:
         if self.semantic is None:
             return PendingAnswer(SemanticAnswer([], "not_configured"))
         if not layers:
             return PendingAnswer(SemanticAnswer([]))
-        filters = {"kind": "entry", "account": layers[0].account_id,
-                   "memory": sorted({layer.memory for layer in layers}),
-                   "user": sorted({layer.user_key for layer in layers})}
-        return self.semantic.start(query, filters, k)
+        return self.semantic.start(query, self._semantic_scope(layers), k)
+
+    def _index_lag(self, layers: Sequence[Layer], semantic: SemanticAnswer | None) -> int | None:
+        """How many entries of the searched layers the semantic index has not caught up with (None: keyword mode,
+        no semantic side configured, no layer to search, or an index that cannot tell)."""
+        if semantic is None or semantic.fallback == "not_configured" or self.semantic is None or not layers:
+            return None
+        return self.semantic.lag(self._semantic_scope(layers))
+
+    @staticmethod
+    def _semantic_scope(layers: Sequence[Layer]) -> dict[str, str | list[str]]:
+        """What the semantic side searches of ``layers``, and counts the lag of: the account's entries of their
+        memories and layers."""
+        return {"kind": "entry", "account": layers[0].account_id,
+                "memory": sorted({layer.memory for layer in layers}),
+                "user": sorted({layer.user_key for layer in layers})}
 
     def _unshadowed(
         self, groups: Sequence[Sequence[Layer]], found: Mapping[tuple[str, str | None, str], Entry], now: str,

@@ -81,7 +81,8 @@ class ToolService:
                     principal, ctx.agent.name, call.query or "", user=user, conversation=call.conversation,
                     limit=call.limit, surface=ctx.surface, after=call.after, before=call.before,
                 )
-                return journal_search_result(call.query or "", found.items, found.mode, found.fallback)
+                return journal_search_result(call.query or "", found.items, found.mode, found.fallback,
+                                             found.index_lag)
             if conversation is None:
                 raise InvalidError("journal_tool_call_view needs the conversation (an argument, or the call's)",
                                    field="arguments.conversation")
@@ -132,7 +133,7 @@ class ToolService:
         if call.operation == "search":
             query = call.query or ""
             page = memory.search(ctx, query, limit=call.limit, memory=call.memory)
-            return search_result(query, page.items, page.mode, page.fallback)
+            return search_result(query, page.items, page.mode, page.fallback, page.index_lag)
         name = call.name or ""
         if call.operation == "read":
             found = memory.read(ctx, name, call.memory)

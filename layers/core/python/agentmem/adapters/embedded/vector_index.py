@@ -58,6 +58,7 @@ from ...domain.text import entry_index_text
 from ...observability import logger
 from ...ports.embedder import Embedder
 from ...ports.search_index import (
+    ENTRY_KIND,
     MESSAGE_KIND,
     Filters,
     SearchHit,
@@ -97,7 +98,7 @@ LOAD_WRITTEN_MIN = 2_000  # vectors written to a partition no query has loaded, 
 # query has run for READ_AHEAD_QUIET_S: queries that come one after another keep the CPU to themselves.
 READ_AHEAD_QUIET_S = 0.25
 READ_AHEAD_WAIT_S = 1.0  # ... at most this long each time (a layer a second, at least, under a steady stream)
-LAG_KEPT_S = 0.5  # a scope's count of queued messages (index_lag) is counted again after this long
+LAG_KEPT_S = 0.5  # a scope's count of queued messages or entries (index_lag) is counted again after this long
 ANN_THRESHOLD = 50_000  # vectors in one partition above which a graph answers instead of a full scan
 # Beside the indexer thread, a loaded partition that grows past ANN_THRESHOLD has its graph built without the
 # lock while its matrix still answers exactly (50,000 vectors took 12 s to add to a graph: the queries that
@@ -726,29 +727,38 @@ class SqliteVectorIndex(SearchIndex):
             self.catch_up(queued, wait=QUERY_WAIT_BEHIND_S)
 
     def lag(self, filters: Filters) -> int | None:
-        """How many journal messages of the scope ``filters`` name (an agent and user, one conversation) are
-        queued and not yet indexed; None for entries (not counted). Counted again after LAG_KEPT_S."""
-        if filter_values(filters.get("kind", [])) != [MESSAGE_KIND]:
+        """How many documents of the scope ``filters`` name are queued and not yet indexed: journal messages (an
+        agent and user, one conversation) or entries (an account's memories and layers, as a query names their
+        partitions; an entry queued by several changes counts once). Counted again after LAG_KEPT_S."""
+        kinds = filter_values(filters.get("kind", []))
+        if kinds not in ([MESSAGE_KIND], [ENTRY_KIND]):
             return None
         if not self.pending():
             return 0
-        scope = tuple(sorted(f"{k}={v}" for k, v in filters.items() if k in ("account", "agent", "user",
-                                                                              "conversation")))
+        scope = tuple(sorted(f"{k}={v}" for k, v in filters.items() if k in ("kind", "account", "agent", "memory",
+                                                                              "user", "conversation")))
         now = time.monotonic()
         kept = self._lags.get(scope)
         if kept is not None and now - kept[0] < LAG_KEPT_S:
             return kept[1]
-        where: list[str] = ["q.kind = 'message'"]
+        if kinds == [MESSAGE_KIND]:
+            counted_rows = ("count(*) FROM index_queue q JOIN messages m ON m.id = q.source "
+                            "JOIN conversations c ON c.id = m.conversation_id")
+            where: list[str] = ["q.kind = 'message'"]
+            columns: tuple[tuple[str, str], ...] = (("account", "c.account_id"), ("agent", "c.agent"),
+                                                    ("user", "c.user_key"), ("conversation", "c.key"))
+        else:  # (a checkpoint is queued too, and never indexed)
+            counted_rows = "count(DISTINCT q.source) FROM index_queue q JOIN entries e ON e.rowid = q.source"
+            where = ["q.kind = 'entry'", "e.conversation IS NULL"]
+            columns = (("account", "e.account_id"), ("memory", "e.memory"), ("user", "e.layer_user"))
         params: list[str] = []
-        for name, column in (("account", "c.account_id"), ("agent", "c.agent"), ("user", "c.user_key"),
-                             ("conversation", "c.key")):
+        for name, column in columns:
             if name in filters:
                 values = filter_values(filters[name])
                 where.append(f"{column} IN ({','.join('?' * len(values))})")
                 params += values
         counted = int(self.db.connection().execute(
-            "SELECT count(*) FROM index_queue q JOIN messages m ON m.id = q.source "
-            "JOIN conversations c ON c.id = m.conversation_id WHERE " + " AND ".join(where), params,
+            f"SELECT {counted_rows} WHERE " + " AND ".join(where), params,
         ).fetchone()[0])
         if len(self._lags) > 1000:
             self._lags.clear()

@@ -105,4 +105,4 @@ def search_agent(
     ctx = container.agent_memory.context(principal, agent, user=user, surface=surface)
     found = container.agent_memory.search(ctx, q, limit=limit, cursor=cursor, mode=mode, min_score=min_score)
     return search_page([entry_json(r.entry, content=True, score=r.score) for r in found.items], found.next_cursor,
-                       found.mode, found.fallback, found.stages)
+                       found.mode, found.fallback, found.stages) | {"index_lag": found.index_lag}

@@ -125,4 +125,4 @@ def search_memory(
         principal, memory, q, user=user, limit=limit, cursor=cursor, mode=mode, min_score=min_score
     )
     return search_page([entry_json(r.entry, content=True, score=r.score) for r in found.items], found.next_cursor,
-                       found.mode, found.fallback, found.stages)
+                       found.mode, found.fallback, found.stages) | {"index_lag": found.index_lag}
