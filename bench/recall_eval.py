@@ -6,6 +6,8 @@
                                                                # or of conversation files)
     .venv/bin/python bench/recall_eval.py --across             # each half's conversations in one journal, each
                                                                # question asked across all of it
+    .venv/bin/python bench/recall_eval.py --one-thread         # each half's conversations as one long
+                                                               # conversation, each question asked within it
 
 Reads the conversations written by hand in ``bench/recall_eval/data`` (format: ``bench/recall_eval/README.md``),
 loads each into a fresh embedded agentmem in this process (the real API handler, driven through the SDK on an
@@ -37,6 +39,11 @@ and every question is asked across the whole of it, without ``conversation=``: t
 on other topics between other people, stand in its way, as the sessions of other days do in a long-lived
 agent's journal. BM25 runs over the same messages. Writes ``bench/results/recall_eval_across.json`` and
 ``docs/img/recall-eval-across.png``.
+
+``--one-thread``: each half's conversations are appended one after another to one conversation, every message
+with its own time, and each question is asked within it (``conversation=`` set): a long-running assistant's
+thread of a thousand messages and more, where a search cannot lean on which conversation holds the most matches.
+Writes ``bench/results/recall_eval_thread.json`` and ``docs/img/recall-eval-thread.png``.
 """
 
 from __future__ import annotations
@@ -68,6 +75,7 @@ KINDS = ("fact", "temporal", "multi_hop", "updated_fact", "decision", "order")
 SPLITS = ("dev", "test")
 PLOT = ROOT / "docs" / "img" / "recall-eval.png"
 PLOT_ACROSS = ROOT / "docs" / "img" / "recall-eval-across.png"
+PLOT_THREAD = ROOT / "docs" / "img" / "recall-eval-thread.png"
 # label -> the search's parameters; the first three are SPEC §6.2's modes, the others stages the server may offer
 SYSTEMS: dict[str, dict[str, str]] = {
     "keyword": {"mode": "keyword"},
@@ -329,6 +337,17 @@ def read_ahead(target: Agentmem) -> dict[str, float]:
                 round(ahead.read_tokens / seconds)}
 
 
+def one_thread(convos: Sequence[Conversation], split: str) -> Conversation:
+    """A half's conversations as one long conversation, each one's sessions after the one before's, every message
+    with its own time (a journal takes a message older than the one before it), named ``<conversation>/<id>``;
+    each question asked within it, its gold named so too: the shape of a long-running assistant's thread, where
+    a question's answer is one message among a thousand or more of the same conversation."""
+    messages = [m | {"id": f"{c.cid}/{m['id']}"} for c in convos for m in c.messages]
+    questions = [Question(q.qid, q.kind, q.text, [f"{c.cid}/{g}" for g in q.gold]) for c in convos
+                 for q in c.questions]
+    return Conversation(f"{split}-thread", "thread", split, convos[0].path.parent, messages, questions)
+
+
 def gold_of(convo: Conversation, question: Question) -> list[str]:
     """The question's gold messages as a journal of several conversations names them."""
     return [f"{convo.cid}/{g}" for g in question.gold]
@@ -472,7 +491,7 @@ def print_split(split: str, systems: dict[str, dict[str, Any]]) -> None:
             print(f"  {key:<13} {count:>4}  " + "  ".join(cells))
 
 
-def plot(summary: dict[str, Any], path: Path, split: str = "test", across: bool = False) -> bool:
+def plot(summary: dict[str, Any], path: Path, split: str = "test", across: bool = False, thread: bool = False) -> bool:
     """R@10 per question kind on one half, BM25 beside hybrid and deep, with the goal (1.2 × BM25) marked
     where BM25 is below 0.9; False when the run has no such half."""
     shown = [(name, label) for name, label in ((BASELINE, "BM25 (bm25s)"), ("hybrid", "hybrid (default)"),
@@ -510,7 +529,8 @@ def plot(summary: dict[str, Any], path: Path, split: str = "test", across: bool 
     axis.set_ylabel("recall@10")
     axis.grid(axis="y", alpha=0.3)
     axis.legend(fontsize=8, loc="upper center", ncol=4)
-    where = "across each half's journal" if across else "within each conversation"
+    where = ("across each half's journal" if across else "within each half's one long thread" if thread
+             else "within each conversation")
     axis.set_title(f"Journal search on hand-written conversations ({where}), {split} half: R@10 per kind "
                    "(questions in brackets)", fontsize=10)
     figure.tight_layout()
@@ -538,15 +558,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--across", action="store_true",
                         help="load each half's conversations into one journal and ask each question across all of "
                              "it, not within its conversation")
+    parser.add_argument("--one-thread", action="store_true",
+                        help="append each half's conversations to one long conversation and ask each question "
+                             "within it (a long-running thread of a thousand messages and more)")
     parser.add_argument("--replot", type=Path, metavar="RESULTS",
                         help="only draw the plot from a results file this runner wrote, and exit")
     args = parser.parse_args(argv)
-    suffix = "_across" if args.across else ""
+    if args.across and args.one_thread:
+        parser.error("--across and --one-thread are two ways of asking: choose one")
+    suffix = "_across" if args.across else "_thread" if args.one_thread else ""
     args.out = args.out or ROOT / "bench" / "results" / f"recall_eval{suffix}.json"
-    args.plot = args.plot or (PLOT_ACROSS if args.across else PLOT)
+    args.plot = args.plot or (PLOT_ACROSS if args.across else PLOT_THREAD if args.one_thread else PLOT)
     if args.replot is not None:
         written = json.loads(args.replot.read_text())
-        drawn = plot(written["systems"], args.plot, across=bool(written.get("across")))
+        drawn = plot(written["systems"], args.plot, across=bool(written.get("across")),
+                     thread=bool(written.get("one_thread")))
         print(f"drew {args.plot}" if drawn else f"{args.replot} has no test half with BM25: nothing drawn")
         return 0 if drawn else 2
     for name, value in (("POWERTOOLS_METRICS_DISABLED", "true"), ("POWERTOOLS_TRACE_DISABLED", "true"),
@@ -573,7 +599,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         log(f"{n}/{len(conversations)} {convo.cid} ({convo.style}, {convo.split}): {len(convo.messages)} messages, "
             f"{len(convo.questions)} questions"
             + (f"; its times moved back {convo.shifted_days} days, out of the future" if convo.shifted_days else ""))
-        if not args.across:
+        if not (args.across or args.one_thread):
             loaded += run_journal([convo], server, systems, answers, not args.no_read_ahead)
     if args.across:  # one journal a half: the other conversations of the half stand in each question's way
         for split in SPLITS:
@@ -581,6 +607,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             if half:
                 log(f"{split} half as one journal: {sum(len(c.messages) for c in half):,} messages, asked across it")
                 loaded += run_journal(half, server, systems, answers, not args.no_read_ahead, across=True)
+    if args.one_thread:  # one conversation a half: the rest of the long thread stands in each question's way
+        for split in SPLITS:
+            half = [c for c in conversations if c.split == split]
+            if half:
+                log(f"{split} half as one conversation: {sum(len(c.messages) for c in half):,} messages, each "
+                    "question asked within it")
+                loaded += run_journal([one_thread(half, split)], server, systems, answers, not args.no_read_ahead)
     questions = {q.qid: q for c in conversations for q in c.questions}
     meta = {q.qid: (c.split, c.style, gold_size(c, q)) for c in conversations for q in c.questions}
     summary = {name: summarise(run, questions, meta) for name, run in answers.items()
@@ -602,12 +635,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "after": [round(x, 2) for x in os.getloadavg()]},
         "read_ahead": not args.no_read_ahead,
         "across": args.across,
+        "one_thread": args.one_thread,
     }
     styles = sorted({c.style for c in conversations})
     print(f"\nRecall on hand-written conversations — {len(conversations)} conversations ({', '.join(styles)}), "
           f"{sum(len(c.messages) for c in conversations):,} messages, {len(questions)} questions; "
           f"created_at {'kept' if server.takes_created_at else 'not taken by appends'}; each question asked "
-          + ("across its half's whole journal" if args.across else "within its conversation"))
+          + ("across its half's whole journal" if args.across else "within its half's one long thread"
+             if args.one_thread else "within its conversation"))
     for split in SPLITS:
         print_split(split, summary)
     print_deep_latency(results)
@@ -615,7 +650,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.write_text(json.dumps(results, indent=1) + "\n")
     shown = args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out
     print(f"\nwrote {shown} in {results['seconds']} s")
-    if plot(summary, args.plot, across=args.across):
+    if plot(summary, args.plot, across=args.across, thread=args.one_thread):
         print(f"drew {args.plot}")
     return verdict(summary)
 
