@@ -512,6 +512,20 @@ def test_a_search_bounded_in_time_reads_the_messages_times_once_and_keeps_them(
         monkeypatch.setattr(vector_index, "TIME_EXACT_MAX", 10)
         wide = between(None, "2026-01-15T00:00:00.000000Z")
         assert wide and all(time_of[i] < "2026-01-15" for i in wide) and len(read) == 1
+        # which asks the graph for as many of its nearest as would hold three times what it keeps of the window
+        # (at least 200), and keeps the window's nearest, as an exact search of the window's rows finds them
+        asked: list[int] = []
+        nearest = part.nearest
+        monkeypatch.setattr(part, "nearest", lambda query, k, *more: asked.append(k) or nearest(query, k, *more))
+        early = TimeRange(None, "2026-01-15T00:00:00.000000Z")
+        found = [row for _, row in index._nearest_between(part, vector, 5, early, None)]
+        times = index._times_of(part)
+        rows = np.flatnonzero(part.alive[: len(times)] & (times >= 0)
+                              & (times < vector_index._micros("2026-01-15T00:00:00.000000Z")))
+        alive = int(np.count_nonzero(part.alive))
+        assert asked == [vector_index.time_wide(5, rows.size, alive, part.size)] and rows.size < alive
+        exact = rows[np.argsort(-(index._vectors_of(part, rows) @ vector), kind="stable")[:5]]
+        assert set(found) == set(exact.tolist())
     finally:
         index.db.connection().set_trace_callback(None)
     # When a message is written later, Then its time is read by its id on the next bounded search
