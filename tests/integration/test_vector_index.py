@@ -583,6 +583,28 @@ def test_the_indexer_and_its_followers_load_a_journal_it_writes_before_its_first
     assert len(hits) == 5
 
 
+def test_the_vectors_written_are_counted_for_a_bounded_number_of_partitions_the_most_written_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``load_written`` counts what is written to each partition not loaded; among many tenants, each written a
+    little, the count must not grow with every partition ever written."""
+    monkeypatch.setattr(vector_index, "LOAD_WRITTEN_MIN", 10_000)  # (nothing is loaded here: only counted)
+    monkeypatch.setattr(vector_index, "WRITTEN_KEPT", 6)
+    container, account, index = make(tmp_path, embedder="hashing", embedding_dimension=64)
+    container.agents.put(account, "support", AgentSettings())
+    index.load_written()  # (the first look)
+    # Given eight users' journals written to, one of them much more than the others
+    for user, count in [(f"u{n}", 1 + n % 2) for n in range(7)] + [("big", 30)]:
+        container.conversations.append(account, "support", "c", [MessageDraft("user", f"Turn {i}.")
+                                                                  for i in range(count)], user=user)
+    index.catch_up()
+    # When the vectors written are counted
+    index.load_written()
+    # Then the count holds at most half the bound after passing it, the most written partition among them
+    assert len(index._written) == 3
+    assert index._written[vector_index.message_partition(account.account_id, "support", "big")] == 30
+
+
 def test_the_indexer_takes_smaller_batches_while_queries_are_asked(tmp_path: Path) -> None:
     """A query that comes during a batch shares the CPU with less of it; with no query lately, full batches."""
     container, account, index = make(tmp_path, embedder="hashing", embedding_dimension=64)

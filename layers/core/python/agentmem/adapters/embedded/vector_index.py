@@ -95,6 +95,9 @@ WORKER_YIELD_S = 0.05
 WORKER_BATCH_QUERIED = 16
 QUERIED_RECENTLY_S = 1.0
 LOAD_WRITTEN_MIN = 2_000  # vectors written to a partition no query has loaded, for the indexer to load it
+# ... counted for at most this many partitions: past it, the half written to least are forgotten (a partition
+# written a few vectors at a time among many tenants' is loaded by its first query; an import is counted again)
+WRITTEN_KEPT = 10_000
 # Reading token states ahead for mode=deep (minilm_states.py) waits, before each layer of the model, until no
 # query has run for READ_AHEAD_QUIET_S: queries that come one after another keep the CPU to themselves.
 READ_AHEAD_QUIET_S = 0.25
@@ -1128,6 +1131,8 @@ class SqliteVectorIndex(SearchIndex):
                                         "GROUP BY partition", (self._written_seen, newest)):
             self._written[str(name)] = self._written.get(str(name), 0) + int(count)
         self._written_seen = newest
+        if len(self._written) > WRITTEN_KEPT:  # (many tenants, each written a little: the most written kept)
+            self._written = dict(sorted(self._written.items(), key=lambda item: -item[1])[: WRITTEN_KEPT // 2])
         loaded = 0
         for name, count in list(self._written.items()):
             with self._lock:
