@@ -264,6 +264,29 @@ def test_entries_search_shows_whose_entry_each_hit_is() -> None:
     ]
 
 
+def test_entries_search_says_on_stderr_when_it_found_less_than_it_could() -> None:
+    # Given a search answered by words past the semantic deadline, then one while the index is behind
+    hit = {**ENTRY, "content": "c", "memory": "company", "user_id": None, "score": 0.5}
+    fake = FakeTransport(
+        answer(200, {"items": [hit], "next_cursor": None, "mode": "keyword", "fallback": "timeout",
+                     "stages": ["keyword"], "index_lag": None}),
+        answer(200, {"items": [hit], "next_cursor": None, "mode": "hybrid", "stages": ["keyword", "semantic",
+                     "fusion"], "index_lag": 32}),
+        answer(200, {"items": [hit], "next_cursor": None, "mode": "hybrid", "index_lag": 0}),
+    )
+    # When the memory is searched three times
+    fell_back, behind, caught_up = (run(fake, "entries", "search", "company", "refund") for _ in range(3))
+    # Then the table is on stdout as always, and stderr says why the first answered by words and how far behind
+    # the index was for the second; the third says nothing more
+    for result in (fell_back, behind, caught_up):
+        assert result.exit_code == 0, result.output
+        assert result.stdout.splitlines()[1].startswith("refunds")
+    assert fell_back.stderr == "answered in keyword mode (timeout)\n"
+    assert behind.stderr == ("the semantic index has not caught up with 32 entries yet: until it does, those are "
+                             "found by their words only\n")
+    assert caught_up.stderr == ""
+
+
 def test_entries_history_lists_versions_newest_first() -> None:
     # Given two versions
     items = [

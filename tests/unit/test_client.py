@@ -210,6 +210,35 @@ def test_search_sends_the_query_limit_and_user_and_returns_entries_with_their_me
     assert [(e.name, e.memory, e.user_id, e.score) for e in results] == [
         ("refunds", "company", "user_42", 2.5)
     ]
+    # and the list also says how it was found
+    assert (results.mode, results.fallback, results.stages, results.index_lag) == ("keyword", None, (), None)
+
+
+def test_a_search_s_hits_say_how_they_were_found_and_are_still_a_plain_list() -> None:
+    from agentmem.client import Found
+
+    # Given answers of a memory search, an agent's recall and a journal search, the index behind for two
+    hit = {**ENTRY, "content": "30 days", "memory": "company", "user_id": None, "score": 0.8}
+    message = {"conversation": "c1", "seq": 3, "role": "user", "snippet": "refund", "score": 0.7,
+               "created_at": "2026-01-01T00:00:00.000000Z"}
+    client, _ = client_with(
+        answer(200, {"items": [hit], "next_cursor": None, "mode": "hybrid", "stages": ["keyword", "semantic",
+                     "fusion"], "index_lag": 12}),
+        answer(200, {"items": [hit], "next_cursor": None, "mode": "keyword", "fallback": "timeout",
+                     "stages": ["keyword"], "index_lag": None}),
+        answer(200, {"items": [message], "next_cursor": None, "mode": "hybrid", "index_lag": 40}),
+    )
+    # When each is asked
+    memory = client.memory("company").search("refund")
+    agent = client.agent("support").search("refund")
+    journal = client.agent("support").search_messages("refund", user="ana")
+    # Then each is a list of its hits, and says what answered, why it fell back, what ran and how far behind
+    assert isinstance(memory, list) and isinstance(memory, Found)
+    assert [e.name for e in memory] == ["refunds"] and memory == [memory[0]]
+    assert (memory.mode, memory.fallback, memory.stages, memory.index_lag) == (
+        "hybrid", None, ("keyword", "semantic", "fusion"), 12)
+    assert (agent.mode, agent.fallback, agent.stages, agent.index_lag) == ("keyword", "timeout", ("keyword",), None)
+    assert [h.seq for h in journal] == [3] and (journal.mode, journal.index_lag) == ("hybrid", 40)
 
 
 def test_forget_deletes_an_entry_with_its_version() -> None:

@@ -159,6 +159,7 @@ def memory_scenario(sdk: Sdk) -> dict[str, Any]:
         "missing": (missing.value.status, missing.value.code, missing.value.message),
         "invalid": (invalid.value.status, invalid.value.code),
         "hits": [(h.name, h.user_id) for h in hits],
+        "found": (type(hits).__name__, hits.mode, hits.fallback, hits.stages[:1], hits.index_lag),
         "entries": sorted(e.name for e in do(company.entries(user="user_42"))),
         "two": len(do(company.entries(user="user_42", limit=2))),
         "history": [h.operation for h in do(company.history("refunds"))],
@@ -224,6 +225,7 @@ def test_the_memory_scenarios_values(served: Callable[[str], Sdk]) -> None:
     assert got["entries"] == ["note-1", "note-2", "note-3", "note-4"] and got["two"] == 2
     assert got["history"] == ["update", "create"]
     assert ("refunds", None) in got["hits"]
+    assert got["found"][0] == "Found" and got["found"][1] in ("hybrid", "keyword")  # (keyword: no embedder here)
 
 
 @pytest.mark.parametrize("mode", ASYNC_MODES)

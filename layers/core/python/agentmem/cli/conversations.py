@@ -12,7 +12,7 @@ from agentmem.client import Context, Conversation, ConversationInfo, Message, Pa
 from agentmem.client.transcripts import TRANSCRIPT_FORMATS, read_transcript
 
 from .connection import agent
-from .output import json_option, print_fields, print_json, print_table, progress, wants_json
+from .output import json_option, print_fields, print_found, print_json, print_table, progress, wants_json
 
 _USER_HELP = "The user the conversation is with (default: the account itself)."
 ROLES = click.Choice(["user", "assistant", "tool_call", "tool_result"])
@@ -337,6 +337,7 @@ def conversations_search(
     rows = [(h.conversation, h.seq, h.role, (h.created_at or "")[:16].replace("T", " "), h.score, h.snippet)
             for h in hits]
     print_table(rows, ["conversation", "seq", "role", "written", "score", "snippet"], "no messages found")
+    print_found(hits, "message", "messages")
 
 
 @conversations.command("tool-call")

@@ -10,7 +10,7 @@ import click
 from agentmem.client import Entry
 
 from . import connection
-from .output import json_option, print_fields, print_json, print_table, wants_json
+from .output import json_option, print_fields, print_found, print_json, print_table, wants_json
 
 _USER_HELP = "Act on this user's layer (default: the account's)."
 
@@ -183,6 +183,7 @@ def entries_search(
         return
     rows = [(e.name, e.user_id, e.score, e.description) for e in items]
     print_table(rows, ["name", "user", "score", "description"], "no matches")
+    print_found(items, "entry", "entries")
 
 
 @entries.command("history")

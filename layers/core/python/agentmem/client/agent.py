@@ -28,13 +28,14 @@ from .models import (
     AgentInfo,
     ConversationInfo,
     Entry,
+    Found,
     MemoryAttachment,
     MessageHit,
     PurgeReceipt,
     ToolResult,
     time_text,
 )
-from .rules import Call, Op, items_of, json_op
+from .rules import Call, Op, found_of, json_op
 from .transport import segment
 
 if TYPE_CHECKING:
@@ -44,11 +45,11 @@ if TYPE_CHECKING:
     from .workspace import Workspace
 
 AgentInfoList = list[AgentInfo]
-EntryList = list[Entry]
+FoundEntries = Found[Entry]
 ToolDefinitions = list[dict[str, Any]]
 AttachmentList = list[MemoryAttachment]
 ConversationInfoList = list[ConversationInfo]
-MessageHitList = list[MessageHit]
+FoundMessages = Found[MessageHit]
 
 
 class Agents:
@@ -126,10 +127,10 @@ class AgentRequests:
     def _search_op(
         self, query: str, user: str | None, limit: int | None, surface: str | None, mode: str | None,
         min_score: float | None,
-    ) -> Op[EntryList]:
+    ) -> Op[FoundEntries]:
         params: dict[str, ParamValue] = {"q": query, "limit": limit, "surface": surface, "mode": mode,
                                          "min_score": min_score, **self._acting(user)}
-        return json_op(Call("GET", self._path("search"), params), lambda data: items_of(data, Entry.from_dict))
+        return json_op(Call("GET", self._path("search"), params), lambda data: found_of(data, Entry.from_dict))
 
     def _call_tool_op(
         self, name: str, arguments: Mapping[str, Any] | None, conversation: str | None, user: str | None,
@@ -151,13 +152,13 @@ class AgentRequests:
         self, query: str, user: str | None, conversation: str | None, limit: int | None, surface: str | None,
         mode: str | None, min_score: float | None, after: str | datetime | None = None,
         before: str | datetime | None = None,
-    ) -> Op[MessageHitList]:
+    ) -> Op[FoundMessages]:
         params: dict[str, ParamValue] = {"q": query, "conversation": conversation, "limit": limit,
                                          "surface": surface, "mode": mode, "min_score": min_score,
                                          "after": time_text(after), "before": time_text(before),
                                          **self._acting(user)}
         return json_op(Call("GET", self._path("messages", "search"), params),
-                       lambda data: items_of(data, MessageHit.from_dict))
+                       lambda data: found_of(data, MessageHit.from_dict))
 
     # --- helpers --------------------------------------------------------------------------
 
@@ -312,7 +313,7 @@ class Agent(AgentRequests):
     def search(
         self, query: str, *, user: str | None = None, limit: int | None = None, surface: str | None = None,
         mode: str | None = None, min_score: float | None = None,
-    ) -> EntryList:
+    ) -> FoundEntries:
         """Every memory the agent reads, recalled as it sees them (``mode``: ``hybrid`` by default, ``keyword``
         or ``semantic``): each hit names its ``memory``, ``user_id`` (``None``: the account's layer) and
         ``score`` (0–1)."""
@@ -372,7 +373,7 @@ class Agent(AgentRequests):
         self, query: str, *, user: str | None = None, conversation: str | None = None, limit: int | None = None,
         surface: str | None = None, mode: str | None = None, min_score: float | None = None,
         after: str | datetime | None = None, before: str | datetime | None = None,
-    ) -> MessageHitList:
+    ) -> FoundMessages:
         """Journal search: messages of the agent's conversations with ``user`` (only ``conversation``
         when given) that say what ``query`` asks, by meaning and words (``mode``), best first (up to ``limit``,
         at most 100; default 10), each with its ``created_at``. ``after`` / ``before`` (ISO 8601 text or an

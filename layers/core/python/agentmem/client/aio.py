@@ -60,6 +60,7 @@ from .models import (
     ConversationInfo,
     ConversationReceipt,
     Entry,
+    Found,
     Health,
     HistoryItem,
     MemoryInfo,
@@ -474,7 +475,7 @@ class AsyncMemory(MemoryRequests):
     async def search(
         self, query: str, *, limit: int = 10, user: str | None = None, mode: str | None = None,
         min_score: float | None = None,
-    ) -> list[Entry]:
+    ) -> Found[Entry]:
         return await self.client.run(self._search_op(query, limit, user, mode, min_score))
 
     async def delete_entry(self, name: str, *, version: int | None = None, user: str | None = None) -> None:
@@ -585,7 +586,7 @@ class AsyncAgent(AgentRequests):
     async def search(
         self, query: str, *, user: str | None = None, limit: int | None = None, surface: str | None = None,
         mode: str | None = None, min_score: float | None = None,
-    ) -> list[Entry]:
+    ) -> Found[Entry]:
         return await self.client.run(self._search_op(query, user, limit, surface, mode, min_score))
 
     async def tools(self, dialect: str = "noclick", format: str = "mcp", *, surface: str | None = None,
@@ -613,7 +614,7 @@ class AsyncAgent(AgentRequests):
         self, query: str, *, user: str | None = None, conversation: str | None = None, limit: int | None = None,
         surface: str | None = None, mode: str | None = None, min_score: float | None = None,
         after: str | datetime | None = None, before: str | datetime | None = None,
-    ) -> list[MessageHit]:
+    ) -> Found[MessageHit]:
         return await self.client.run(
             self._search_messages_op(query, user, conversation, limit, surface, mode, min_score, after, before))
 
@@ -687,7 +688,7 @@ class AsyncConversation(ConversationRequests):
         return await self.client.run(self._context_op(surface, format))
 
     async def search(self, query: str, *, limit: int | None = None, surface: str | None = None,
-                     mode: str | None = None) -> list[MessageHit]:
+                     mode: str | None = None) -> Found[MessageHit]:
         return await self.agent.search_messages(query, user=self.user, conversation=self.key, limit=limit,
                                                 surface=surface, mode=mode)
 

@@ -28,6 +28,7 @@ from .models import (
     Context,
     ConversationInfo,
     ConversationReceipt,
+    Found,
     ImportReport,
     Message,
     MessageHit,
@@ -297,9 +298,9 @@ class Conversation(ConversationRequests):
     def search(
         self, query: str, *, limit: int | None = None, surface: str | None = None, mode: str | None = None,
         after: str | datetime | None = None, before: str | datetime | None = None,
-    ) -> list[MessageHit]:
+    ) -> Found[MessageHit]:
         """This conversation's messages that say what ``query`` asks, best first (journal search); ``after`` /
-        ``before`` bound when they were written."""
+        ``before`` bound when they were written. A list, which also says how it was found (``Found``)."""
         return self.agent.search_messages(query, user=self.user, conversation=self.key, limit=limit,
                                           surface=surface, mode=mode, after=after, before=before)
 

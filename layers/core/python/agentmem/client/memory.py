@@ -19,8 +19,8 @@ from os import PathLike
 from typing import TYPE_CHECKING, Any, Protocol, overload
 
 from .client import default_client
-from .models import Entry, HistoryItem, MemoryAttachment, MemoryInfo
-from .rules import Call, Op, items_of, json_object, json_op
+from .models import Entry, Found, HistoryItem, MemoryAttachment, MemoryInfo
+from .rules import Call, Op, found_of, json_object, json_op
 from .transport import TransportResponse, segment
 
 if TYPE_CHECKING:
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from .rules import ParamValue
 
 EntryList = list[Entry]
+FoundEntries = Found[Entry]
 MemoryInfoList = list[MemoryInfo]
 HistoryList = list[HistoryItem]
 
@@ -139,10 +140,10 @@ class MemoryRequests:
 
     def _search_op(
         self, query: str, limit: int, user: str | None, mode: str | None, min_score: float | None
-    ) -> Op[EntryList]:
+    ) -> Op[FoundEntries]:
         params: dict[str, ParamValue] = {"q": query, "limit": limit, "mode": mode, "min_score": min_score,
                                          **self._layer(user)}
-        return json_op(Call("GET", self._path("search"), params), lambda data: items_of(data, Entry.from_dict))
+        return json_op(Call("GET", self._path("search"), params), lambda data: found_of(data, Entry.from_dict))
 
     def _delete_entry_op(self, name: str, version: int | None, user: str | None) -> Op[None]:
         params: dict[str, ParamValue] = {**self._layer(user), "version": version}
@@ -307,10 +308,11 @@ class Memory(MemoryRequests):
     def search(
         self, query: str, *, limit: int = 10, user: str | None = None, mode: str | None = None,
         min_score: float | None = None,
-    ) -> EntryList:
+    ) -> FoundEntries:
         """The best entries for ``query`` (up to 100), with content, from the layers the caller sees: by meaning
         and words (``mode="hybrid"``, the default), or ``"keyword"`` / ``"semantic"`` alone; ``min_score``
-        (0–1) leaves weaker hits out."""
+        (0–1) leaves weaker hits out. A list, which also says how it was found (``Found``: ``mode``,
+        ``fallback``, ``stages``, ``index_lag``)."""
         return self.client.run(self._search_op(query, limit, user, mode, min_score))
 
     def delete_entry(self, name: str, *, version: int | None = None, user: str | None = None) -> None:

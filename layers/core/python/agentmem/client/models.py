@@ -256,6 +256,30 @@ class Page(Generic[T]):
         return len(self.items)
 
 
+class Found(list[T]):
+    """A search's hits, best first: a list, and how the search was answered. ``mode`` is the mode that answered
+    (``keyword`` when a hybrid search's semantic side could not), ``fallback`` why it answered with less (``None``:
+    it did not), ``stages`` what ran, in order, and ``index_lag`` how many entries or messages of the search's
+    scope the semantic index has not caught up with yet (0: none; ``None`` in keyword mode or where the backend
+    cannot tell): after a large import, hits by meaning may be missing until it is 0."""
+
+    mode: str | None = None
+    fallback: str | None = None
+    stages: tuple[str, ...] = ()
+    index_lag: int | None = None
+
+    @classmethod
+    def of(cls, items: list[T], data: Mapping[str, Any]) -> Found[T]:
+        """``items`` with what the answer ``data`` says of how it was found."""
+        found: Found[T] = cls(items)
+        mode, fallback, lag = data.get("mode"), data.get("fallback"), data.get("index_lag")
+        found.mode = mode if isinstance(mode, str) else None
+        found.fallback = fallback if isinstance(fallback, str) else None
+        found.stages = tuple(str(stage) for stage in data.get("stages") or () if isinstance(stage, str))
+        found.index_lag = lag if isinstance(lag, int) and not isinstance(lag, bool) else None
+        return found
+
+
 # --- conversations (SPEC §4, §5) -----------------------------------------------------------------
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from .errors import AgentmemError, ConfigurationError, RateLimited, ServerError, Unreachable, error_from_response
-from .models import Page
+from .models import Found, Page
 from .transport import TransportResponse
 
 T = TypeVar("T")
@@ -96,6 +96,11 @@ def json_object(response: TransportResponse) -> dict[str, Any]:
 def items_of(data: Mapping[str, Any], parse: Callable[[Mapping[str, Any]], T]) -> list[T]:
     """A list answer's ``items``, each parsed."""
     return [parse(item) for item in data.get("items") or [] if isinstance(item, Mapping)]
+
+
+def found_of(data: Mapping[str, Any], parse: Callable[[Mapping[str, Any]], T]) -> Found[T]:
+    """A search's answer: its ``items``, each parsed, and how it was answered (``Found``)."""
+    return Found.of(items_of(data, parse), data)
 
 
 def page_of(data: Mapping[str, Any], parse: Callable[[Mapping[str, Any]], T]) -> Page[T]:
