@@ -48,6 +48,14 @@ def _answered(mode: str, fallback: str | None, index_lag: int | None = None) -> 
     return {"mode": mode, **({"fallback": fallback} if fallback else {}), "index_lag": index_lag}
 
 
+def _behind(index_lag: int | None, one: str, many: str) -> str:
+    """What the model is told when the semantic index has not caught up with the search's scope: '' when it has."""
+    if not index_lag or index_lag <= 0:
+        return ""
+    return (f"\n(The search index has not caught up with {index_lag} {one if index_lag == 1 else many} yet: until it "
+            "does, those are found by their words only.)")
+
+
 def search_result(
     query: str, ranked: Sequence[Ranked], mode: str = "hybrid", fallback: str | None = None,
     index_lag: int | None = None,
@@ -63,14 +71,15 @@ def search_result(
             "visibility": e.visibility, "version": e.version, "updated_at": e.updated_at,
         })
     answered = _answered(mode, fallback, index_lag)
+    behind = _behind(index_lag, "entry", "entries")
     if not ranked:
-        return {"items": items, **answered}, f"No entry matches {query!r}."
+        return {"items": items, **answered}, f"No entry matches {query!r}." + behind
     lines = [f"{len(ranked)} entr{'y' if len(ranked) == 1 else 'ies'} for {query!r}:"]
     for number, hit in enumerate(ranked, 1):
         e = hit.entry
         whose = "account" if e.user_id is None else f"user {e.user_id}"
         lines.append(f"{number}. {e.name} — {e.description} — {e.memory} ({whose}) — {_snippet(e.content)}")
-    return {"items": items, **answered}, "\n".join(lines)
+    return {"items": items, **answered}, "\n".join(lines) + behind
 
 
 def read_result(entry: Entry, memory: str, also_in: Sequence[str]) -> tuple[dict[str, Any], str]:
@@ -125,12 +134,13 @@ def journal_search_result(
               "created_at": h.created_at, "snippet_start": h.snippet_start, "snippet_end": h.snippet_end}
              for h in hits]
     answered = _answered(mode, fallback, index_lag)
+    behind = _behind(index_lag, "message", "messages")
     if not items:
-        return {"items": [], **answered}, f"No message of these conversations matches {query!r}."
+        return {"items": [], **answered}, f"No message of these conversations matches {query!r}." + behind
     lines = [f"{n}. [{i['conversation']} #{i['seq']}, {i['role']}, {i['created_at'][:16].replace('T', ' ')} UTC] "
              f"{i['snippet']}" for n, i in enumerate(items, 1)]
     return ({"items": items, **answered},
-            f"{len(items)} messages match {query!r}:\n" + "\n".join(lines))
+            f"{len(items)} messages match {query!r}:\n" + "\n".join(lines) + behind)
 
 
 def tool_call_view_result(view: dict[str, Any]) -> tuple[dict[str, Any], str]:
