@@ -446,10 +446,11 @@ class _Partition:
         return out[:k]
 
 
-def time_wide(k: int, within: int, alive: int, size: int) -> int:
+def time_wide(k: int, within: int, size: int) -> int:
     """How many of a graph's nearest rows a time-bounded query asks for, to keep ``k`` of the ``within`` rows inside
-    its times (of ``alive`` rows; ``size`` at most): as many as would hold TIME_WIDEN × k of them, spread evenly."""
-    share = within / max(alive, within, 1)
+    its times (of the partition's ``size`` live rows, at most all of them): as many as would hold TIME_WIDEN × k of
+    them, spread evenly."""
+    share = within / max(size, within, 1)
     return min(size, max(TIME_WIDE_MIN, min(TIME_WIDE_MAX * k, math.ceil(TIME_WIDEN * k / max(share, 1e-9)))))
 
 
@@ -885,7 +886,7 @@ class SqliteVectorIndex(SearchIndex):
         if not rows.size:
             return []
         if part.graph is not None and rows.size > TIME_EXACT_MAX:
-            wide = part.nearest(query, time_wide(k, rows.size, int(np.count_nonzero(part.alive)), part.size))
+            wide = part.nearest(query, time_wide(k, rows.size, part.size))  # (size: the live rows, as counted)
             return [(score, row) for score, row in wide if row < len(inside) and inside[row]][:k]
         return part.nearest(query, k, rows, self._vectors_of(part, rows))
 
