@@ -20,19 +20,27 @@ def test_outside_background_work_give_way_returns_at_once_while_a_request_is_han
         assert time.monotonic() - begun < 1.0
 
 
-def test_background_work_waits_until_the_request_ends() -> None:
+def held_request(release: threading.Event, said: list[str]) -> tuple[threading.Thread, threading.Event]:
+    """A request handled in a thread of its own until ``release`` is set, which says so in ``said`` as it ends:
+    the thread (not started yet) and an event set once the request is being handled."""
     served = threading.Event()
-    order: list[str] = []
 
     def request() -> None:
         with FOREGROUND.serving():
             served.set()
-            time.sleep(0.3)
-            order.append("request ended")
+            release.wait(5)
+            said.append("request ended")
 
-    thread = threading.Thread(target=request)
+    return threading.Thread(target=request), served
+
+
+def test_background_work_waits_until_the_request_ends() -> None:
+    order: list[str] = []
+    release = threading.Event()
+    thread, served = held_request(release, order)
     thread.start()
     assert served.wait(5)
+    threading.Timer(0.3, release.set).start()
     with in_background() as work:
         give_way(limit_s=5.0)
         order.append("background went on")
@@ -96,16 +104,9 @@ def test_giving_way_is_the_sequence_it_wraps_and_gives_way_before_each_item(monk
     monkeypatch.setattr(foreground, "GIVE_WAY_S", 30.0)
     items = GivingWay(["a", "b", "c"])
     assert len(items) == 3 and items[1] == "b" and list(items[1:]) == ["b", "c"]
-    served = threading.Event()
     release = threading.Event()
     seen: list[str] = []
-
-    def request() -> None:
-        with FOREGROUND.serving():
-            served.set()
-            release.wait(5)
-
-    thread = threading.Thread(target=request)
+    thread, served = held_request(release, [])
     with in_background() as work:
         iterator = iter(items)
         seen.append(next(iterator))  # nothing is handled: no wait
