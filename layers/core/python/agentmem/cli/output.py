@@ -11,6 +11,8 @@ from typing import Any, TypeVar
 
 import click
 
+from agentmem.client import Found
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -27,14 +29,14 @@ def plain(value: Any) -> Any:
     return value
 
 
-def print_found(found: Any, one: str, many: str) -> None:
+def print_found(found: Found[Any], one: str, many: str) -> None:
     """Under a search's table, on stderr, what its answer says when it found less than it could: the semantic
     side fell back (``found.fallback``), or the index has not caught up with ``found.index_lag`` of the
     ``one`` / ``many`` searched."""
-    fallback, lag = getattr(found, "fallback", None), getattr(found, "index_lag", None)
-    if fallback:
-        click.echo(f"answered in {getattr(found, 'mode', None) or 'a lesser'} mode ({fallback})", err=True)
-    if isinstance(lag, int) and lag > 0:
+    if found.fallback:
+        click.echo(f"answered in {found.mode or 'a lesser'} mode ({found.fallback})", err=True)
+    lag = found.index_lag
+    if lag is not None and lag > 0:
         click.echo(f"the semantic index has not caught up with {lag} {one if lag == 1 else many} yet: until it "
                    "does, those are found by their words only", err=True)
 
