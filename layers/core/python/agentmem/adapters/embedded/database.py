@@ -27,7 +27,7 @@ from ...domain.text import index_text
 from .entry_words import add_scope_function
 from .generations import SUFFIX as GENERATIONS_SUFFIX
 from .generations import Generations
-from .migrations import MIGRATIONS
+from .migrations import MIGRATIONS, statements
 from .private_files import DIR_MODE, FILE_MODE, make_private_dirs, open_private_file, tighten
 
 BUSY_TIMEOUT_MS = 30_000
@@ -114,7 +114,7 @@ class Database:
                         script(conn)
                         conn.execute(f"PRAGMA user_version = {number}")
                         continue
-                    for statement in _statements(script):
+                    for statement in statements(script):
                         conn.execute(statement)
                     conn.execute(f"PRAGMA user_version = {number}")
                 self.generations.publish(conn)  # what the database holds, whatever the file held before
@@ -170,16 +170,3 @@ class Database:
         if conn is not None:
             conn.close()
             self._local.conn = None
-
-
-def _statements(script: str) -> Iterator[str]:
-    # executescript() would commit our transaction; run statement by statement instead
-    buffer = ""
-    for line in script.splitlines(keepends=True):
-        buffer += line
-        if sqlite3.complete_statement(buffer):
-            if buffer.strip():
-                yield buffer
-            buffer = ""
-    if buffer.strip():
-        yield buffer

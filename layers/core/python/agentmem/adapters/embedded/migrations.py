@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 Migration = str | Callable[[sqlite3.Connection], None]
 
@@ -30,6 +30,19 @@ def _stemmed_journal(conn: sqlite3.Connection) -> None:
             "SELECT id, ?, index_text(content), tool_name FROM messages WHERE conversation_id=?",
             (_scope(ref), row[0]),
         )
+
+
+def statements(script: str) -> Iterator[str]:
+    """A script's statements one by one (executescript() would commit the migrations' transaction)."""
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            if buffer.strip():
+                yield buffer
+            buffer = ""
+    if buffer.strip():
+        yield buffer
 
 
 def _history_beside_the_entry(conn: sqlite3.Connection) -> None:
@@ -84,6 +97,47 @@ def _passages(conn: sqlite3.Connection) -> None:
     ]
     for statement in statements:
         conn.execute(statement)
+
+_ENTRY_TOKEN_STATES = """
+    CREATE TABLE IF NOT EXISTS entry_token_states (
+        entry INTEGER PRIMARY KEY,
+        text_hash BLOB NOT NULL,
+        tokens INTEGER NOT NULL,
+        states BLOB NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS entry_token_states_by_text ON entry_token_states(text_hash);
+    CREATE TABLE IF NOT EXISTS entry_token_queue (entry INTEGER PRIMARY KEY);
+    INSERT OR IGNORE INTO entry_token_queue (entry) SELECT rowid FROM entries WHERE conversation IS NULL;
+    CREATE TRIGGER IF NOT EXISTS entry_token_states_held_on_insert AFTER INSERT ON entry_token_states BEGIN
+        UPDATE token_reader SET tokens = tokens + new.tokens, entry_tokens = entry_tokens + new.tokens;
+    END;
+    CREATE TRIGGER IF NOT EXISTS entry_token_states_held_on_delete AFTER DELETE ON entry_token_states BEGIN
+        UPDATE token_reader SET tokens = tokens - old.tokens, entry_tokens = entry_tokens - old.tokens;
+    END;
+    CREATE TRIGGER IF NOT EXISTS entry_token_queued_on_insert AFTER INSERT ON entries
+    WHEN new.conversation IS NULL BEGIN
+        INSERT OR IGNORE INTO entry_token_queue (entry) VALUES (new.rowid);
+    END;
+    CREATE TRIGGER IF NOT EXISTS entry_token_states_on_update
+    AFTER UPDATE OF name, description, content, conversation ON entries BEGIN
+        DELETE FROM entry_token_states WHERE entry = old.rowid;
+        INSERT OR IGNORE INTO entry_token_queue (entry) SELECT new.rowid WHERE new.conversation IS NULL;
+    END;
+    CREATE TRIGGER IF NOT EXISTS entry_token_states_on_delete AFTER DELETE ON entries BEGIN
+        DELETE FROM entry_token_states WHERE entry = old.rowid;
+        DELETE FROM entry_token_queue WHERE entry = old.rowid;
+    END;
+"""
+
+
+def _entry_token_states(conn: sqlite3.Connection) -> None:
+    """Migration 22 (its comment in MIGRATIONS): entries' token states, their queue and their triggers. (The
+    counter's column is added only when missing, so the migration can run again over a database that has it.)"""
+    if "entry_tokens" not in {row[1] for row in conn.execute("PRAGMA table_info(token_reader)")}:
+        conn.execute("ALTER TABLE token_reader ADD COLUMN entry_tokens INTEGER NOT NULL DEFAULT 0")
+    for statement in statements(_ENTRY_TOKEN_STATES):
+        conn.execute(statement)
+
 
 MIGRATIONS: list[Migration] = [
     # 1: accounts, keys, memories, entries, history, usage
@@ -541,4 +595,10 @@ MIGRATIONS: list[Migration] = [
         UPDATE token_reader SET after = min(after, old.id - 1);
     END;
     """,
+    # 22: the token states of entries too (minilm_states.py), so that an agent's first deep recall over a memory
+    # reads no model: one row per entry, of the text recall reads it by (domain/text.py entry_index_text), its
+    # rows counted in ``token_reader.tokens`` with the journal's (one bound) and in ``entry_tokens``. Every entry
+    # saved, changed or created before is queued (``entry_token_queue``), by triggers in the write's own
+    # transaction; a change or a deletion drops the entry's rows at once (an erasure leaves nothing of it here)
+    _entry_token_states,
 ]
