@@ -324,7 +324,8 @@ def wait_for_index(target: Agentmem, convo: Conversation) -> float:
 
 
 def read_ahead(target: Agentmem) -> dict[str, float]:
-    """What the indexer does once caught up: read the conversation's token states for mode=deep ahead."""
+    """What the indexer does once caught up: read the token states of what was saved (a memory's entries, a
+    conversation's messages) for mode=deep ahead."""
     ahead = getattr(target.container.search_index, "read_ahead", None)
     if ahead is None:
         return {}
@@ -332,7 +333,8 @@ def read_ahead(target: Agentmem) -> dict[str, float]:
         pass
     seconds = max(ahead.read_s, 1e-9)
     return {"read_ahead_s": round(ahead.read_s, 2), "read_ahead_tokens": ahead.read_tokens,
-            "read_ahead_messages_per_s": round(ahead.read_messages / seconds, 1),
+            **{f"read_ahead_{what}_per_s": round(n / seconds, 1)
+               for what, n in (("messages", ahead.read_messages), ("entries", ahead.read_entries)) if n},
             "read_ahead_chars_per_s": round(ahead.read_chars / seconds), "read_ahead_tokens_per_s":
                 round(ahead.read_tokens / seconds)}
 

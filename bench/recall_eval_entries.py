@@ -10,7 +10,9 @@ support agent's knowledge base, a research agent's findings, a team's runbook. L
 embedded agentmem in this process (the real API handler, driven through the SDK on an in-process transport:
 ``recall_quality.Agentmem``), saving its entries in the order the file lists them (a name listed twice is saved
 twice: the later save is the entry's current version), waits until semantic search finds the last save's own
-content, then asks every question through ``GET /v1/memories/{memory}/search`` once per system (``mode=keyword``,
+content and lets the indexer read the entries' token states for ``deep`` ahead, as ``agentmem serve`` does once
+caught up (``--no-read-ahead``: the stage reads them at search time), then asks every question through
+``GET /v1/memories/{memory}/search`` once per system (``mode=keyword``,
 ``semantic``, ``hybrid``, ``deep``; one the server refuses with a 400 is left out and said so). Beside them, in
 the same run, plain BM25 (``recall_quality.BM25``) over each entry's name, description and current content.
 
@@ -41,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from recall_eval import SPLITS, Answers, fmt, log, ndcg_at, ordered
+from recall_eval import SPLITS, Answers, fmt, log, ndcg_at, ordered, read_ahead
 from recall_quality import BM25, Agentmem, machine, mean_scores, percentiles, score
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -258,7 +260,7 @@ def ask_bm25(run: Run, bm25: BM25, qid: str, text: str, found: Callable[[int], o
 
 
 def run_memory(memory: MemorySet, systems: dict[str, dict[str, str]], refused: dict[str, str],
-               answers: dict[str, Run]) -> dict[str, Any]:
+               answers: dict[str, Run], ahead: bool = True) -> dict[str, Any]:
     from agentmem.client.errors import AgentmemError
 
     current = memory.current()
@@ -268,6 +270,7 @@ def run_memory(memory: MemorySet, systems: dict[str, dict[str, str]], refused: d
         try:
             loaded = load(target, memory)
             waited = wait_for_index(target, memory)
+            reading = read_ahead(target) if ahead else {}
             for q in memory.questions:
                 for label, params in systems.items():
                     if label in refused:
@@ -296,14 +299,14 @@ def run_memory(memory: MemorySet, systems: dict[str, dict[str, str]], refused: d
             "user": memory.user,
             "entries": len(current), "saves": len(memory.saves),
             "characters": sum(len(e.content) for e in current), "questions": len(memory.questions),
-            "load_s": round(loaded, 2), "index_wait_s": round(waited, 2)}
+            "load_s": round(loaded, 2), "index_wait_s": round(waited, 2), **reading}
 
 
 # --- an agent's recall over its memories -----------------------------------------------------------------------
 
 
 def run_agent(split: str, memories: list[MemorySet], systems: dict[str, dict[str, str]], refused: dict[str, str],
-              answers: dict[str, Run]) -> dict[str, Any]:
+              answers: dict[str, Run], ahead: bool = True) -> dict[str, Any]:
     """One agent attaching every account memory of a half (read-only), asked each of their questions through
     ``GET /v1/agents/{agent}/search``: the same questions with the other memories' entries as distractors.
     A hit is (memory, name); BM25 runs over the union of the memories' entries."""
@@ -312,6 +315,7 @@ def run_agent(split: str, memories: list[MemorySet], systems: dict[str, dict[str
         try:
             loaded = sum(load(target, memory) for memory in memories)
             waited = sum(wait_for_index(target, memory) for memory in memories)
+            reading = read_ahead(target) if ahead else {}
             target.client.request_json("PUT", f"/agents/{RECALLING_AGENT}", body={
                 "memories": [{"name": memory.memory, "writable": False} for memory in memories]})
             for memory in memories:
@@ -339,7 +343,7 @@ def run_agent(split: str, memories: list[MemorySet], systems: dict[str, dict[str
                      [(memory.memory, g) for g in q.gold])
     return {"split": split, "memories": [m.memory for m in memories], "entries": len(every),
             "questions": sum(len(m.questions) for m in memories), "load_s": round(loaded, 2),
-            "index_wait_s": round(waited, 2)}
+            "index_wait_s": round(waited, 2), **reading}
 
 
 # --- the report -------------------------------------------------------------------------------------------------
@@ -445,6 +449,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "docs/img/recall-eval-entries.png")
     parser.add_argument("--no-agent", action="store_true",
                         help="skip the agent's recall (one agent per half attaching its account memories)")
+    parser.add_argument("--no-read-ahead", action="store_true",
+                        help="leave the entries' token states for mode=deep to be read at search time")
     parser.add_argument("--replot", type=Path, metavar="RESULTS",
                         help="only draw the plot from a results file this runner wrote, and exit")
     args = parser.parse_args(argv)
@@ -474,7 +480,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for n, memory in enumerate(memories, start=1):
         log(f"{n}/{len(memories)} {memory.sid} ({memory.style}, {memory.split}): {len(memory.current())} entries "
             f"({len(memory.saves)} saves), {len(memory.questions)} questions")
-        loaded.append(run_memory(memory, systems, refused, answers))
+        loaded.append(run_memory(memory, systems, refused, answers, not args.no_read_ahead))
     questions = {q.qid: q for m in memories for q in m.questions}
     meta = {q.qid: (m.split, m.style) for m in memories for q in m.questions}
     summary = {name: summarise(run, questions, meta) for name, run in answers.items()
@@ -485,7 +491,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         shared = [m for m in memories if m.split == split and m.user is None]
         if shared:
             log(f"agent recall, {split} half: one agent attaching {len(shared)} memories")
-            agents.append(run_agent(split, shared, systems, refused, by_agent))
+            agents.append(run_agent(split, shared, systems, refused, by_agent, not args.no_read_ahead))
     agent_summary = {name: summarise(run, questions, meta) for name, run in by_agent.items() if run.per_question}
     results: dict[str, Any] = {
         "benchmark": "recall_eval_entries",
@@ -496,6 +502,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "environment": {k: v for k, v in sorted(os.environ.items())
                         if k.startswith("AGENTMEM_") or k == "OPENBLAS_NUM_THREADS"},
         "refused": refused,
+        "read_ahead": not args.no_read_ahead,
         "memories": loaded,
         "systems": summary,
         "per_question": {name: run.per_question for name, run in answers.items()},
