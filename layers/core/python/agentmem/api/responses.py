@@ -207,10 +207,12 @@ SCHEMAS.update({
     "MessageSearchPage": _page(
         "MessageHit",
         mode=_SEARCH_MODE, fallback=_SEARCH_FALLBACK,
-        stages={"type": "array", "items": {"type": "string",
-                                           "enum": ["keyword", "semantic", "neighbours", "fusion", "rerank"]},
+        stages={"type": "array",
+                "items": {"type": "string",
+                          "enum": ["keyword", "semantic", "neighbours", "fusion", "feedback", "rerank"]},
                 "description": "What ran, in order: the keyword and semantic sides, the neighbours' evidence, "
-                               "their fusion, the re-ranking stage"},
+                               "their fusion, the best hits' words lent to the candidates holding them, the "
+                               "re-ranking stage"},
         index_lag={"type": ["integer", "null"], "minimum": 0,
                    "description": "Messages of the searched conversations the semantic index has not caught up with "
                                   "yet (0: none); null when the backend cannot tell or the search was keyword"},

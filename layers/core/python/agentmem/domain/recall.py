@@ -28,7 +28,7 @@ from .text import query_words, telling_words, words
 Mode = Literal["hybrid", "keyword", "semantic", "deep"]  # deep: hybrid, then the re-ranking stage
 Fallback = Literal["index_unavailable", "timeout", "not_configured",
                    "rerank_unavailable", "rerank_timeout", "rerank_not_configured", "rerank_partial"]
-Stage = Literal["keyword", "semantic", "neighbours", "fusion", "rerank"]
+Stage = Literal["keyword", "semantic", "neighbours", "fusion", "feedback", "rerank"]
 Fusion = Literal["weighted", "rrf"]
 MODES: tuple[str, ...] = get_args(Mode)
 K = TypeVar("K", bound=Hashable)

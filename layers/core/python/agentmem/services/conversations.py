@@ -37,6 +37,7 @@ from ..domain.conversations import (
 )
 from ..domain.cursor import decode_cursor, encode_cursor
 from ..domain.errors import ForbiddenError, InvalidError, NotFoundError, NotImplementedYetError, UnavailableError
+from ..domain.feedback import lend_feedback
 from ..domain.model_formats import check_model_format, render
 from ..domain.model_messages import Skipped, parse_messages
 from ..domain.models import Entry, Layer, MemoryRecord, Principal
@@ -531,11 +532,14 @@ class ConversationService:
             signals = {k: Signals(view.keyword.get(k), view.cosine.get(k)) for k in seats}
             if not lending:
                 return fuse(signals, how.mode, calibration, min_score=cut, keyword_scale=bm25_scale(total, view.held))
+            ranked = fuse(signals, how.mode, calibration, min_score=0.0, keyword_scale=bm25_scale(total, view.held))
+            if view is views[0]:  # what the best hits say beside the question (domain/feedback.py)
+                ranked, lent = lend_feedback(ranked, lambda key: message_text(found[key]), view.query.terms)
+                if lent:
+                    stages.append("feedback")
             # each message borrows a share of its neighbours' fused score too (what the meaning found of them),
             # then the cut-off; across conversations, a share of its conversation's best too (lend_conversation)
-            return lend_ranked(fuse(signals, how.mode, calibration, min_score=0.0,
-                                    keyword_scale=bm25_scale(total, view.held)),
-                               seats, FUSED_NEIGHBOUR_SHARE, calibration.min_score if cut is None else cut,
+            return lend_ranked(ranked, seats, FUSED_NEIGHBOUR_SHARE, calibration.min_score if cut is None else cut,
                                CONVERSATION_SHARE if across else 0.0)
 
         def same(key: tuple[str, int]) -> tuple[str, str]:

@@ -1,0 +1,77 @@
+"""The words' feedback in journal search (domain/feedback.py, stage ``feedback``) on every backend: a message that
+holds none of the question's words, but the booking reference the best hit names, is found with it; the same
+message with another reference is not; keyword mode never runs it. The AWS contract world has no semantic index:
+its searches answer by words and say so, with no feedback."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentmem.domain.conversations import MessageDraft
+from agentmem.services.agents import AgentSettings
+from agentmem.services.conversations import JournalPage
+from contract_world import World
+
+TRIP: list[tuple[Any, str]] = [
+    ("user", "can you find me a hotel in Lisbon for the conference? near LX Factory if possible"),
+    ("assistant", "Booked: Hotel Ponte Vermelha, 16 to 20 March, reference PV-30917, paid at the hotel."),
+    ("user", "thanks! also remind me to water the plants before I go"),
+    ("assistant", "I'll remind you on the 15th."),
+    ("user", "what's the weather going to be like in March there?"),
+    ("assistant", "Mild, 17 degrees by day, some rain."),
+    ("user", "ok. my sister wants to come for the weekend, is that a problem?"),
+    ("assistant", "Not at all, the room is a double."),
+    ("user", "forwarding you the email they sent: PV-30917, arrivals from 3pm, breakfast 7 to 10"),
+    ("assistant", "Got it, from 3pm then."),
+    ("user", "and the talk is on the 18th, right?"),
+    ("assistant", "Yes, the 18th at 11."),
+]
+EMAIL = 9  # the seq of the hotel's email: it holds the reference, and no word of the question
+QUESTION = "what time can I get into my room at the Lisbon hotel?"
+
+
+def journal(world: World, key: str, reference: str) -> None:
+    world.container.agents.put(world.account, "support", AgentSettings())
+    talk = [(role, text.replace("email they sent: PV-30917", f"email they sent: {reference}")) for role, text in TRIP]
+    world.container.conversations.append(world.account, "support", key,
+                                         [MessageDraft(role, text) for role, text in talk])
+
+
+def search(world: World, key: str, **options: Any) -> JournalPage:
+    page: JournalPage = world.container.conversations.search_page(world.account, "support", QUESTION,
+                                                                   conversation=key, **options)
+    return page
+
+
+def test_a_message_holding_what_the_best_hit_names_is_found_without_a_word_of_the_question(world: World) -> None:
+    # Given the hotel's email, which holds the booking reference the booking names and no word of the question,
+    # and a twin conversation whose email holds another reference
+    journal(world, "trip", "PV-30917")
+    journal(world, "twin", "QX-88412")
+    # When each is searched for when the room can be had
+    page, twin = search(world, "trip"), search(world, "twin")
+    if page.fallback is not None:  # no semantic side (the AWS world has no index): the words answer, and say so
+        assert (page.mode, page.stages) == ("keyword", ("keyword",)) and EMAIL not in [h.seq for h in page.items]
+        return
+    # Then the request and the booking are the best hits, and the email is found by the reference it shares with
+    # the booking
+    seqs = [h.seq for h in page.items]
+    assert set(seqs[:2]) == {1, 2} and EMAIL in seqs, [(h.seq, h.snippet) for h in page.items]
+    assert page.stages == ("keyword", "semantic", "neighbours", "fusion", "feedback")
+    # and the twin's email, which shares nothing with the booking, is not (nor is the stage said to have run)
+    assert EMAIL not in [h.seq for h in twin.items] and "feedback" not in twin.stages
+
+
+def test_keyword_mode_keeps_to_the_words_of_the_question(world: World) -> None:
+    journal(world, "trip", "PV-30917")
+    page = search(world, "trip", mode="keyword")
+    assert page.stages == ("keyword",) and EMAIL not in [h.seq for h in page.items]
+
+
+def test_deep_runs_the_feedback_before_the_model(world: World) -> None:
+    journal(world, "trip", "PV-30917")
+    page = search(world, "trip", mode="deep")
+    if page.fallback not in (None, "rerank_not_configured", "rerank_partial"):
+        return  # no semantic side: as above
+    assert page.stages[:5] == ("keyword", "semantic", "neighbours", "fusion", "feedback")
+    assert EMAIL in [h.seq for h in page.items]
