@@ -62,7 +62,7 @@ def test_the_answer_after_a_question_is_found_with_it(world: World) -> None:
     # Then the question is found by its words, and the answer beside it is found with it
     if page.fallback is None:
         assert seqs[:1] == [7] and 8 in seqs, [(h.seq, h.snippet) for h in page.items]
-        assert page.stages == ("keyword", "semantic", "neighbours", "fusion", "feedback")
+        assert page.stages[:4] == ("keyword", "semantic", "neighbours", "fusion")
     else:  # no semantic side (the AWS world has no index): it answered by the word rules, and says so
         assert (seqs, page.mode, page.stages) == ([7], "keyword", ("keyword",))
     # and keyword mode keeps the word rules: only what holds a word of the query

@@ -9,7 +9,8 @@ pseudo-relevance feedback (the idea of Rocchio's and RM3's query expansion), rea
 rather than the whole index, with fixed weights and nothing trained:
 
 1. the fused top ``FEEDBACK_AMONG`` candidates are read as bags of terms (stems, stop words left out; a long
-   message's first ``FEEDBACK_CHARS`` characters);
+   message's first ``FEEDBACK_CHARS`` characters); with fewer than ``FEEDBACK_FEWEST`` nothing is done: among a
+   handful, a word two of them hold is more than a fifth of them, and cannot be told from the topic's;
 2. the terms of the best ``FEEDBACK_FROM`` that the question does not hold are weighed by their idf among those
    candidates and the fused score of each hit holding them; a term held by more than ``FEEDBACK_COMMON`` of the
    candidates says only what the topic is and is left out; the best ``FEEDBACK_TERMS`` are kept;
@@ -35,6 +36,9 @@ K = TypeVar("K", bound=Hashable)
 FEEDBACK_FROM = 3  # the best fused hits whose words are read
 FEEDBACK_TERMS = 15  # the terms of theirs kept, by idf and the hits' scores
 FEEDBACK_AMONG = 50  # the fused top that is scored by them (and whose counts make their idf)
+# fewer candidates than this cannot tell the topic's words from the telling ones (a word two of them hold is more
+# than a fifth of them): no feedback
+FEEDBACK_FEWEST = 10
 FEEDBACK_SHARE = 0.15  # what the best-scored candidate gains; the others in proportion
 FEEDBACK_COMMON = 0.2  # a term held by more than this share of those candidates is the topic's, left out
 FEEDBACK_CHARS = 2000  # of a long message, what is read
@@ -53,7 +57,7 @@ def lend_feedback(ranked: Sequence[tuple[K, float]], text_of: Callable[[K], str]
     found to lend by (the ranking comes back as it was when none was). Scores may pass 1 here: the cut-off and the
     score shown are the caller's (``lend_ranked``)."""
     among = list(ranked[:FEEDBACK_AMONG])
-    if len(among) < 2 or share <= 0:
+    if len(among) < FEEDBACK_FEWEST or share <= 0:
         return list(ranked), False
     bags = {key: bag_of(text_of(key)) for key, _ in among}
     n = len(bags)
