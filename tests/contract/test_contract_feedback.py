@@ -98,3 +98,37 @@ def test_a_handful_of_candidates_gets_no_feedback(world: World) -> None:
                                          [MessageDraft(role, text) for role, text in TRIP[:12]])
     page = search(world, "short")
     assert "feedback" not in page.stages
+
+
+def test_each_thing_an_order_question_names_gets_the_feedback_too_and_each_text_is_read_once(
+        world: World, monkeypatch: Any) -> None:
+    import agentmem.services.conversations as conversations
+    from agentmem.domain import feedback
+
+    # Given a question that names two things to tell apart (each searched as the question is: aspects)
+    journal(world, "trip", "PV-30917")
+    calls: list[tuple[frozenset[str], int]] = []
+    read: list[str] = []
+
+    def recorded(ranked: Any, text_of: Any, question: Any, **options: Any) -> Any:
+        calls.append((frozenset(question), len(ranked)))
+
+        def reading(key: Any) -> str:
+            read.append(text_of(key))
+            return str(text_of(key))
+
+        return feedback.lend_feedback(ranked, reading, question, **options)
+
+    monkeypatch.setattr(conversations, "lend_feedback", recorded)
+    page = world.container.conversations.search_page(
+        world.account, "support", "Did my sister ask to come before or after I got the hotel's arrival time?",
+        conversation="trip")
+    if page.fallback is not None:  # no semantic side: the words answer, and no feedback is asked for
+        assert calls == []
+        return
+    # Then the whole question and each thing it names are given the feedback, each with its own words
+    assert len(calls) == 3 and len({question for question, _ in calls}) == 3, calls
+    assert any("sister" in q and "hotel" not in q for q, _ in calls[1:]), calls
+    assert any("hotel" in q and "sister" not in q for q, _ in calls[1:]), calls
+    # and no candidate's text is read twice for it
+    assert len(read) == len(set(read)) > 0

@@ -51,31 +51,37 @@ def bag_of(text: str) -> Counter[str]:
 
 
 def lend_feedback(ranked: Sequence[tuple[K, float]], text_of: Callable[[K], str], question: Collection[str], *,
-                  share: float = FEEDBACK_SHARE) -> tuple[list[tuple[K, float]], bool]:
+                  share: float = FEEDBACK_SHARE, bags: dict[K, Counter[str]] | None = None,
+                  ) -> tuple[list[tuple[K, float]], bool]:
     """``ranked`` (fused, best first, before the cut-off) ordered again with each of its top ``FEEDBACK_AMONG``
     raised by the terms the best few hold and the question (its stems, ``question``) does not; whether any term was
     found to lend by (the ranking comes back as it was when none was). Scores may pass 1 here: the cut-off and the
-    score shown are the caller's (``lend_ranked``)."""
+    score shown are the caller's (``lend_ranked``). ``bags``: the candidates' words read so far, kept (a question
+    and the things it names rank the same candidates)."""
     among = list(ranked[:FEEDBACK_AMONG])
     if len(among) < FEEDBACK_FEWEST or share <= 0:
         return list(ranked), False
-    bags = {key: bag_of(text_of(key)) for key, _ in among}
-    n = len(bags)
-    held = Counter(term for bag in bags.values() for term in bag)
+    read = {} if bags is None else bags  # (a search's views share what was read of each candidate)
+    for key, _ in among:
+        if key not in read:
+            read[key] = bag_of(text_of(key))
+    bags_of = {key: read[key] for key, _ in among}
+    n = len(bags_of)
+    held = Counter(term for bag in bags_of.values() for term in bag)
     idf = {term: math.log(1 + (n - count + 0.5) / (count + 0.5)) for term, count in held.items()}
     common = max(2.0, FEEDBACK_COMMON * n)
     weight: dict[str, float] = {}
     for key, score in among[:FEEDBACK_FROM]:
-        for term in bags[key]:
+        for term in bags_of[key]:
             # (a term no other candidate holds lends to nobody: it would only raise the hit that says it)
             if term not in question and 2 <= held[term] <= common:
                 weight[term] = weight.get(term, 0.0) + idf[term] * score
     chosen = [term for term in sorted(weight, key=lambda t: -weight[t])[:FEEDBACK_TERMS] if weight[term] > 0]
     if not chosen:
         return list(ranked), False
-    mean_length = max(sum(sum(bag.values()) for bag in bags.values()) / n, 1.0)
+    mean_length = max(sum(sum(bag.values()) for bag in bags_of.values()) / n, 1.0)
     scored: dict[K, float] = {}
-    for key, bag in bags.items():
+    for key, bag in bags_of.items():
         norm = _K1 * (1 - _B + _B * sum(bag.values()) / mean_length)
         scored[key] = sum(idf[t] * bag[t] * (_K1 + 1) / (bag[t] + norm) for t in chosen if bag.get(t))
     best = max(scored.values())

@@ -4,7 +4,7 @@ view, and what starts a summary pass (SPEC §4, §5)."""
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -527,16 +527,18 @@ class ConversationService:
         lending = how.mode in ("hybrid", "deep")
         across = conversation is None  # a search across conversations weighs each candidate's (lend_conversation)
 
+        bags: dict[tuple[str, int], Counter[str]] = {}  # each candidate's words, read once for every view
+
         def fused(view: _View) -> list[tuple[tuple[str, int], float]]:
             seats = view.seats(found)  # the whole question's: every candidate; an aspect's: its own and theirs
             signals = {k: Signals(view.keyword.get(k), view.cosine.get(k)) for k in seats}
             if not lending:
                 return fuse(signals, how.mode, calibration, min_score=cut, keyword_scale=bm25_scale(total, view.held))
             ranked = fuse(signals, how.mode, calibration, min_score=0.0, keyword_scale=bm25_scale(total, view.held))
-            if view is views[0]:  # what the best hits say beside the question (domain/feedback.py)
-                ranked, lent = lend_feedback(ranked, lambda key: message_text(found[key]), view.query.terms)
-                if lent:
-                    stages.append("feedback")
+            # what the best hits say beside the question, or beside the thing it names (domain/feedback.py)
+            ranked, lent = lend_feedback(ranked, lambda key: message_text(found[key]), view.query.terms, bags=bags)
+            if lent and "feedback" not in stages:
+                stages.append("feedback")
             # each message borrows a share of its neighbours' fused score too (what the meaning found of them),
             # then the cut-off; across conversations, a share of its conversation's best too (lend_conversation)
             return lend_ranked(ranked, seats, FUSED_NEIGHBOUR_SHARE, calibration.min_score if cut is None else cut,
