@@ -84,10 +84,8 @@ def lend_feedback(ranked: Sequence[tuple[K, float]], text_of: Callable[[K], str]
     for key, bag in bags_of.items():
         norm = _K1 * (1 - _B + _B * sum(bag.values()) / mean_length)
         scored[key] = sum(idf[t] * bag[t] * (_K1 + 1) / (bag[t] + norm) for t in chosen if bag.get(t))
-    best = max(scored.values())
-    if best <= 0:
-        return list(ranked), False
+    best = max(scored.values())  # > 0: each term chosen is held by two candidates at least
     lent = [(key, score + share * scored.get(key, 0.0) / best) for key, score in ranked]
-    place = {key: n for n, (key, _) in enumerate(ranked)}
+    place = {key: at for at, (key, _) in enumerate(ranked)}
     lent.sort(key=lambda pair: (-round(pair[1], 6), place[pair[0]]))
     return lent, True

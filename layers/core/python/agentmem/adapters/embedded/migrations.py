@@ -76,7 +76,7 @@ def _passages(conn: sqlite3.Connection) -> None:
     the part, every message queued again. It can run again over a database that has them (a part is kept).
     Statement by statement: the migrations run in one transaction, which ``executescript`` would commit."""
     part = "part" if "part" in {row[1] for row in conn.execute("PRAGMA table_info(vectors)")} else "0"
-    statements = [
+    steps = [
         "CREATE TABLE vectors_next (id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, source INTEGER NOT NULL, "
         "part INTEGER NOT NULL DEFAULT 0, partition TEXT NOT NULL, embedder TEXT NOT NULL, text_hash TEXT NOT NULL, "
         "label TEXT NOT NULL, seq INTEGER, vector BLOB NOT NULL, UNIQUE (kind, source, part))",
@@ -89,14 +89,15 @@ def _passages(conn: sqlite3.Connection) -> None:
         "CREATE INDEX vectors_by_partition ON vectors(partition, embedder)",
     ]
     if "part" not in {row[1] for row in conn.execute("PRAGMA table_info(vector_removals)")}:
-        statements.append("ALTER TABLE vector_removals ADD COLUMN part INTEGER NOT NULL DEFAULT 0")
-    statements += [
+        steps.append("ALTER TABLE vector_removals ADD COLUMN part INTEGER NOT NULL DEFAULT 0")
+    steps += [
         "CREATE TRIGGER vectors_removed AFTER DELETE ON vectors BEGIN INSERT INTO vector_removals (partition, source, "
         "part) VALUES (old.partition, old.source, old.part); END",
         "INSERT INTO index_queue (kind, source) SELECT 'message', id FROM messages",
     ]
-    for statement in statements:
+    for statement in steps:
         conn.execute(statement)
+
 
 _ENTRY_TOKEN_STATES = """
     CREATE TABLE IF NOT EXISTS entry_token_states (

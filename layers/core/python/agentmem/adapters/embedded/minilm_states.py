@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 STORE_TOKENS = 1_000_000  # token rows kept, 384 bytes each
 READ_TOKENS = 128  # tokens one forward pass of the indexer reads (some 60 ms of one core, 10 a layer)
-_MESSAGES_A_BATCH = 64
+_ROWS_A_BATCH = 64  # queued entries, or journal messages, one batch looks at
 _FAR_BEHIND = 1000  # messages: past this, the reader starts at the newest messages the bound can hold...
 _CHARS_A_TOKEN = 3.0  # ... guessed from their length (passages overlap: a little more than 4 characters a token)
 _SCALE = 127.0
@@ -128,7 +128,7 @@ class TokenStates:
         rows = conn.execute(
             "SELECT q.entry, e.rowid, e.name, e.description, e.content FROM entry_token_queue q "
             "LEFT JOIN entries e ON e.rowid = q.entry AND e.conversation IS NULL ORDER BY q.entry LIMIT ?",
-            (_MESSAGES_A_BATCH,)).fetchall()
+            (_ROWS_A_BATCH,)).fetchall()
         if not rows:
             return 0
         started = time.perf_counter()
@@ -214,7 +214,7 @@ class TokenStates:
                     after = int(message)
                     break
         rows = conn.execute(f"SELECT m.id, {_MESSAGE_COLUMNS} FROM messages m WHERE m.id > ? ORDER BY m.id LIMIT ?",
-                            (after, _MESSAGES_A_BATCH)).fetchall()
+                            (after, _ROWS_A_BATCH)).fetchall()
         if not rows:
             return 0
         started = time.perf_counter()
