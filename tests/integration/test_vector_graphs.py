@@ -534,3 +534,61 @@ def test_a_search_bounded_in_time_reads_the_messages_times_once_and_keeps_them(
     index.catch_up()
     newest = index.db.connection().execute("SELECT max(id) FROM messages").fetchone()[0]
     assert between("2026-03-01T00:00:00.000000Z", None) == [newest]
+
+
+def test_the_indexer_reads_a_large_journal_s_times_once_caught_up_and_they_are_saved_with_its_graph(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first search bounded in time of a large journal read every message's time (about 2 s at a million),
+    past its deadline, in every process that started: the indexer now reads them once caught up, and they are
+    saved with the graph."""
+    from agentmem.domain.clock import TimeRange
+
+    container, account, index = first_process(tmp_path)
+    answers(container, index, account)  # (the first query loads the partition, a graph)
+    part = loaded(index, account)
+    assert part.graph is not None and len(part.times) == 0
+    rows = index.db.connection().execute("SELECT id, created_at FROM messages").fetchall()
+    expected = {int(r[0]): vector_index._micros(r[1]) for r in rows}
+    # When the indexer runs, caught up, Then it reads the times of every row, and saves the graph with them
+    worker = IndexWorker(index, idle_s=0.01)
+    worker.start()
+    try:
+        for _ in range(1000):
+            if part.saved_at is not None:
+                break
+            threading.Event().wait(0.01)
+    finally:
+        worker.stop()
+    assert len(part.times) == len(part.sources) == 240
+    assert {int(s): int(t) for s, t in zip(part.sources, part.times, strict=True)} == expected
+    assert part.saved_at == part.changes
+    # When another process loads the saved graph, Then its times come with it, and its first search bounded in
+    # time reads none from the journal: only the time of a message written since, by its id
+    _, other_index = start(tmp_path)
+    other = other_index._partition(message_partition(account.account_id, "support", "ana"))
+    assert other is not None and other.saved_at == 0
+    assert np.array_equal(other.times, part.times)
+    container.conversations.append(account, "support", "late", [MessageDraft(
+        "user", "The dentist of team 3, back then.", created_at="2020-03-05T10:00:00.000000Z")], user="ana")
+    other_index.catch_up()
+    newest = other_index.db.connection().execute("SELECT max(id) FROM messages").fetchone()[0]
+    read: list[str] = []
+    other_index.db.connection().set_trace_callback(lambda sql: read.append(sql) if "created_at" in sql else None)
+    try:
+        vector = np.asarray(container.embedder.embed_one("the dentist of team 3"), dtype=np.float32)  # type: ignore[union-attr]
+        found = other_index._nearest_between(other, vector, 5, TimeRange(None, "2021-01-01T00:00:00.000000Z"), None)
+    finally:
+        other_index.db.connection().set_trace_callback(None)
+    assert [int(other.sources[row]) for _, row in found] == [newest]
+    assert len(read) == 1 and "WHERE id IN" in read[0]
+    # And a graph saved before its times were kept is loaded still: its times are read on its first search
+    arrays = {key: value for key, value in part.arrays().items() if key != "times"}
+    older = vector_index._Partition.from_saved(part.name, part.dimension, arrays, part.graph)
+    assert len(older.times) == 0 and older.size == part.size
+    # and once they are read, it is due to be saved again, with them
+    older.saved_at = older.changes
+    monkeypatch.setattr(vector_index, "SAVE_MIN_ROWS", 100)
+    assert not older.due(time.monotonic())
+    index._times_of(older)
+    assert older.due(time.monotonic()) and older.arrays()["times"].tolist() == part.times.tolist()

@@ -215,9 +215,12 @@ class _Partition:
     saved_at: int | None = None  # ``changes`` when its saved graph was written (None: no saved file is like it)
     unsaved_since: float = 0.0  # when it stopped being like its saved file (time.monotonic; 0: since it was built)
     # a journal partition's rows' message times (µs since the epoch; TIME_UNREAD: not read yet, TIME_GONE: no such
-    # message), read from the journal on the first search bounded in time and kept: a message's time never changes
+    # message), read from the journal by the indexer once caught up (``read_times``) or by the first search bounded
+    # in time, whichever comes first, and kept (saved with the graph): a message's time never changes. Every live
+    # row before its length has been read; the rows after it have not
     times: np.ndarray[Any, np.dtype[np.int64]] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     times_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    times_saved: int = 0  # how many of them its saved file holds
     # a loaded partition beside the indexer thread: past ANN_THRESHOLD, the indexer builds its graph without the
     # lock (``SqliteVectorIndex.build_graphs``) while the matrix still answers, up to GRAPH_LATER_MAX nodes
     graph_later: bool = False
@@ -357,12 +360,14 @@ class _Partition:
 
     def due(self, now: float) -> bool:
         """Whether its graph should be saved (again): one never saved, or unlike its file for SAVE_DELAY_S, or
-        grown by SAVE_GROWTH of its rows (at least SAVE_MIN_ROWS) since it was saved."""
+        grown by SAVE_GROWTH of its rows (at least SAVE_MIN_ROWS) since it was saved, or holding as many more rows'
+        times (a file saved before they were read)."""
         if self.graph is None:
             return False
         if self.saved_at is None:
             return now - self.unsaved_since >= SAVE_DELAY_S or not self.unsaved_since
-        return self.changes - self.saved_at >= max(SAVE_MIN_ROWS, SAVE_GROWTH * len(self.sources))
+        enough = max(SAVE_MIN_ROWS, SAVE_GROWTH * len(self.sources))
+        return self.changes - self.saved_at >= enough or len(self.times) - self.times_saved >= enough
 
     def arrays(self) -> dict[str, np.ndarray[Any, Any]]:
         """What it holds beside its graph, as arrays (``vector_graphs.py``): rows, nodes and the rows' labels
@@ -373,7 +378,7 @@ class _Partition:
         return {"sources": self.sources, "parts": self.parts, "seqs": self.seqs, "alive": self.alive,
                 "node_of": self.node_of, "node_first": np.array(self.node_first, dtype=np.int64),
                 "node_key": np.array(self.node_key, dtype=np.uint64), "label_of": label_of,
-                "label_values": np.array(list(distinct), dtype=str)}
+                "label_values": np.array(list(distinct), dtype=str), "times": self.times}
 
     @classmethod
     def from_saved(cls, name: str, dimension: int, arrays: Mapping[str, np.ndarray[Any, Any]], graph: Any,
@@ -400,6 +405,10 @@ class _Partition:
         first_of_row = firsts[part.node_of] if len(part.node_of) else firsts[:0]
         more = (first_of_row >= 0) & (first_of_row != rows)
         part.node_more = _groups(part.node_of[more], rows[more], int)
+        times = arrays.get("times")  # (a file saved before they were kept holds none: read on the first search)
+        if times is not None and len(times) <= len(part.sources):
+            part.times = np.array(times, dtype=np.int64)
+            part.times_saved = len(part.times)
         return part
 
     def nearest(self, query: Vectors, k: int, rows: np.ndarray[Any, np.dtype[np.int64]] | None = None,
@@ -892,8 +901,8 @@ class SqliteVectorIndex(SearchIndex):
 
     def _times_of(self, part: _Partition) -> np.ndarray[Any, np.dtype[np.int64]]:
         """Each row's message time (``_Partition.times``), the rows not read yet read now: every message of the
-        partition's journal in one pass the first time (at a million messages about 2 s, past the deadline of the
-        search that asks: the searches after it find them), then the few written since, by id."""
+        partition's journal in one pass the first time (at a million messages about 2 s: the indexer does it once
+        caught up, ``read_times``, before a search has to), then the few written since, by id."""
         with part.times_lock:
             count = len(part.sources)
             times = part.times
@@ -1147,6 +1156,21 @@ class SqliteVectorIndex(SearchIndex):
                 loaded += 1
         return loaded
 
+    def read_times(self) -> int:
+        """The indexer, or a thread following it, caught up: read the message times of a loaded journal partition
+        searched through a graph that has rows whose times are not read yet (``_times_of``), as its first search
+        bounded in time would: at a million messages about 2 s, which that search spent past its deadline. The
+        times are saved with the graph, so a process that loads it reads only the rows written since. How many
+        rows were read (one partition a call: the queries between two go first)."""
+        with self._lock:
+            unread = [part for name, part in self._partitions.items()
+                      if name.startswith("message" + _SEP) and part.graph is not None
+                      and len(part.times) < len(part.sources)]
+        if not unread:
+            return 0
+        before = len(unread[0].times)
+        return len(self._times_of(unread[0])) - before
+
     def load_saved(self) -> int:
         """Load every partition that has a saved graph (``agentmem serve``'s indexer, as it starts: the first
         queries find them loaded); how many."""
@@ -1169,18 +1193,22 @@ class SqliteVectorIndex(SearchIndex):
                 # what another process removed leaves first (its files went with it: never written back)
                 self._refresh_locked(conn, *_newest(conn))
                 part = self._partitions.get(name)  # (a graph, once made, is never a matrix again)
-                if part is None or not (part.due(time.monotonic()) or (force and part.saved_at != part.changes)):
+                if part is None:
+                    continue
+                unlike = part.saved_at != part.changes or len(part.times) != part.times_saved  # (its file)
+                if not (part.due(time.monotonic()) or (force and unlike)):
                     continue
                 started = time.monotonic()
+                arrays = part.arrays()
                 try:
-                    written = self.graphs.save(name, part.arrays(), part.graph, seen=self._seen,
+                    written = self.graphs.save(name, arrays, part.graph, seen=self._seen,
                                                removed=self._removed, embedder=self.embedder.name,
                                                dimension=self.dimension)
                 except OSError:
                     logger.exception("a graph of the semantic index could not be saved", extra={"partition": name})
                     part.unsaved_since = time.monotonic()  # tried again SAVE_DELAY_S later
                     continue
-                part.saved_at = part.changes
+                part.saved_at, part.times_saved = part.changes, len(arrays["times"])
             row = {"partition": name, "vectors": part.size, "bytes": written,
                    "seconds": round(time.monotonic() - started, 3)}
             logger.info("a graph of the semantic index was saved", extra=row)
@@ -1407,12 +1435,13 @@ class IndexWorker:
         them the queries running now go first: a query never waits for the indexer (it answers over what is
         indexed), and the indexer leaves it the CPU. Caught up, it reads the token states of the journal's new
         messages for mode=deep (``read_ahead``), a few hundred tokens at a time, the vectors still first and
-        queries before both; and saves the graphs that are due (``SqliteVectorIndex.save_graphs``). Between two
-        batches it builds the graph of a partition that grew past the threshold (``build_graphs``), and loads a
-        partition an import wrote to that no query has loaded yet (``load_written``). Following (``follow``): the
-        saved graphs loaded first, then, between the queries running, the graphs built beside them, the loaded
-        partitions brought up to date with what the other process's indexer wrote, and the partitions an import
-        wrote to loaded; nothing caught up, read ahead or saved."""
+        queries before both; then the times of a large journal's rows not read yet (``read_times``); and saves
+        the graphs that are due (``SqliteVectorIndex.save_graphs``). Between two batches it builds the graph of a
+        partition that grew past the threshold (``build_graphs``), and loads a partition an import wrote to that
+        no query has loaded yet (``load_written``). Following (``follow``): the saved graphs loaded first, then,
+        between the queries running, the graphs built beside them, the loaded partitions brought up to date with
+        what the other process's indexer wrote and their times read, and the partitions an import wrote to
+        loaded; nothing caught up, read ahead or saved."""
         ahead = None if self.follow else self.index.read_ahead
         if ahead is not None:
             ahead.pause = self._quiet
@@ -1427,12 +1456,14 @@ class IndexWorker:
                 self.index.build_graphs()  # (a partition that grew past the threshold: its graph, beside it)
                 if self.follow:  # another process's indexer writes: what it wrote comes into the loaded partitions
                     self.index.refresh()
-                    applied = 0
+                    applied = self.index.read_times()
                 else:
                     queried = time.monotonic() - self.index.last_query_s < QUERIED_RECENTLY_S
                     applied = self.index.catch_up(WORKER_BATCH_QUERIED if queried else WORKER_BATCH)
                     if not applied and ahead is not None:
                         applied = ahead.read_some()
+                    if not applied:  # the times of a journal's new rows, for its searches bounded in time
+                        applied = self.index.read_times()
                     if not applied:  # caught up: the graphs grown or changed enough since they were saved
                         self.index.save_graphs()
                 self.index.load_written()  # (a partition an import writes to is loaded before its first query)
