@@ -909,12 +909,14 @@ def print_tables(results: dict[str, Any]) -> None:
                   f"{m.get('vectors_per_message', 0):>12.2f} {m.get('passages_per_long_message', 0):>14.1f}")
         print()
         print("Journal size, memory and indexing")
-        print(f"  {'messages':>10} {'vectors':>10} {'cold ms':>9} {'bounded':>8} {'RSS MiB':>8} {'peak MiB':>9} {'disk MiB':>9} "
-              f"{'append msg/s':>13} {'append chars/s':>15} {'catch-up msg/s':>15} {'catch-up chars/s':>17}")
+        print(f"  {'messages':>10} {'vectors':>10} {'cold ms':>9} {'bounded':>8} {'RSS MiB':>8} {'peak MiB':>9} "
+              f"{'disk MiB':>9} {'append msg/s':>13} {'append chars/s':>15} {'catch-up msg/s':>15} "
+              f"{'catch-up chars/s':>17}")
         for step in steps:
             mem = step.get("memory", {})
             print(f"  {step['messages']:>10,} {step['catch_up'].get('vectors', 0):>10,} {step['cold_ms']:>9.1f} "
-                  f"{cell(step, 'cold_bounded_ms')} {mem.get('rss_mb', 0):>8.0f} {mem.get('peak_rss_mb', 0):>9.0f} {step['disk_mb']:>9.0f} "
+                  f"{cell(step, 'cold_bounded_ms')} {mem.get('rss_mb', 0):>8.0f} {mem.get('peak_rss_mb', 0):>9.0f} "
+                  f"{step['disk_mb']:>9.0f} "
                   f"{step['append']['messages_per_s']:>13,.0f} {step['append'].get('chars_per_s', 0):>15,.0f} "
                   f"{step['catch_up'].get('messages_per_s', 0):>15,.0f} "
                   f"{step['catch_up'].get('chars_per_s', 0):>17,.0f}")
