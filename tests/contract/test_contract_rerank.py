@@ -14,6 +14,7 @@ import pytest
 from agentmem.domain.agents import Attachment
 from agentmem.domain.conversations import MessageDraft
 from agentmem.domain.errors import InvalidError
+from agentmem.domain.recall import RERANK_FUSED_SHARE, keep_fused
 from agentmem.ports.reranker import Reranker
 from agentmem.services.agents import AgentSettings
 from agentmem.services.conversations import JournalPage
@@ -97,6 +98,35 @@ def test_deep_mode_reorders_the_fused_top_by_the_reranker_and_says_so(world: Wor
     # and a search in another mode never calls it
     search(world, "pharmacy", mode="hybrid")
     assert len(reranker.calls) == 1
+
+
+def test_deep_journal_search_keeps_a_share_of_each_candidate_s_fused_score(world: World) -> None:
+    """The model (late interaction over a sentence model's token states) breaks the fusion's near-ties more than
+    it overturns its order: each score it gives keeps RERANK_FUSED_SHARE of the candidate's fused score."""
+    journal(world)
+    fused = search(world, "pharmacy neighbours book", min_score=0.0, limit=50, conversation="errands")
+    assert len(fused.items) > 3
+
+    class ByAHair(Reranker):  # prefers what the fusion put last, each by a hair
+        def rerank(self, query: str, passages: Sequence[str]) -> list[float]:
+            return [0.5 + 0.001 * n for n in range(len(passages))]
+
+    world.container.conversations.reranking = Reranking(lambda: ByAHair(), deadline_s=30.0, neighbour_share=0.0)
+    deep = search(world, "pharmacy neighbours book", mode="deep", limit=50, conversation="errands")
+    order = [h.seq for h in fused.items]
+    kept = keep_fused({seq: 0.5 + 0.001 * n for n, seq in enumerate(order)},
+                      {h.seq: h.score for h in fused.items}, RERANK_FUSED_SHARE)
+    expected = sorted(order, key=lambda seq: (-kept[seq], order.index(seq)))
+    # Then the page is in that order: one of the fusion's best first (of two it scores alike, the model's choice),
+    # where the model alone would reverse the fused order
+    assert [h.seq for h in deep.items] == expected
+    score = {h.seq: h.score for h in fused.items}
+    assert score[expected[0]] == fused.items[0].score
+    if fused.fallback is None:
+        assert expected != order[::-1]
+    else:  # no semantic side (the AWS world has no index): the words' scores, shown at most 1, are all 1 here
+        assert set(score.values()) == {1.0} and expected == order[::-1]
+    assert deep.stages[-1] == "rerank"
 
 
 class Failing(Reranker):

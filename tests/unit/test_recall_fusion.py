@@ -388,3 +388,53 @@ def test_toward_latest_lifts_the_later_of_close_candidates_and_keeps_scores_best
     assert [k for k, _ in toward_latest([("old", 0.8), ("new", 0.5)], times.__getitem__, share=0.15)] == ["old", "new"]
     # fewer than two: nothing to order
     assert toward_latest([("old", 0.3)], times.__getitem__) == [("old", 0.3)]
+
+
+def test_the_model_s_score_keeps_a_share_of_the_fused_score_so_near_ties_go_the_fusion_s_way() -> None:
+    from agentmem.domain.recall import RERANK_FUSED_SHARE, keep_fused
+
+    fused = {"a": 0.9, "b": 0.45, "c": 0.2}
+    # the model prefers b to a by a hair: the fusion's clear preference for a wins
+    near = keep_fused({"a": 0.60, "b": 0.62, "c": 0.1}, fused, RERANK_FUSED_SHARE)
+    assert near["a"] == pytest.approx((0.60 + 0.15 * 1.0) / 1.15) and near["b"] == pytest.approx((0.62 + 0.075) / 1.15)
+    assert sorted(near, key=lambda k: -near[k]) == ["a", "b", "c"]
+    # a clear preference of the model's overturns the fusion's order
+    far = keep_fused({"a": 0.30, "b": 0.80, "c": 0.1}, fused, RERANK_FUSED_SHARE)
+    assert sorted(far, key=lambda k: -far[k]) == ["b", "a", "c"]
+    # no share, or no fused score to read, leaves the model's scores as they were
+    assert keep_fused({"a": 0.3}, fused, 0.0) == {"a": 0.3}
+    assert keep_fused({"a": 0.3}, {"a": 0.0}, RERANK_FUSED_SHARE) == {"a": 0.3}
+
+
+@given(st.dictionaries(st.integers(0, 30), st.tuples(st.floats(0, 1), st.floats(0, 2)), min_size=1),
+       st.floats(0, 1))
+def test_a_score_that_keeps_a_share_of_the_fused_one_stays_from_0_to_1_and_keeps_the_model_s_order_among_equals(
+    rows: dict[int, tuple[float, float]], share: float,
+) -> None:
+    from agentmem.domain.recall import keep_fused
+
+    kept = keep_fused({k: model for k, (model, _) in rows.items()}, {k: f for k, (_, f) in rows.items()}, share)
+    assert set(kept) == set(rows) and all(-1e-9 <= v <= 1 + 1e-9 for v in kept.values())
+    for a in rows:
+        for b in rows:
+            if rows[a][1] == rows[b][1] and rows[a][0] > rows[b][0]:
+                assert kept[a] > kept[b] - 1e-12
+
+
+def test_deep_keeps_the_fused_share_it_is_asked_to_and_only_then() -> None:
+    from collections.abc import Sequence
+
+    from agentmem.ports.reranker import Reranker
+    from agentmem.services.recall import Reranking
+
+    class Hair(Reranker):  # prefers the fused second to the first, by a hair
+        def rerank(self, query: str, passages: Sequence[str]) -> list[float]:
+            return [{"a1": 0.60, "a9": 0.62}[p] for p in passages]
+
+    head = [(("a", 1), 0.9), (("a", 9), 0.45)]
+    reranking = Reranking(lambda: Hair(), deadline_s=30.0)
+    alone = reranking.run("q", head, ["a1", "a9"], neighbours=True)
+    assert [seat for seat, _ in alone.ranked] == [("a", 9), ("a", 1)]
+    kept = reranking.run("q", head, ["a1", "a9"], neighbours=True, fused=0.15)
+    assert [seat for seat, _ in kept.ranked] == [("a", 1), ("a", 9)]
+    assert kept.ranked[0][1] == pytest.approx(0.75 / 1.15, abs=1e-6)

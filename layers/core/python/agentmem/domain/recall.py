@@ -60,6 +60,13 @@ RERANK_CONVERSATION_SHARE = 0.4  # ... and of the re-ranking stage's scores (mod
 NEIGHBOUR_SOURCES = 50  # the best keyword hits whose neighbours are read as candidates
 RERANK_CANDIDATES = 50  # the fused top that the re-ranking stage reads (mode=deep)
 RERANK_NEIGHBOUR_SHARE = 0.1  # ... and the share of its neighbours' re-ranking score a candidate borrows
+# ... and, in a journal search, the share of its fused score a candidate keeps (``keep_fused``): the model (late
+# interaction over a sentence model's token states, not trained to order passages) then breaks the fusion's
+# near-ties more than it overturns its order. On the dev half of bench/recall_eval deep R@10 went 0.789 -> 0.823
+# within conversations, 0.742 -> 0.762 across the journal and 0.693 -> 0.713 in one thread, MRR up in each (0.05:
+# 0.803, 0.1: 0.814, 0.2: 0.821, 0.3: 0.813, 0.6: 0.794 within). Entry recall keeps the model's own order: there
+# it cost R@1 (0.878 -> 0.853 by memory search, bench/recall_eval_entries.py)
+RERANK_FUSED_SHARE = 0.15
 RERANK_BUDGET_S = 0.08  # ... and the time it has to read candidates it has not read before (rerank_partial past it)
 # A long message is searched by its passages too (domain/passages.py): its semantic score is this share of its
 # best passage's cosine, and the rest its whole text's (see passage_score). On the dev half of bench/recall_eval
@@ -193,6 +200,16 @@ def lend_ranked(ranked: Sequence[tuple[Seat, float]], seats: Iterable[Seat], sha
     kept = sorted((seat for seat, score in neighboured.items() if score >= cut),
                   key=lambda seat: (-round(lent[seat], 6), place.get(seat, len(place))))
     return [(seat, round(min(lent[seat], 1.0), 6)) for seat in kept]  # ordered as lent, shown at most 1
+
+
+def keep_fused(scores: Mapping[K, float], fused: Mapping[K, float], share: float) -> dict[K, float]:
+    """Each of ``scores`` (the re-ranking stage's, from 0 to 1) keeping ``share`` of its ``fused`` score, read as a
+    share of the best fused score among them: (score + share × fused / best) / (1 + share), from 0 to 1 still."""
+    best = max((fused.get(key, 0.0) for key in scores), default=0.0)
+    if share <= 0 or best <= 0:
+        return dict(scores)
+    return {key: (score + share * min(max(fused.get(key, 0.0), 0.0) / best, 1.0)) / (1 + share)
+            for key, score in scores.items()}
 
 
 def passage_score(whole: float | None, passages: Sequence[float], weight: float | None = None) -> float:

@@ -50,6 +50,7 @@ from ..domain.recall import (
     MODES,
     NEIGHBOUR_SHARE,
     RERANK_CONVERSATION_SHARE,
+    RERANK_FUSED_SHARE,
     SEMANTIC_CANDIDATES,
     Fallback,
     Mode,
@@ -609,7 +610,7 @@ class ConversationService:
             return passage.of(text) if passage is not None else text
 
         deep = self.reranking.deepen(query, ranked, text_of, mode=mode, fallback=fallback, cut=cut, neighbours=True,
-                                     conversations=conversations)
+                                     conversations=conversations, fused=RERANK_FUSED_SHARE)
         if deep.reranked:
             stages.append("rerank")
         return deep.mode, deep.fallback, deep.ranked

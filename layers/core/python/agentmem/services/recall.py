@@ -34,6 +34,7 @@ from ..domain.recall import (
     Fallback,
     Mode,
     Seat,
+    keep_fused,
     lend_conversation,
     lend_neighbours,
 )
@@ -191,6 +192,7 @@ class Reranking:
     def deepen(
         self, query: str, ranked: list[tuple[K, float]], text_of: Callable[[K], str], *, mode: Mode,
         fallback: Fallback | None, cut: float, neighbours: bool = False, conversations: float = 0.0,
+        fused: float = 0.0,
     ) -> DeepAnswer[K]:
         """``mode=deep`` over a fused ranking (made with no cut-off, so the stage reads the top whole): the top
         ``candidates`` read again with the query, the rest after them. When the stage does not run, the fused
@@ -199,14 +201,15 @@ class Reranking:
         plain: Mode = "hybrid" if mode == "deep" else mode
         head = ranked[: self.candidates]
         outcome = self.run(query, head, [text_of(key) for key, _ in head], neighbours=neighbours,
-                           conversations=conversations)
+                           conversations=conversations, fused=fused)
         if outcome.fallback is not None and outcome.fallback != "rerank_partial":
             return DeepAnswer(plain, fallback or outcome.fallback, [(k, s) for k, s in ranked if s >= cut], False)
         return DeepAnswer(mode, fallback or outcome.fallback, outcome.ranked + ranked[self.candidates:], bool(head))
 
     def run(self, query: str, head: list[tuple[K, float]], texts: list[str], *,
-            neighbours: bool = True, conversations: float = 0.0) -> Reranked[K]:
-        """``head``: the fused top candidates, best first, and ``texts`` what each says. With ``neighbours`` the
+            neighbours: bool = True, conversations: float = 0.0, fused: float = 0.0) -> Reranked[K]:
+        """``head``: the fused top candidates, best first, and ``texts`` what each says. Each read keeps
+        ``fused`` of its fused score, as a share of the best one read (``keep_fused``). With ``neighbours`` the
         keys are journal seats, and each borrows a share of its neighbours' score, then ``conversations`` of its
         conversation's (``lend_conversation``: a search across conversations)."""
         if not head:
@@ -239,6 +242,7 @@ class Reranking:
             return self._fell_back(head, "rerank_timeout")
         keys = [head[n][0] for n in read]
         own: dict[K, float] = {key: float(scores[n]) for key, n in zip(keys, read, strict=True)}  # type: ignore[arg-type]
+        own = keep_fused(own, dict(head), fused)
         lent: Mapping[K, float] = own
         if neighbours:  # the keys are journal seats
             lent = cast("Mapping[K, float]", lend_conversation(
