@@ -12,6 +12,7 @@ from typing import Any
 
 from ..domain.addressing import called_names, capitalised
 from ..domain.agents import AgentRecord, agent_of_memory, check_window_messages
+from ..domain.asked_when import asks_when, toward_times
 from ..domain.clock import Clock, TimeRange, iso, parse_iso, utcnow
 from ..domain.context import (
     PINNED_MAX,
@@ -529,6 +530,7 @@ class ConversationService:
         across = conversation is None  # a search across conversations weighs each candidate's (lend_conversation)
 
         bags: dict[tuple[str, int], Counter[str]] = {}  # each candidate's words, read once for every view
+        asked_when = lending and asks_when(query)
 
         def fused(view: _View) -> list[tuple[tuple[str, int], float]]:
             seats = view.seats(found)  # the whole question's: every candidate; an aspect's: its own and theirs
@@ -540,6 +542,8 @@ class ConversationService:
             ranked, lent = lend_feedback(ranked, lambda key: message_text(found[key]), view.query.terms, bags=bags)
             if lent and "feedback" not in stages:
                 stages.append("feedback")
+            if asked_when:  # "when…?": of the fused top, the messages that say a time (domain/asked_when.py)
+                ranked = toward_times(ranked, lambda key: message_text(found[key]))
             # each message borrows a share of its neighbours' fused score too (what the meaning found of them),
             # then the cut-off; across conversations, a share of its conversation's best too (lend_conversation)
             return lend_ranked(ranked, seats, FUSED_NEIGHBOUR_SHARE, calibration.min_score if cut is None else cut,
