@@ -18,7 +18,11 @@ from hypothesis import strategies as st
     ("What did Rosa decide about the chickens' water?", False),
     ("Who built the new fence panels?", False),
     ("Which came first: the fox or the fence?", False),
+    ("When am I supposed to hear back?", True),
+    ("So the parcel came, but when?", True),
     ("What is the whenua of the marae?", False),  # ("when" inside another word does not count)
+    ("What was the voucher code easyJet gave me when they cancelled my flight?", False),  # (a clause's "when")
+    ("How many boxes did Sunil count when he emptied the flat?", False),
 ])
 def test_a_question_that_asks_when_is_told_apart(question: str, when: bool) -> None:
     assert asks_when(question) is when
