@@ -556,6 +556,41 @@ def test_a_name_the_conversation_calls_someone_by_is_asked_by_meaning_without_it
         assert len(asked) == 1, (mode, asked)
 
 
+def test_a_name_called_with_a_cry_an_emoji_or_a_question_is_asked_by_meaning_without_it(
+    world: World, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from agentmem.domain.conversations import MessageDraft
+    from agentmem.services.agents import AgentSettings
+
+    # Given a chat where Kwame calls Rosa the ways people chat: no greeting before her name, nothing after it
+    # but a cry, an emoji or a question to her
+    world.container.agents.put(world.account, "friend", AgentSettings())
+    service = world.container.conversations
+    talk = [("assistant", "that's great Rosa! sun at last"), ("user", "the hens are laying again"),
+            ("assistant", "Rosa did you see the fence??"), ("user", "my wrist is still purple from the fall"),
+            ("assistant", "oh no Rosa. I'm so sorry"), ("assistant", "Rosa 🥹 you don't have to"),
+            ("user", "I decided: they stay in the coop and I buy the heated waterer")]
+    service.append(world.account, "friend", "chat", [MessageDraft(role, text) for role, text in talk], user="ana")
+    asked: list[str] = []
+    original = service._semantic
+
+    def spy(*args: object, **options: object) -> object:
+        asked.append(str(args[4]))  # the text the semantic side embeds
+        return original(*args, **options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(service, "_semantic", spy)
+    # When a question names her, the semantic side is asked again without her name
+    page = service.search_page(world.account, "friend", "What happened to Rosa's wrist?", user="ana",
+                               conversation="chat")
+    assert "rosa" in asked[0].lower() and asked[1:], asked
+    assert all("rosa" not in text.lower() and "wrist" in text.lower() for text in asked[1:]), asked
+    # and where the meaning answers (the AWS contract world has no index: the words alone rank there), what she
+    # said of it comes first, above the calls that match her name by words
+    if "semantic" in page.stages:
+        assert page.items[0].seq == 4, [(hit.seq, hit.snippet) for hit in page.items]
+    assert 4 in [hit.seq for hit in page.items]
+
+
 def test_a_match_among_others_on_its_topic_ranks_above_a_stray_one_elsewhere(world: World) -> None:
     from agentmem.domain.conversations import MessageDraft
     from agentmem.services.agents import AgentSettings

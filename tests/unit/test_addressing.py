@@ -20,6 +20,14 @@ from hypothesis import strategies as st
     ("ok. Lena, did you book it?", "lena"),  # it opens a sentence
     ("see you soon, Lena.", "lena"),  # it closes the text after a comma
     ("that was lovely, Sofia! talk soon", "sofia"),  # ... or a sentence
+    ("that's great Rosa! sun!", "rosa"),  # an exclamation mark right after it, wherever it stands
+    ("morning Rosa! yes sorry, gutters on Saturday", "rosa"),
+    ("oh no Rosa. I'm so sorry", "rosa"),  # an interjection right before it
+    ("well done Marek", "marek"),
+    ("Rosa did you see the fence??", "rosa"),  # opening a sentence, the one it calls asked something
+    ("ok. Lena could you send it", "lena"),
+    ("Rosa 🥹 you don't have to", "rosa"),  # opening a sentence, an emoji after it
+    ("Henrik 😂", "henrik"),
 ])
 def test_a_name_said_to_someone_calls_them(text: str, word: str) -> None:
     assert calls(text, word)
@@ -36,6 +44,13 @@ def test_a_name_said_to_someone_calls_them(text: str, word: str) -> None:
     ("mutate(AR.start = row_number() == 1)", "ar"),
     ("Caroline", "rosa"),  # not there at all
     ("Rosalind was here", "rosa"),  # a longer word is not the name
+    ("Rosa could fix it", "rosa"),  # opening a sentence, a verb that asks nobody
+    ("Rosa-Maria came round", "rosa"),  # a dash, a quote, a bracket or an ampersand after it is no call
+    ("Rosa — my neighbour — came round", "rosa"),
+    ("Rosa (next door) has hens", "rosa"),
+    ("Rosa & Walt built it", "rosa"),
+    ("\u201cRosa\u201d is on the parcel", "rosa"),
+    ("no Rosalind!", "rosa"),  # the exclamation mark after a longer word
 ])
 def test_a_name_spoken_of_or_not_there_calls_nobody(text: str, word: str) -> None:
     assert not calls(text, word)
@@ -61,6 +76,22 @@ def test_a_name_mostly_called_is_found_and_one_mostly_spoken_of_is_not() -> None
         ("assistant", "I did it for Rosa, she loved it"),  # Rosa spoken of once: still 3 calls of 4
     ]
     assert called_names(["rosa", "aisling", "nobody"], messages) == {"rosa"}
+
+
+def test_a_name_called_in_the_many_ways_people_chat_is_found() -> None:
+    # Kwame's lines that hold Rosa's name: seven call her, one speaks of her
+    messages = [
+        ("assistant", "morning Rosa! yes sorry, gutters on Saturday"), ("assistant", "Rosa did you see the fence??"),
+        ("assistant", "oh no Rosa. I'm so sorry"), ("assistant", "Rosa 🥹 you don't have to"),
+        ("assistant", "Rosa!! she's here! born Monday night"), ("assistant", "that's great Rosa! sun!"),
+        ("assistant", "Rosa are you sure?"), ("assistant", "my mother says Rosa's pie is the best"),
+    ]
+    assert sum(calls(text, "rosa") for _, text in messages) == 7
+    assert called_names(["rosa"], messages) == {"rosa"}
+    # and a name spoken of at the end of a sentence, or with a dash after it, is not
+    spoken_of = [("user", "I went with Caroline."), ("user", "Caroline-style pasta again"),
+                 ("user", "Caroline could come too"), ("assistant", "hey Caroline!")]
+    assert called_names(["caroline"], spoken_of) == set()
 
 
 def test_one_call_is_not_enough_and_half_is() -> None:
