@@ -51,6 +51,8 @@ def test_a_name_said_to_someone_calls_them(text: str, word: str) -> None:
     ("Rosa & Walt built it", "rosa"),
     ("\u201cRosa\u201d is on the parcel", "rosa"),
     ("no Rosalind!", "rosa"),  # the exclamation mark after a longer word
+    ("Trondheim!! that's Norway!!", "norway"),  # ... or after a stop word
+    ("a friend for Mochi!! a little one", "mochi"),
 ])
 def test_a_name_spoken_of_or_not_there_calls_nobody(text: str, word: str) -> None:
     assert not calls(text, word)

@@ -14,8 +14,10 @@ Rosa.", "Rosa did you see the fence??" and "Rosa 🥹 you don't have to" as call
 which 3 of the 8 messages naming Rosa had been read as calls to 7 of 8, and its questions about Rosa from
 her greetings to what she said: on the development half of ``bench/recall_eval`` hybrid R@10 0.781 -> 0.794
 within conversations (four questions up, none down), 0.724 -> 0.731 across the journal, 0.678 -> 0.686 in one
-thread. Leaving a called name's match out of the words' side too, for the messages that call it, was tried
-with it and not kept: 0.798 within conversations, 0.729 and 0.684 the other ways.
+thread. An exclamation mark counts only after a word that is not a stop word: "that's Norway!!" had made a
+country a called name. Leaving a called name's match out of the words' side too, for the messages that call
+it, was tried and not kept: 0.798 within conversations, 0.729 and 0.684 the other ways. Nor was a name that
+ends a message after a word that is not a stop word ("that's massive carla"): no question moved.
 """
 
 from __future__ import annotations
@@ -66,7 +68,8 @@ def capitalised(query: str, most: int = CAPITALISED_MOST) -> list[str]:
 
 def calls(text: str, word: str) -> bool:
     """Whether ``text`` calls someone by ``word`` (lower-cased): a greeting or an interjection right before it
-    ("hey Rosa", "goodnight carla", "oh no Rosa."); an exclamation mark right after it ("that's great Rosa!");
+    ("hey Rosa", "goodnight carla", "oh no Rosa."); an exclamation mark right after it, after a word that is not a
+    stop word ("that's great Rosa!", not "that's Norway!" or "a friend for Mochi!");
     opening the text or a sentence with a mark, the end, "you" or an emoji after it ("Marek. Jurek died",
     "Randi!!!", "Rosa are you sure?", "Rosa did you see the fence??", "Rosa 🥹"); or closing the text or a
     sentence after a comma ("see you soon, Lena."). A name followed by 's is spoken of, not to. A use that
@@ -98,8 +101,8 @@ def _calls(text: str, name: re.Pattern[str]) -> bool:
             _SENTENCE_END.search(text, reach, start) is not None
         if opens and _CALL_AFTER.match(text, end):
             return True
-        if text.startswith("!", end):  # wherever it stands: "that's great Rosa!", "morning Rosa!"
-            return True
+        if text.startswith("!", end) and last is not None and last.group(1) not in STOP_WORDS:
+            return True  # after a word that is not a stop word: "that's great Rosa!", not "that's Norway!!"
         closes = _ONLY_MARKS.match(text, end) is not None or _CLOSING.match(text, end) is not None
         if closes and text[reach:start].rstrip().endswith(","):
             return True
