@@ -486,20 +486,15 @@ def test_a_question_asking_two_things_of_one_event_is_not_cut(world: World) -> N
     assert page.items and page.items[0].seq in (1, 2, 3, 4, 5, 6)
 
 
-def test_a_name_the_conversation_calls_someone_by_is_asked_by_meaning_without_it(
-    world: World, monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def chat_with_a_spy(world: World, monkeypatch: pytest.MonkeyPatch, talk: list[tuple[str, str]],
+                    ) -> tuple[Any, list[str]]:
+    """Agent "friend" with conversation "chat" of ``talk`` (role, text) for user ana, and the texts its journal
+    search's semantic side is asked to embed, appended to the list as each search asks."""
     from agentmem.domain.conversations import MessageDraft
-    from agentmem.domain.recall import aspects
     from agentmem.services.agents import AgentSettings
 
-    # Given a chat where Kwame calls Rosa by name and Rosa speaks of herself as "I" (domain/addressing.py)
     world.container.agents.put(world.account, "friend", AgentSettings())
     service = world.container.conversations
-    talk = [("assistant", "hey Rosa! how are the girls?"), ("user", "the hens are fine, laying again"),
-            ("assistant", "Rosa are you sure about leaving them out in this frost?"),
-            ("user", "I decided: they stay in the coop and I buy the heated waterer, 60 dollars"),
-            ("assistant", "goodnight Rosa"), ("user", "my cousin Marta is getting married in June, in Porto")]
     service.append(world.account, "friend", "chat", [MessageDraft(role, text) for role, text in talk], user="ana")
     asked: list[str] = []
     original = service._semantic
@@ -509,6 +504,20 @@ def test_a_name_the_conversation_calls_someone_by_is_asked_by_meaning_without_it
         return original(*args, **options)  # type: ignore[arg-type]
 
     monkeypatch.setattr(service, "_semantic", spy)
+    return service, asked
+
+
+def test_a_name_the_conversation_calls_someone_by_is_asked_by_meaning_without_it(
+    world: World, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from agentmem.domain.recall import aspects
+
+    # Given a chat where Kwame calls Rosa by name and Rosa speaks of herself as "I" (domain/addressing.py)
+    talk = [("assistant", "hey Rosa! how are the girls?"), ("user", "the hens are fine, laying again"),
+            ("assistant", "Rosa are you sure about leaving them out in this frost?"),
+            ("user", "I decided: they stay in the coop and I buy the heated waterer, 60 dollars"),
+            ("assistant", "goodnight Rosa"), ("user", "my cousin Marta is getting married in June, in Porto")]
+    service, asked = chat_with_a_spy(world, monkeypatch, talk)
 
     def search(question: str) -> list[int]:
         asked.clear()
@@ -559,26 +568,13 @@ def test_a_name_the_conversation_calls_someone_by_is_asked_by_meaning_without_it
 def test_a_name_called_with_a_cry_an_emoji_or_a_question_is_asked_by_meaning_without_it(
     world: World, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from agentmem.domain.conversations import MessageDraft
-    from agentmem.services.agents import AgentSettings
-
     # Given a chat where Kwame calls Rosa the ways people chat: no greeting before her name, nothing after it
     # but a cry, an emoji or a question to her
-    world.container.agents.put(world.account, "friend", AgentSettings())
-    service = world.container.conversations
     talk = [("assistant", "that's great Rosa! sun at last"), ("user", "the hens are laying again"),
             ("assistant", "Rosa did you see the fence??"), ("user", "my wrist is still purple from the fall"),
             ("assistant", "oh no Rosa. I'm so sorry"), ("assistant", "Rosa 🥹 you don't have to"),
             ("user", "I decided: they stay in the coop and I buy the heated waterer")]
-    service.append(world.account, "friend", "chat", [MessageDraft(role, text) for role, text in talk], user="ana")
-    asked: list[str] = []
-    original = service._semantic
-
-    def spy(*args: object, **options: object) -> object:
-        asked.append(str(args[4]))  # the text the semantic side embeds
-        return original(*args, **options)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(service, "_semantic", spy)
+    service, asked = chat_with_a_spy(world, monkeypatch, talk)
     # When a question names her, the semantic side is asked again without her name
     page = service.search_page(world.account, "friend", "What happened to Rosa's wrist?", user="ana",
                                conversation="chat")
