@@ -53,6 +53,8 @@ def test_a_name_said_to_someone_calls_them(text: str, word: str) -> None:
     ("no Rosalind!", "rosa"),  # the exclamation mark after a longer word
     ("Trondheim!! that's Norway!!", "norway"),  # ... or after a stop word
     ("a friend for Mochi!! a little one", "mochi"),
+    ("we drove to Great Yarmouth.", "yarmouth"),  # "great" names places and books; it calls nobody
+    ("she lent me The Great Gatsby.", "gatsby"),
 ])
 def test_a_name_spoken_of_or_not_there_calls_nobody(text: str, word: str) -> None:
     assert not calls(text, word)

@@ -33,7 +33,8 @@ GREETINGS = frozenset({
     "hey", "hi", "hello", "hiya", "heya", "yo", "oh", "ah", "aw", "aww", "ok", "okay", "thanks", "thank", "thx",
     "ty", "cheers", "morning", "evening", "afternoon", "night", "goodnight", "congrats", "congratulations", "sorry",
     "dear", "bye", "goodbye", "welcome", "wow", "omg", "love", "miss", "happy", "birthday", "haha", "lol",
-    "no", "yes", "yeah", "yay", "great", "nice", "sure", "done",  # "oh no Rosa.", "well done Marek"
+    # (not "great" or "nice", which name places and books: "Great Yarmouth", "The Great Gatsby")
+    "no", "yes", "yeah", "yay", "sure", "done",  # "oh no Rosa.", "well done Marek"
 })
 CAPITALISED_MOST = 8  # the words written with a capital a question is read for, at most
 CALLED_LEAST = 2  # a name is called in at least this many messages ...
