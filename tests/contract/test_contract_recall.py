@@ -22,6 +22,7 @@ from agentmem.domain.clock import iso
 from agentmem.domain.errors import InvalidError
 from agentmem.domain.models import Layer
 from agentmem.ports.embedder import Embedder
+from agentmem.services.conversations import ConversationService
 from agentmem.services.recall import SemanticSide
 from contract_world import World
 
@@ -487,7 +488,7 @@ def test_a_question_asking_two_things_of_one_event_is_not_cut(world: World) -> N
 
 
 def chat_with_a_spy(world: World, monkeypatch: pytest.MonkeyPatch, talk: list[tuple[str, str]],
-                    ) -> tuple[Any, list[str]]:
+                    ) -> tuple[ConversationService, list[str]]:
     """Agent "friend" with conversation "chat" of ``talk`` (role, text) for user ana, and the texts its journal
     search's semantic side is asked to embed, appended to the list as each search asks."""
     from agentmem.domain.conversations import MessageDraft
