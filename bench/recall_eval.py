@@ -8,6 +8,9 @@
                                                                # question asked across all of it
     .venv/bin/python bench/recall_eval.py --one-thread         # each half's conversations as one long
                                                                # conversation, each question asked within it
+    .venv/bin/python bench/recall_eval.py --data locomo10.json # a public benchmark's file, if you hold one
+                                                               # (public_sets.py: LoCoMo's format), as the
+                                                               # test half; --speaker-names: "Caroline: …"
 
 Reads the conversations written by hand in ``bench/recall_eval/data`` (format: ``bench/recall_eval/README.md``),
 loads each into a fresh embedded agentmem in this process (the real API handler, driven through the SDK on an
@@ -61,6 +64,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from public_sets import is_locomo, read_locomo
 from recall_quality import BM25, Agentmem, machine, mean_scores, percentiles, score
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -114,19 +118,31 @@ class Conversation:
     messages: list[dict[str, Any]]  # in order: message i (from 1) is the journal's seq i
     questions: list[Question] = field(default_factory=list)
     shifted_days: int = 0  # how far back its times were moved to keep them out of the future (``in_the_past``)
+    source: str = "hand-written"  # whose: ours, or a public benchmark's (``public_sets.py``)
 
     def seq_of(self) -> dict[str, int]:
         return {m["id"]: n for n, m in enumerate(self.messages, start=1)}
 
 
-def read_conversation(path: Path) -> Conversation:
-    raw = json.loads(path.read_text(encoding="utf-8"))
+def read_conversation(path: Path, *, speaker_names: bool = False) -> Conversation:
+    return conversation_of(json.loads(path.read_text(encoding="utf-8")), path, speaker_names=speaker_names)
+
+
+def conversation_of(raw: dict[str, Any], path: Path, source: str = "hand-written", *,
+                    speaker_names: bool = False) -> Conversation:
+    """One conversation in the evaluation's format (``bench/recall_eval/README.md``), read from ``path``; with
+    ``speaker_names``, each message of the people (not a tool's) opening with its speaker's name from
+    ``speakers`` ("Rosa: …"), as a transcript hands it over."""
     messages = [m for session in raw["sessions"] for m in session["messages"]]
+    names = raw.get("speakers") or {}
+    if speaker_names and names:
+        messages = [m | {"content": f"{names[m['role']]}: {m.get('content') or ''}"} if m.get("role") in names
+                    else m for m in messages]
     ids = [m["id"] for m in messages]
     if len(set(ids)) != len(ids):
         raise ValueError(f"{path}: a message id appears twice")
     convo = Conversation(str(raw["id"]), str(raw.get("style") or path.parent.name), str(raw["split"]), path,
-                         messages)
+                         messages, source=source)
     known = set(ids)
     for q in raw.get("questions", []):
         gold = [str(g) for g in q["gold"]]
@@ -157,23 +173,32 @@ def in_the_past(convo: Conversation, now: datetime | None = None) -> Conversatio
     return convo
 
 
-def read_data(dirs: Sequence[Path]) -> tuple[list[Conversation], list[str]]:
-    """Every conversation file under the folders, and the files that could not be read (said, not fatal)."""
+def read_data(dirs: Sequence[Path], *, speaker_names: bool = False) -> tuple[list[Conversation], list[str]]:
+    """Every conversation file under the folders, and the files that could not be read (said, not fatal). A file
+    in a public benchmark's format (``public_sets.py``: LoCoMo's) is read as its conversations, each turn opening
+    with its speaker's name when ``speaker_names``, and what it leaves out of that file is said too."""
     found: list[Conversation] = []
     problems: list[str] = []
     seen: set[str] = set()
     for folder in dirs:
         for path in sorted(folder.rglob("*.json")) if folder.is_dir() else [folder]:
             try:
-                convo = read_conversation(path)
-            except (ValueError, KeyError, TypeError, json.JSONDecodeError) as error:
-                problems.append(f"{path}: {error}")
+                raw = json.loads(path.read_text(encoding="utf-8"))
+                if is_locomo(raw):
+                    public = read_locomo(raw, str(path), names=speaker_names)
+                    problems += public.left_out
+                    read = [conversation_of(c, path, "LoCoMo") for c in public.conversations]
+                else:
+                    read = [conversation_of(raw, path, speaker_names=speaker_names)]
+            except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+                problems.append(f"{path}: {error!r}")
                 continue
-            if convo.cid in seen:
-                problems.append(f"{path}: conversation id {convo.cid} was read already; left out")
-                continue
-            seen.add(convo.cid)
-            found.append(convo)
+            for convo in read:
+                if convo.cid in seen:
+                    problems.append(f"{path}: conversation id {convo.cid} was read already; left out")
+                    continue
+                seen.add(convo.cid)
+                found.append(convo)
     return found, problems
 
 
@@ -493,7 +518,8 @@ def print_split(split: str, systems: dict[str, dict[str, Any]]) -> None:
             print(f"  {key:<13} {count:>4}  " + "  ".join(cells))
 
 
-def plot(summary: dict[str, Any], path: Path, split: str = "test", across: bool = False, thread: bool = False) -> bool:
+def plot(summary: dict[str, Any], path: Path, split: str = "test", across: bool = False, thread: bool = False,
+         what: str = "hand-written conversations") -> bool:
     """R@10 per question kind on one half, BM25 beside hybrid and deep, with the goal (1.2 × BM25) marked
     where BM25 is below 0.9; False when the run has no such half."""
     shown = [(name, label) for name, label in ((BASELINE, "BM25 (bm25s)"), ("hybrid", "hybrid (default)"),
@@ -506,7 +532,7 @@ def plot(summary: dict[str, Any], path: Path, split: str = "test", across: bool 
     import matplotlib.pyplot as plt
 
     parts = summary[BASELINE][split]
-    groups = [k for k in KINDS if k in parts["by_kind"]] + ["all"]
+    groups = [*ordered(set(parts["by_kind"]), KINDS), "all"]
     counts = [parts["by_kind"][k]["n"] if k != "all" else parts["all"]["n"] for k in groups]
 
     def r10(name: str, group: str) -> float:
@@ -533,8 +559,10 @@ def plot(summary: dict[str, Any], path: Path, split: str = "test", across: bool 
     axis.legend(fontsize=8, loc="upper center", ncol=4)
     where = ("across each half's journal" if across else "within each half's one long thread" if thread
              else "within each conversation")
-    axis.set_title(f"Journal search on hand-written conversations ({where}), {split} half: R@10 per kind "
-                   "(questions in brackets)", fontsize=10)
+    title = f"Journal search on {what} ({where}), {split} half: R@10 per kind (questions in brackets)"
+    if len(title) > 120:  # (a long one in two lines, so that it is not cut at the figure's edges)
+        title = title.replace(f"), {split} half", f"),\n{split} half", 1)
+    axis.set_title(title, fontsize=10)
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=110)
@@ -563,18 +591,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--one-thread", action="store_true",
                         help="append each half's conversations to one long conversation and ask each question "
                              "within it (a long-running thread of a thousand messages and more)")
+    parser.add_argument("--speaker-names", action="store_true",
+                        help="open each message of the people with its speaker's name (\"Rosa: …\"), as many "
+                             "public harnesses hand a transcript to a memory")
     parser.add_argument("--replot", type=Path, metavar="RESULTS",
                         help="only draw the plot from a results file this runner wrote, and exit")
     args = parser.parse_args(argv)
     if args.across and args.one_thread:
         parser.error("--across and --one-thread are two ways of asking: choose one")
-    suffix = "_across" if args.across else "_thread" if args.one_thread else ""
-    args.out = args.out or ROOT / "bench" / "results" / f"recall_eval{suffix}.json"
-    args.plot = args.plot or (PLOT_ACROSS if args.across else PLOT_THREAD if args.one_thread else PLOT)
+    suffix = ("_across" if args.across else "_thread" if args.one_thread else "") + (
+        "_names" if args.speaker_names else "")
     if args.replot is not None:
         written = json.loads(args.replot.read_text())
+        args.plot = args.plot or (PLOT_ACROSS if written.get("across") else PLOT_THREAD if written.get("one_thread")
+                                  else PLOT)
         drawn = plot(written["systems"], args.plot, across=bool(written.get("across")),
-                     thread=bool(written.get("one_thread")))
+                     thread=bool(written.get("one_thread")), what=written.get("what", "hand-written conversations"))
         print(f"drew {args.plot}" if drawn else f"{args.replot} has no test half with BM25: nothing drawn")
         return 0 if drawn else 2
     for name, value in (("POWERTOOLS_METRICS_DISABLED", "true"), ("POWERTOOLS_TRACE_DISABLED", "true"),
@@ -584,7 +616,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown systems {unknown}")
     systems = {s: SYSTEMS[s] for s in args.systems.split(",")}
-    conversations, problems = read_data(args.data)
+    conversations, problems = read_data(args.data, speaker_names=args.speaker_names)
     for problem in problems:
         log(f"left out: {problem}")
     if args.split != "both":
@@ -592,6 +624,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not conversations:
         print(f"no conversations under {', '.join(map(str, args.data))}", file=sys.stderr)
         return 2
+    out, drawing = outputs(conversations, suffix)
+    args.out, args.plot = args.out or out, args.plot or drawing
+    what = " and ".join(sorted({c.source for c in conversations})) + " conversations" + (
+        ", each line after its speaker's name" if args.speaker_names else "")
     started = time.perf_counter()
     load_before = os.getloadavg()
     server = Server()
@@ -638,9 +674,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "read_ahead": not args.no_read_ahead,
         "across": args.across,
         "one_thread": args.one_thread,
+        "what": what,
     }
     styles = sorted({c.style for c in conversations})
-    print(f"\nRecall on hand-written conversations — {len(conversations)} conversations ({', '.join(styles)}), "
+    print(f"\nRecall on {len(conversations)} {' and '.join(sorted({c.source for c in conversations}))} "
+          f"conversations ({', '.join(styles)}) from {', '.join(map(str, args.data))}, "
           f"{sum(len(c.messages) for c in conversations):,} messages, {len(questions)} questions; "
           f"created_at {'kept' if server.takes_created_at else 'not taken by appends'}; each question asked "
           + ("across its half's whole journal" if args.across else "within its half's one long thread"
@@ -652,9 +690,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.write_text(json.dumps(results, indent=1) + "\n")
     shown = args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out
     print(f"\nwrote {shown} in {results['seconds']} s")
-    if plot(summary, args.plot, across=args.across, thread=args.one_thread):
+    if plot(summary, args.plot, across=args.across, thread=args.one_thread, what=what):
         print(f"drew {args.plot}")
     return verdict(summary)
+
+
+def outputs(conversations: Sequence[Conversation], suffix: str) -> tuple[Path, Path]:
+    """Where a run writes its results and draws its plot by default (``suffix``: ``_across``, ``_thread`` or
+    nothing, then ``_names`` with ``--speaker-names``). A public set's run writes beside ours, never over them:
+    ``recall_eval_locomo.json``, ``recall-eval-locomo.png``."""
+    public = "_".join(sorted({c.source.lower() for c in conversations if c.source != "hand-written"}))
+    named = f"_{public}" if public else ""
+    return (ROOT / "bench" / "results" / f"recall_eval{named}{suffix}.json",
+            ROOT / "docs" / "img" / f"recall-eval{named}{suffix}.png".replace("_", "-"))
 
 
 def verdict(summary: dict[str, Any]) -> int:

@@ -1,0 +1,151 @@
+"""A public long-conversation benchmark's file (LoCoMo's format, ``bench/public_sets.py``) is read by the recall
+evaluation as conversations of its test split: the turns in order with their session's time, the photo's caption
+with the turn that shares it, each question's evidence as its gold, and what cannot be asked left out and said.
+The file here is made by the test: no public data is in the repository."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def bench() -> Iterator[Any]:
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import recall_eval
+
+        yield recall_eval
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+
+
+def locomo_sample(sample_id: str = "conv-1") -> dict[str, Any]:
+    return {
+        "sample_id": sample_id,
+        "conversation": {
+            "speaker_a": "Caroline", "speaker_b": "Melanie",
+            "session_2_date_time": "10:37 am on 27 June, 2023",  # (keys in any order: sessions by number)
+            "session_2": [
+                {"speaker": "Melanie", "dia_id": "D2:1", "text": "We went camping at the beach last weekend."},
+                {"speaker": "Caroline", "dia_id": "D2:2", "text": "Lovely. I signed up for a pottery class."},
+            ],
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                {"speaker": "Caroline", "dia_id": "D1:1", "text": "Hey Mel! I went to a support group yesterday."},
+                {"speaker": "Melanie", "dia_id": "D1:2", "text": "Here's what I painted last week.",
+                 "img_url": ["https://example.org/p.jpg"], "blip_caption": "a painting of a sunrise over a lake"},
+            ],
+            "session_3_date_time": "some day in July",
+            "session_3": [{"speaker": "Melanie", "dia_id": "D3:1", "text": "Back from the lake."}],
+        },
+        "qa": [
+            {"question": "When did Caroline go to the support group?", "answer": "7 May 2023",
+             "evidence": ["D1:1"], "category": 2},
+            {"question": "What did Melanie paint?", "answer": "a sunrise", "evidence": ["D1:2"], "category": 4},
+            {"question": "What does Melanie do with her family?", "answer": "camping",
+             "evidence": ["D2:1; D1:2"], "category": 1},  # two ids in one string
+            {"question": "What might Caroline study?", "answer": "pottery", "evidence": ["D2:2", "D9:9"],
+             "category": 3},  # D9:9 names no turn
+            {"question": "What did Caroline paint?", "adversarial_answer": "a sunrise", "evidence": ["D1:2"],
+             "category": 5},  # about something never said
+            {"question": "Where does Melanie work?", "answer": "?", "evidence": ["D7:1"], "category": 4},
+        ],
+    }
+
+
+def write(tmp_path: Path, samples: list[dict[str, Any]]) -> Path:
+    path = tmp_path / "locomo10.json"
+    path.write_text(json.dumps(samples), encoding="utf-8")
+    return path
+
+
+def test_a_locomo_file_is_read_as_conversations_of_the_test_split(bench: Any, tmp_path: Path) -> None:
+    conversations, left_out = bench.read_data([write(tmp_path, [locomo_sample("conv-1"), locomo_sample("conv-2")])])
+
+    assert [c.cid for c in conversations] == ["conv-1", "conv-2"]
+    convo = conversations[0]
+    assert (convo.style, convo.split, convo.source) == ("chat", "test", "LoCoMo")
+    assert [m["id"] for m in convo.messages] == ["D1:1", "D1:2", "D2:1", "D2:2", "D3:1"]  # sessions by number
+    assert [m["role"] for m in convo.messages] == ["user", "assistant", "assistant", "user", "assistant"]
+    assert convo.messages[0]["created_at"] == "2023-05-08T13:56:00Z"
+    assert convo.messages[1]["created_at"] == "2023-05-08T13:56:30Z"  # each turn after the one before
+    assert convo.messages[2]["created_at"] == "2023-06-27T10:37:00Z"
+    assert "created_at" not in convo.messages[4]  # its session's time does not read
+    assert convo.messages[1]["content"] == (
+        "Here's what I painted last week. [photo: a painting of a sunrise over a lake]")
+    assert [(q.qid, q.kind, q.gold) for q in convo.questions] == [
+        ("conv-1/q1", "category_2", ["D1:1"]),
+        ("conv-1/q2", "category_4", ["D1:2"]),
+        ("conv-1/q3", "category_1", ["D2:1", "D1:2"]),
+        ("conv-1/q4", "category_3", ["D2:2"]),
+    ]
+    said = "\n".join(line for line in left_out if "conv-1" in line)
+    assert "session 3" in said and "'some day in July'" in said
+    assert "q4: evidence ['D9:9'] names no turn" in said and "q4: evidence ['D9:9'] names no turn;" not in said
+    assert "q5: adversarial (category 5)" in said
+    assert "q6: evidence ['D7:1'] names no turn; the question is left out" in said
+
+
+def test_speaker_names_open_each_turn_of_a_public_set_and_of_our_own(bench: Any, tmp_path: Path) -> None:
+    (locomo,), _ = bench.read_data([write(tmp_path, [locomo_sample()])], speaker_names=True)
+    assert locomo.messages[0]["content"] == "Caroline: Hey Mel! I went to a support group yesterday."
+    assert locomo.messages[2]["content"] == "Melanie: We went camping at the beach last weekend."
+
+    ours = ROOT / "bench" / "recall_eval" / "data" / "agent_run" / "agent-01.json"
+    raw = json.loads(ours.read_text(encoding="utf-8"))
+    plain = bench.read_conversation(ours)
+    named = bench.read_conversation(ours, speaker_names=True)
+    for before, after in zip(plain.messages, named.messages, strict=True):
+        if before["role"] in raw["speakers"]:
+            assert after["content"] == f"{raw['speakers'][before['role']]}: {before.get('content') or ''}"
+        else:  # a tool's call or result speaks for nobody
+            assert after == before
+    assert {m["role"] for m in plain.messages} > {"user", "assistant"}
+
+
+def test_a_public_sets_run_writes_beside_ours_never_over_them(bench: Any, tmp_path: Path) -> None:
+    (locomo,), _ = bench.read_data([write(tmp_path, [locomo_sample()])])
+    ours = bench.read_conversation(ROOT / "bench" / "recall_eval" / "data" / "chat" / "chat-01.json")
+
+    assert bench.outputs([ours], "") == (ROOT / "bench/results/recall_eval.json", ROOT / "docs/img/recall-eval.png")
+    assert bench.outputs([ours], "_across") == (ROOT / "bench/results/recall_eval_across.json",
+                                                ROOT / "docs/img/recall-eval-across.png")
+    assert bench.outputs([locomo], "_thread") == (ROOT / "bench/results/recall_eval_locomo_thread.json",
+                                                  ROOT / "docs/img/recall-eval-locomo-thread.png")
+
+
+def test_a_file_that_is_neither_format_is_said_and_left_out(bench: Any, tmp_path: Path) -> None:
+    odd = tmp_path / "odd.json"
+    odd.write_text(json.dumps([{"conversation": "not a mapping", "qa": []}]), encoding="utf-8")
+    conversations, left_out = bench.read_data([odd])
+    assert conversations == []
+    assert len(left_out) == 1 and left_out[0].startswith(str(odd))
+
+
+def test_the_evaluation_runs_a_public_set_through_the_api_beside_bm25(
+    bench: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("POWERTOOLS_METRICS_DISABLED", "POWERTOOLS_TRACE_DISABLED", "POWERTOOLS_LOG_LEVEL"):
+        monkeypatch.setenv(name, "WARNING" if name.endswith("LEVEL") else "true")  # (main sets them if unset)
+    path = write(tmp_path, [locomo_sample()])
+    out, plot = tmp_path / "results.json", tmp_path / "plot.png"
+
+    code = bench.main(["--data", str(path), "--systems", "keyword", "--out", str(out), "--plot", str(plot)])
+
+    results = json.loads(out.read_text())
+    assert results["what"] == "LoCoMo conversations"
+    assert any("adversarial" in line for line in results["left_out"])
+    test_half = results["systems"]["bm25"]["test"]
+    assert test_half["all"]["n"] == 4
+    assert set(test_half["by_kind"]) == {"category_1", "category_2", "category_3", "category_4"}
+    assert set(results["per_question"]["keyword"]) == {"conv-1/q1", "conv-1/q2", "conv-1/q3", "conv-1/q4"}
+    assert plot.exists()
+    assert code == 0  # hybrid was not asked: nothing to hold to BM25
