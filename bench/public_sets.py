@@ -25,6 +25,23 @@ read apart; an id no turn has is left out, and a question left with none is left
 ``category_N``: the published data numbers its categories without naming them, and readers of it disagree
 on which of 1 and 4 is multi-hop; 2 is about time, 3 asks what the conversation only implies, and 5 is
 adversarial (about something never said: no gold to find), so 5 is left out, counted.
+
+**LongMemEval** (Wu et al., 2025, "LongMemEval: Benchmarking Chat Assistants on Long-Term Interactive Memory";
+its ``longmemeval_s.json``, ``_m`` or ``_oracle``): a list of questions, each with a haystack of its own, a
+user's sessions with a chat assistant::
+
+    {"question_id": "e47becba", "question_type": "single-session-user", "question": "...", "answer": "...",
+     "question_date": "2023/05/30 (Tue) 23:40", "haystack_dates": ["2023/05/20 (Sat) 02:21", ...],
+     "haystack_session_ids": ["sharegpt_yywfLrH_0", ...],
+     "haystack_sessions": [[{"role": "user", "content": "...", "has_answer": true},
+                            {"role": "assistant", "content": "..."}], ...],
+     "answer_session_ids": ["answer_280352e9"]}
+
+Each question is one conversation of the test split, its haystack's sessions in order, style ``assistant``: a
+turn's id is ``s<session>t<turn>`` (from 1), its time its session's (``haystack_dates``), each turn 30 seconds
+after the one before. Its gold is the turns marked ``has_answer`` (the data's turn-level evidence); its kind is
+its ``question_type``. Left out, and said: a question none of whose turns is marked (abstention questions,
+``…_abs``, ask about what was never said), and a turn with no text (the journal keeps none).
 """
 
 from __future__ import annotations
@@ -32,13 +49,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeGuard
 
 TURN_GAP = timedelta(seconds=30)
 ADVERSARIAL = 5  # LoCoMo's category of questions about what was never said
 _SESSION = re.compile(r"^session_(\d+)$")
 _EVIDENCE = re.compile(r"D\d+:\d+")
 _LOCOMO_TIME = "%I:%M %p on %d %B, %Y"  # "1:56 pm on 8 May, 2023"
+# "2023/05/20 (Sat) 02:21"
+_LONGMEMEVAL_TIME = re.compile(r"^(\d{4})/(\d{1,2})/(\d{1,2})\s*(?:\([A-Za-z]+\))?\s*(\d{1,2}):(\d{2})$")
 
 
 @dataclass
@@ -50,7 +69,7 @@ class Read:
     left_out: list[str] = field(default_factory=list)
 
 
-def is_locomo(raw: object) -> bool:
+def is_locomo(raw: object) -> TypeGuard[list[dict[str, Any]]]:
     """Whether a parsed JSON file is LoCoMo's: a list of samples, each with a ``conversation`` and its ``qa``."""
     return (isinstance(raw, list) and bool(raw)
             and all(isinstance(s, dict) and isinstance(s.get("conversation"), dict) and isinstance(s.get("qa"), list)
@@ -124,3 +143,74 @@ def read_locomo(raw: list[dict[str, Any]], source: str, *, names: bool = False) 
                                   "questions": questions})
     return out
 
+
+
+def is_longmemeval(raw: object) -> TypeGuard[list[dict[str, Any]]]:
+    """Whether a parsed JSON file is LongMemEval's: a list of questions, each with its haystack of sessions."""
+    return (isinstance(raw, list) and bool(raw)
+            and all(isinstance(q, dict) and isinstance(q.get("haystack_sessions"), list) and "question" in q
+                    for q in raw))
+
+
+def haystack_time(text: object) -> datetime | None:
+    """LongMemEval's session time ("2023/05/20 (Sat) 02:21"), in UTC; None when it reads otherwise."""
+    match = _LONGMEMEVAL_TIME.match(" ".join(str(text).split())) if isinstance(text, str) else None
+    if match is None:
+        return None
+    try:
+        year, month, day, hour, minute = map(int, match.groups())
+        return datetime(year, month, day, hour, minute, tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+def read_longmemeval(raw: list[dict[str, Any]], source: str) -> Read:
+    """LongMemEval's questions (``is_longmemeval``) as the evaluation's conversations, one a question."""
+    out = Read()
+    for n, item in enumerate(raw, start=1):
+        qid = str(item.get("question_id") or f"longmemeval-{n}")
+        dates = item.get("haystack_dates") or []
+        sessions, gold, unread, empty = [], [], 0, 0
+        for i, turns in enumerate(item["haystack_sessions"], start=1):
+            start = haystack_time(dates[i - 1]) if i <= len(dates) else None
+            unread += start is None
+            messages = []
+            for j, turn in enumerate(turns if isinstance(turns, list) else [], start=1):
+                text = str(turn.get("content") or "").strip()
+                if not text or turn.get("role") not in ("user", "assistant"):
+                    empty += 1
+                    continue
+                message: dict[str, Any] = {"id": f"s{i}t{j}", "role": turn["role"], "content": text}
+                if start is not None:
+                    message["created_at"] = (start + (j - 1) * TURN_GAP).isoformat().replace("+00:00", "Z")
+                messages.append(message)
+                if turn.get("has_answer") is True:
+                    gold.append(message["id"])
+            if messages:
+                sessions.append({"date": dates[i - 1] if i <= len(dates) else None, "messages": messages})
+        if unread:
+            out.left_out.append(f"{source}: {qid}: {unread} session time{'s' if unread > 1 else ''} that do not read; "
+                                "their turns have none")
+        if empty:
+            out.left_out.append(f"{source}: {qid}: {empty} turn{'s' if empty > 1 else ''} with no text, or not the "
+                                "user's or the assistant's, left out")
+        if not gold:
+            out.left_out.append(f"{source}: {qid}: no turn is marked has_answer"
+                                + (" (an abstention question)" if qid.endswith("_abs") else "") + "; left out")
+            continue
+        question = {"id": "q1", "kind": str(item.get("question_type") or "unknown"),
+                    "question": str(item["question"]), "gold": gold}
+        out.conversations.append({"id": qid, "style": "assistant", "split": "test", "sessions": sessions,
+                                  "questions": [question]})
+    return out
+
+
+def read_public(raw: object, source: str, *, names: bool = False) -> tuple[str, Read] | None:
+    """A public set's parsed file as the evaluation's conversations, with the set's name; None when it is no
+    format known here. ``names``: each turn opens with its speaker's name (LoCoMo's; LongMemEval's turns are a
+    user's and an assistant's, named by their role already)."""
+    if is_locomo(raw):
+        return "LoCoMo", read_locomo(raw, source, names=names)
+    if is_longmemeval(raw):
+        return "LongMemEval", read_longmemeval(raw, source)
+    return None

@@ -9,8 +9,9 @@
     .venv/bin/python bench/recall_eval.py --one-thread         # each half's conversations as one long
                                                                # conversation, each question asked within it
     .venv/bin/python bench/recall_eval.py --data locomo10.json # a public benchmark's file, if you hold one
-                                                               # (public_sets.py: LoCoMo's format), as the
-                                                               # test half; --speaker-names: "Caroline: …"
+                                                               # (public_sets.py: LoCoMo's or LongMemEval's
+                                                               # format), as the test half
+    .venv/bin/python bench/recall_eval.py --speaker-names      # each message after its speaker's name ("Rosa: …")
 
 Reads the conversations written by hand in ``bench/recall_eval/data`` (format: ``bench/recall_eval/README.md``),
 loads each into a fresh embedded agentmem in this process (the real API handler, driven through the SDK on an
@@ -64,7 +65,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from public_sets import is_locomo, read_locomo
+from public_sets import read_public
 from recall_quality import BM25, Agentmem, machine, mean_scores, percentiles, score
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -184,10 +185,11 @@ def read_data(dirs: Sequence[Path], *, speaker_names: bool = False) -> tuple[lis
         for path in sorted(folder.rglob("*.json")) if folder.is_dir() else [folder]:
             try:
                 raw = json.loads(path.read_text(encoding="utf-8"))
-                if is_locomo(raw):
-                    public = read_locomo(raw, str(path), names=speaker_names)
-                    problems += public.left_out
-                    read = [conversation_of(c, path, "LoCoMo") for c in public.conversations]
+                public = read_public(raw, str(path), names=speaker_names)
+                if public is not None:
+                    name, sets = public
+                    problems += sets.left_out
+                    read = [conversation_of(c, path, name) for c in sets.conversations]
                 else:
                     read = [conversation_of(raw, path, speaker_names=speaker_names)]
             except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
@@ -506,8 +508,9 @@ def print_split(split: str, systems: dict[str, dict[str, Any]]) -> None:
     for group in ("by_kind", "by_style", "by_gold"):
         print(f"\n  {group.replace('_', ' ')}: R@10 (R@20)")
         names = list(present)
-        print(f"  {'':<13} {'n':>4}  " + "  ".join(f"{name:>15}" for name in names))
         keys = list(next(iter(present.values())).get(group, {}))
+        wide = max([13, *map(len, keys)])  # (a public set's kinds: "single-session-preference")
+        print(f"  {'':<{wide}} {'n':>4}  " + "  ".join(f"{name:>15}" for name in names))
         for key in keys:
             cells = []
             count = 0
@@ -515,7 +518,7 @@ def print_split(split: str, systems: dict[str, dict[str, Any]]) -> None:
                 row = present[name].get(group, {}).get(key)
                 count = row["n"] if row else count
                 cells.append((f"{row['r@10']:.3f} ({row['r@20']:.3f})" if row else "–").rjust(15))
-            print(f"  {key:<13} {count:>4}  " + "  ".join(cells))
+            print(f"  {key:<{wide}} {count:>4}  " + "  ".join(cells))
 
 
 def plot(summary: dict[str, Any], path: Path, split: str = "test", across: bool = False, thread: bool = False,

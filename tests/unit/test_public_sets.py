@@ -1,7 +1,7 @@
-"""A public long-conversation benchmark's file (LoCoMo's format, ``bench/public_sets.py``) is read by the recall
-evaluation as conversations of its test split: the turns in order with their session's time, the photo's caption
-with the turn that shares it, each question's evidence as its gold, and what cannot be asked left out and said.
-The file here is made by the test: no public data is in the repository."""
+"""A public long-conversation benchmark's file (LoCoMo's or LongMemEval's format, ``bench/public_sets.py``) is read
+by the recall evaluation as conversations of its test split: the turns in order with their session's time, the
+photo's caption with the turn that shares it, each question's evidence as its gold, and what cannot be asked left
+out and said. The files here are made by the test: no public data is in the repository."""
 
 from __future__ import annotations
 
@@ -120,6 +120,44 @@ def test_a_public_sets_run_writes_beside_ours_never_over_them(bench: Any, tmp_pa
                                                 ROOT / "docs/img/recall-eval-across.png")
     assert bench.outputs([locomo], "_thread") == (ROOT / "bench/results/recall_eval_locomo_thread.json",
                                                   ROOT / "docs/img/recall-eval-locomo-thread.png")
+
+
+def longmemeval_item(question_id: str, *, marked: bool = True) -> dict[str, Any]:
+    return {
+        "question_id": question_id, "question_type": "knowledge-update",
+        "question": "How many bikes do I own now?", "answer": "four", "question_date": "2023/06/01 (Thu) 09:00",
+        "haystack_session_ids": ["sharegpt_a", "answer_b"],
+        "haystack_dates": ["2023/05/20 (Sat) 02:21", "2023/05/28 (Sun) 18:05"],
+        "haystack_sessions": [
+            [{"role": "user", "content": "Can you suggest a road bike under 1,000 euros?"},
+             {"role": "assistant", "content": "A few good ones: ..."}],
+            [{"role": "user", "content": "I just bought my fourth bike, a gravel one.", "has_answer": marked},
+             {"role": "assistant", "content": ""},  # no text: the journal keeps none
+             {"role": "assistant", "content": "Congratulations! Four bikes is a proper stable."}],
+        ],
+        "answer_session_ids": ["answer_b"],
+    }
+
+
+def test_a_longmemeval_file_is_a_conversation_a_question_its_marked_turns_the_gold(
+    bench: Any, tmp_path: Path,
+) -> None:
+    path = tmp_path / "longmemeval_s.json"
+    path.write_text(json.dumps([longmemeval_item("e47becba"), longmemeval_item("9a1b_abs", marked=False)]))
+
+    conversations, left_out = bench.read_data([path])
+
+    (convo,) = conversations
+    assert (convo.cid, convo.style, convo.split, convo.source) == ("e47becba", "assistant", "test", "LongMemEval")
+    assert [m["id"] for m in convo.messages] == ["s1t1", "s1t2", "s2t1", "s2t3"]
+    assert [m["created_at"] for m in convo.messages] == [
+        "2023-05-20T02:21:00Z", "2023-05-20T02:21:30Z", "2023-05-28T18:05:00Z", "2023-05-28T18:06:00Z"]
+    assert [(q.qid, q.kind, q.text, q.gold) for q in convo.questions] == [
+        ("e47becba/q1", "knowledge-update", "How many bikes do I own now?", ["s2t1"])]
+    said = "\n".join(left_out)
+    assert "e47becba: 1 turn with no text" in said
+    assert "9a1b_abs: no turn is marked has_answer (an abstention question); left out" in said
+    assert bench.outputs(conversations, "")[0] == ROOT / "bench/results/recall_eval_longmemeval.json"
 
 
 def test_a_file_that_is_neither_format_is_said_and_left_out(bench: Any, tmp_path: Path) -> None:
