@@ -94,6 +94,35 @@ def test_a_locomo_file_is_read_as_conversations_of_the_test_split(bench: Any, tm
     assert "q6: evidence ['D7:1'] names no turn; the question is left out" in said
 
 
+def test_one_of_our_chats_written_in_locomos_format_reads_as_the_same_conversation(
+    bench: Any, tmp_path: Path,
+) -> None:
+    ours = ROOT / "bench" / "recall_eval" / "data" / "chat" / "chat-05.json"
+    raw = json.loads(ours.read_text(encoding="utf-8"))
+    user, assistant = raw["speakers"]["user"], raw["speakers"]["assistant"]
+    dia: dict[str, str] = {}
+    talk: dict[str, Any] = {"speaker_a": user, "speaker_b": assistant}
+    for n, session in enumerate(raw["sessions"], start=1):
+        talk[f"session_{n}_date_time"] = "9:20 am on 10 March, 2025"
+        turns = []
+        for i, m in enumerate(session["messages"], start=1):
+            dia[m["id"]] = f"D{n}:{i}"
+            turns.append({"speaker": user if m["role"] == "user" else assistant, "dia_id": dia[m["id"]],
+                          "text": m["content"]})
+        talk[f"session_{n}"] = turns
+    qa = [{"question": q["question"], "evidence": [dia[g] for g in q["gold"]], "category": 4}
+          for q in raw["questions"]]
+
+    (convo,), left_out = bench.read_data([write(tmp_path, [{"sample_id": "chat-05", "conversation": talk, "qa": qa}])])
+
+    direct = bench.read_conversation(ours)
+    assert left_out == []
+    assert [(dia[m["id"]], m["role"], m["content"]) for m in direct.messages] == [
+        (m["id"], m["role"], m["content"]) for m in convo.messages]
+    assert [(q.text, [dia[g] for g in q.gold]) for q in direct.questions] == [
+        (q.text, q.gold) for q in convo.questions]
+
+
 def test_speaker_names_open_each_turn_of_a_public_set_and_of_our_own(bench: Any, tmp_path: Path) -> None:
     (locomo,), _ = bench.read_data([write(tmp_path, [locomo_sample()])], speaker_names=True)
     assert locomo.messages[0]["content"] == "Caroline: Hey Mel! I went to a support group yesterday."
