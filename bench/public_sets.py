@@ -21,7 +21,8 @@ the user's, ``speaker_b``'s as the assistant's, each turn's id is its ``dia_id``
 carries the photo's caption after its text (``[photo: …]``), as a chat client that describes images would hand
 it over; with ``names=True`` each turn opens with its speaker's name (``Caroline: …``), as many public harnesses
 hand a transcript to a memory. A question's gold is its ``evidence`` (ids written together, "D8:6; D9:17", are
-read apart; an id no turn has is left out, and a question left with none is left out, counted). Its kind is
+read apart; an id no turn has is left out, and a question left with none is left out, counted). A turn with no
+text is left out (the journal keeps none), and one whose id an earlier turn has is read as ``<id>#<place>``. Its kind is
 ``category_N``: the published data numbers its categories without naming them, and readers of it disagree
 on which of 1 and 4 is multi-hop; 2 is about time, 3 asks what the conversation only implies, and 5 is
 adversarial (about something never said: no gold to find), so 5 is left out, counted.
@@ -103,6 +104,7 @@ def read_locomo(raw: list[dict[str, Any]], source: str, *, names: bool = False) 
         talk = sample["conversation"]
         first = talk.get("speaker_a")
         sessions = []
+        seen: set[str] = set()  # the turns' ids so far
         numbers = sorted(int(m.group(1)) for key in talk if (m := _SESSION.match(key)))
         for number in numbers:
             turns = talk[f"session_{number}"]
@@ -114,14 +116,23 @@ def read_locomo(raw: list[dict[str, Any]], source: str, *, names: bool = False) 
                                     f"{talk.get(f'session_{number}_date_time')!r} does not read; its turns have none")
             messages = []
             for i, turn in enumerate(turns):
-                message: dict[str, Any] = {"id": str(turn["dia_id"]),
-                                           "role": "user" if turn.get("speaker") == first else "assistant",
+                dia = str(turn.get("dia_id") or f"D{number}:{i + 1}")
+                if not str(turn.get("text") or "").strip() and not turn.get("blip_caption"):
+                    out.left_out.append(f"{source}: {cid} turn {dia}: no text (the journal keeps none); left out")
+                    continue
+                if dia in seen:  # (the journal's ids are one a message: a second is told apart, and said)
+                    out.left_out.append(f"{source}: {cid} turn {dia}: its id is another turn's; read as {dia}#{i + 1}, "
+                                        "which no evidence names")
+                    dia = f"{dia}#{i + 1}"
+                seen.add(dia)
+                message: dict[str, Any] = {"id": dia, "role": "user" if turn.get("speaker") == first else "assistant",
                                            "content": turn_text(turn, names=names)}
                 if start is not None:
                     message["created_at"] = (start + i * TURN_GAP).isoformat().replace("+00:00", "Z")
                 messages.append(message)
-            sessions.append({"date": talk.get(f"session_{number}_date_time"), "messages": messages})
-        known = {m["id"] for s in sessions for m in s["messages"]}
+            if messages:
+                sessions.append({"date": talk.get(f"session_{number}_date_time"), "messages": messages})
+        known = seen
         questions = []
         for q, item in enumerate(sample["qa"], start=1):
             category = item.get("category")

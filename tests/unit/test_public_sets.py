@@ -44,7 +44,9 @@ def locomo_sample(sample_id: str = "conv-1") -> dict[str, Any]:
                  "img_url": ["https://example.org/p.jpg"], "blip_caption": "a painting of a sunrise over a lake"},
             ],
             "session_3_date_time": "some day in July",
-            "session_3": [{"speaker": "Melanie", "dia_id": "D3:1", "text": "Back from the lake."}],
+            "session_3": [{"speaker": "Melanie", "dia_id": "D3:1", "text": "Back from the lake."},
+                          {"speaker": "Caroline", "dia_id": "D3:2", "text": "  "},  # no text: the journal keeps none
+                          {"speaker": "Caroline", "dia_id": "D3:1", "text": "Welcome back!"}],  # an id twice
         },
         "qa": [
             {"question": "When did Caroline go to the support group?", "answer": "7 May 2023",
@@ -73,8 +75,8 @@ def test_a_locomo_file_is_read_as_conversations_of_the_test_split(bench: Any, tm
     assert [c.cid for c in conversations] == ["conv-1", "conv-2"]
     convo = conversations[0]
     assert (convo.style, convo.split, convo.source) == ("chat", "test", "LoCoMo")
-    assert [m["id"] for m in convo.messages] == ["D1:1", "D1:2", "D2:1", "D2:2", "D3:1"]  # sessions by number
-    assert [m["role"] for m in convo.messages] == ["user", "assistant", "assistant", "user", "assistant"]
+    assert [m["id"] for m in convo.messages] == ["D1:1", "D1:2", "D2:1", "D2:2", "D3:1", "D3:1#3"]  # by number
+    assert [m["role"] for m in convo.messages] == ["user", "assistant", "assistant", "user", "assistant", "user"]
     assert convo.messages[0]["created_at"] == "2023-05-08T13:56:00Z"
     assert convo.messages[1]["created_at"] == "2023-05-08T13:56:30Z"  # each turn after the one before
     assert convo.messages[2]["created_at"] == "2023-06-27T10:37:00Z"
@@ -91,6 +93,7 @@ def test_a_locomo_file_is_read_as_conversations_of_the_test_split(bench: Any, tm
     assert "session 3" in said and "'some day in July'" in said
     assert "q4: evidence ['D9:9'] names no turn" in said and "q4: evidence ['D9:9'] names no turn;" not in said
     assert "q5: adversarial (category 5)" in said
+    assert "turn D3:2: no text" in said and "turn D3:1: its id is another turn's; read as D3:1#3" in said
     assert "q6: evidence ['D7:1'] names no turn; the question is left out" in said
 
 
