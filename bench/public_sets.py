@@ -52,6 +52,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeGuard
 
+from agentmem.domain.conversations import MESSAGE_CONTENT_MAX
+
 TURN_GAP = timedelta(seconds=30)
 ADVERSARIAL = 5  # LoCoMo's category of questions about what was never said
 _SESSION = re.compile(r"^session_(\d+)$")
@@ -59,6 +61,15 @@ _EVIDENCE = re.compile(r"D\d+:\d+")
 _LOCOMO_TIME = "%I:%M %p on %d %B, %Y"  # "1:56 pm on 8 May, 2023"
 # "2023/05/20 (Sat) 02:21"
 _LONGMEMEVAL_TIME = re.compile(r"^(\d{4})/(\d{1,2})/(\d{1,2})\s*(?:\([A-Za-z]+\))?\s*(\d{1,2}):(\d{2})$")
+
+
+def fit(text: str, where: str, out: Read) -> str:
+    """``text`` as the journal takes it: at most ``MESSAGE_CONTENT_MAX`` characters (a longer one is cut, said)."""
+    if len(text) <= MESSAGE_CONTENT_MAX:
+        return text
+    out.left_out.append(f"{where}: {len(text):,} characters; the first {MESSAGE_CONTENT_MAX:,} are appended (the "
+                        "journal takes no more)")
+    return text[:MESSAGE_CONTENT_MAX]
 
 
 @dataclass
@@ -126,7 +137,8 @@ def read_locomo(raw: list[dict[str, Any]], source: str, *, names: bool = False) 
                     dia = f"{dia}#{i + 1}"
                 seen.add(dia)
                 message: dict[str, Any] = {"id": dia, "role": "user" if turn.get("speaker") == first else "assistant",
-                                           "content": turn_text(turn, names=names)}
+                                           "content": fit(turn_text(turn, names=names), f"{source}: {cid} turn {dia}",
+                                                          out)}
                 if start is not None:
                     message["created_at"] = (start + i * TURN_GAP).isoformat().replace("+00:00", "Z")
                 messages.append(message)
@@ -191,7 +203,8 @@ def read_longmemeval(raw: list[dict[str, Any]], source: str) -> Read:
                 if not text or turn.get("role") not in ("user", "assistant"):
                     empty += 1
                     continue
-                message: dict[str, Any] = {"id": f"s{i}t{j}", "role": turn["role"], "content": text}
+                message: dict[str, Any] = {"id": f"s{i}t{j}", "role": turn["role"],
+                                           "content": fit(text, f"{source}: {qid} turn s{i}t{j}", out)}
                 if start is not None:
                     message["created_at"] = (start + (j - 1) * TURN_GAP).isoformat().replace("+00:00", "Z")
                 messages.append(message)

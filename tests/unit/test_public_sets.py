@@ -165,7 +165,7 @@ def longmemeval_item(question_id: str, *, marked: bool = True) -> dict[str, Any]
              {"role": "assistant", "content": "A few good ones: ..."}],
             [{"role": "user", "content": "I just bought my fourth bike, a gravel one.", "has_answer": marked},
              {"role": "assistant", "content": ""},  # no text: the journal keeps none
-             {"role": "assistant", "content": "Congratulations! Four bikes is a proper stable."}],
+             {"role": "assistant", "content": "Congratulations! Four bikes is a proper stable. " + "x" * 60_000}],
         ],
         "answer_session_ids": ["answer_b"],
     }
@@ -188,6 +188,8 @@ def test_a_longmemeval_file_is_a_conversation_a_question_its_marked_turns_the_go
         ("e47becba/q1", "knowledge-update", "How many bikes do I own now?", ["s2t1"])]
     said = "\n".join(left_out)
     assert "e47becba: 1 turn with no text" in said
+    assert len(convo.messages[-1]["content"]) == 50_000  # the journal takes no more: cut, and said
+    assert "e47becba turn s2t3: 60,048 characters; the first 50,000 are appended" in said
     assert "9a1b_abs: no turn is marked has_answer (an abstention question); left out" in said
     assert bench.outputs(conversations, "")[0] == ROOT / "bench/results/recall_eval_longmemeval.json"
 
