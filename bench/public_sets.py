@@ -63,6 +63,13 @@ _LOCOMO_TIME = "%I:%M %p on %d %B, %Y"  # "1:56 pm on 8 May, 2023"
 _LONGMEMEVAL_TIME = re.compile(r"^(\d{4})/(\d{1,2})/(\d{1,2})\s*(?:\([A-Za-z]+\))?\s*(\d{1,2}):(\d{2})$")
 
 
+def key_of(raw: object, fallback: str) -> str:
+    """A sample's or question's id as a conversation key (1–128 of ``[A-Za-z0-9._:@-]``): any other character is
+    ``-``; ``fallback`` when none is left."""
+    key = re.sub(r"[^A-Za-z0-9._:@-]", "-", str(raw or ""))[:128].strip(".")
+    return key or fallback
+
+
 def fit(text: str, where: str, out: Read) -> str:
     """``text`` as the journal takes it: at most ``MESSAGE_CONTENT_MAX`` characters (a longer one is cut, said)."""
     if len(text) <= MESSAGE_CONTENT_MAX:
@@ -111,7 +118,7 @@ def read_locomo(raw: list[dict[str, Any]], source: str, *, names: bool = False) 
     said to be left out."""
     out = Read()
     for n, sample in enumerate(raw, start=1):
-        cid = str(sample.get("sample_id") or f"locomo-{n}")
+        cid = key_of(sample.get("sample_id"), f"locomo-{n}")
         talk = sample["conversation"]
         first = talk.get("speaker_a")
         sessions = []
@@ -191,7 +198,7 @@ def read_longmemeval(raw: list[dict[str, Any]], source: str) -> Read:
     """LongMemEval's questions (``is_longmemeval``) as the evaluation's conversations, one a question."""
     out = Read()
     for n, item in enumerate(raw, start=1):
-        qid = str(item.get("question_id") or f"longmemeval-{n}")
+        qid = key_of(item.get("question_id"), f"longmemeval-{n}")
         dates = item.get("haystack_dates") or []
         sessions, gold, unread, empty = [], [], 0, 0
         for i, turns in enumerate(item["haystack_sessions"], start=1):

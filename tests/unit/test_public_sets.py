@@ -70,9 +70,10 @@ def write(tmp_path: Path, samples: list[dict[str, Any]]) -> Path:
 
 
 def test_a_locomo_file_is_read_as_conversations_of_the_test_split(bench: Any, tmp_path: Path) -> None:
-    conversations, left_out = bench.read_data([write(tmp_path, [locomo_sample("conv-1"), locomo_sample("conv-2")])])
+    samples = [locomo_sample("conv-1"), locomo_sample("conv 2/b"), locomo_sample("")]
+    conversations, left_out = bench.read_data([write(tmp_path, samples)])
 
-    assert [c.cid for c in conversations] == ["conv-1", "conv-2"]
+    assert [c.cid for c in conversations] == ["conv-1", "conv-2-b", "locomo-3"]  # each a conversation key
     convo = conversations[0]
     assert (convo.style, convo.split, convo.source) == ("chat", "test", "LoCoMo")
     assert [m["id"] for m in convo.messages] == ["D1:1", "D1:2", "D2:1", "D2:2", "D3:1", "D3:1#3"]  # by number
