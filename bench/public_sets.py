@@ -105,6 +105,12 @@ def session_time(text: object) -> datetime | None:
         return None
 
 
+def turn_time(start: datetime, place: int) -> str:
+    """The time of a session's turn at ``place`` (from 0), as the journal takes it: ``TURN_GAP`` after the one
+    before."""
+    return (start + place * TURN_GAP).isoformat().replace("+00:00", "Z")
+
+
 def turn_text(turn: dict[str, Any], *, names: bool) -> str:
     text = str(turn.get("text") or "").strip()
     caption = str(turn.get("blip_caption") or "").strip()
@@ -122,7 +128,7 @@ def read_locomo(raw: list[dict[str, Any]], source: str, *, names: bool = False) 
         talk = sample["conversation"]
         first = talk.get("speaker_a")
         sessions = []
-        seen: set[str] = set()  # the turns' ids so far
+        known: set[str] = set()  # the turns' ids so far
         numbers = sorted(int(m.group(1)) for key in talk if (m := _SESSION.match(key)))
         for number in numbers:
             turns = talk[f"session_{number}"]
@@ -138,20 +144,19 @@ def read_locomo(raw: list[dict[str, Any]], source: str, *, names: bool = False) 
                 if not str(turn.get("text") or "").strip() and not turn.get("blip_caption"):
                     out.left_out.append(f"{source}: {cid} turn {dia}: no text (the journal keeps none); left out")
                     continue
-                if dia in seen:  # (the journal's ids are one a message: a second is told apart, and said)
+                if dia in known:  # (the journal's ids are one a message: a second is told apart, and said)
                     out.left_out.append(f"{source}: {cid} turn {dia}: its id is another turn's; read as {dia}#{i + 1}, "
                                         "which no evidence names")
                     dia = f"{dia}#{i + 1}"
-                seen.add(dia)
+                known.add(dia)
                 message: dict[str, Any] = {"id": dia, "role": "user" if turn.get("speaker") == first else "assistant",
                                            "content": fit(turn_text(turn, names=names), f"{source}: {cid} turn {dia}",
                                                           out)}
                 if start is not None:
-                    message["created_at"] = (start + i * TURN_GAP).isoformat().replace("+00:00", "Z")
+                    message["created_at"] = turn_time(start, i)
                 messages.append(message)
             if messages:
                 sessions.append({"date": talk.get(f"session_{number}_date_time"), "messages": messages})
-        known = seen
         questions = []
         for q, item in enumerate(sample["qa"], start=1):
             category = item.get("category")
@@ -172,7 +177,6 @@ def read_locomo(raw: list[dict[str, Any]], source: str, *, names: bool = False) 
         out.conversations.append({"id": cid, "style": "chat", "split": "test", "sessions": sessions,
                                   "questions": questions})
     return out
-
 
 
 def is_longmemeval(raw: object) -> TypeGuard[list[dict[str, Any]]]:
@@ -202,7 +206,8 @@ def read_longmemeval(raw: list[dict[str, Any]], source: str) -> Read:
         dates = item.get("haystack_dates") or []
         sessions, gold, unread, empty = [], [], 0, 0
         for i, turns in enumerate(item["haystack_sessions"], start=1):
-            start = haystack_time(dates[i - 1]) if i <= len(dates) else None
+            date = dates[i - 1] if i <= len(dates) else None
+            start = haystack_time(date)
             unread += start is None
             messages = []
             for j, turn in enumerate(turns if isinstance(turns, list) else [], start=1):
@@ -213,12 +218,12 @@ def read_longmemeval(raw: list[dict[str, Any]], source: str) -> Read:
                 message: dict[str, Any] = {"id": f"s{i}t{j}", "role": turn["role"],
                                            "content": fit(text, f"{source}: {qid} turn s{i}t{j}", out)}
                 if start is not None:
-                    message["created_at"] = (start + (j - 1) * TURN_GAP).isoformat().replace("+00:00", "Z")
+                    message["created_at"] = turn_time(start, j - 1)
                 messages.append(message)
                 if turn.get("has_answer") is True:
                     gold.append(message["id"])
             if messages:
-                sessions.append({"date": dates[i - 1] if i <= len(dates) else None, "messages": messages})
+                sessions.append({"date": date, "messages": messages})
         if unread:
             out.left_out.append(f"{source}: {qid}: {unread} session time{'s' if unread > 1 else ''} that do not read; "
                                 "their turns have none")

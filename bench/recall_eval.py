@@ -176,8 +176,9 @@ def in_the_past(convo: Conversation, now: datetime | None = None) -> Conversatio
 
 def read_data(dirs: Sequence[Path], *, speaker_names: bool = False) -> tuple[list[Conversation], list[str]]:
     """Every conversation file under the folders, and the files that could not be read (said, not fatal). A file
-    in a public benchmark's format (``public_sets.py``: LoCoMo's) is read as its conversations, each turn opening
-    with its speaker's name when ``speaker_names``, and what it leaves out of that file is said too."""
+    in a public benchmark's format (``public_sets.py``: LoCoMo's, LongMemEval's) is read as its conversations,
+    each turn opening with its speaker's name when ``speaker_names``, and what it leaves out of that file is said
+    too."""
     found: list[Conversation] = []
     problems: list[str] = []
     seen: set[str] = set()
@@ -606,8 +607,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "_names" if args.speaker_names else "")
     if args.replot is not None:
         written = json.loads(args.replot.read_text())
-        args.plot = args.plot or (PLOT_ACROSS if written.get("across") else PLOT_THREAD if written.get("one_thread")
-                                  else PLOT)
+        args.plot = args.plot or drawing_of(args.replot, written)
         drawn = plot(written["systems"], args.plot, across=bool(written.get("across")),
                      thread=bool(written.get("one_thread")), what=written.get("what", "hand-written conversations"))
         print(f"drew {args.plot}" if drawn else f"{args.replot} has no test half with BM25: nothing drawn")
@@ -629,8 +629,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     out, drawing = outputs(conversations, suffix)
     args.out, args.plot = args.out or out, args.plot or drawing
-    what = " and ".join(sorted({c.source for c in conversations})) + " conversations" + (
-        ", each line after its speaker's name" if args.speaker_names else "")
+    sources = " and ".join(sorted({c.source for c in conversations}))  # "hand-written", "LoCoMo", …
+    what = f"{sources} conversations" + (", each line after its speaker's name" if args.speaker_names else "")
     started = time.perf_counter()
     load_before = os.getloadavg()
     server = Server()
@@ -680,8 +680,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "what": what,
     }
     styles = sorted({c.style for c in conversations})
-    print(f"\nRecall on {len(conversations)} {' and '.join(sorted({c.source for c in conversations}))} "
-          f"conversations ({', '.join(styles)}) from {', '.join(map(str, args.data))}, "
+    print(f"\nRecall on {len(conversations)} {sources} conversations ({', '.join(styles)}) "
+          f"from {', '.join(map(str, args.data))}, "
           f"{sum(len(c.messages) for c in conversations):,} messages, {len(questions)} questions; "
           f"created_at {'kept' if server.takes_created_at else 'not taken by appends'}; each question asked "
           + ("across its half's whole journal" if args.across else "within its half's one long thread"
@@ -706,6 +706,15 @@ def outputs(conversations: Sequence[Conversation], suffix: str) -> tuple[Path, P
     named = f"_{public}" if public else ""
     return (ROOT / "bench" / "results" / f"recall_eval{named}{suffix}.json",
             ROOT / "docs" / "img" / f"recall-eval{named}{suffix}.png".replace("_", "-"))
+
+
+def drawing_of(results: Path, written: dict[str, Any]) -> Path:
+    """Where ``--replot`` draws by default: beside the plot the run that wrote ``results`` drew (``outputs``:
+    ``recall_eval_holdout2.json`` -> ``recall-eval-holdout2.png``); for a results file named otherwise, the plot
+    of its way of asking."""
+    if results.stem.startswith("recall_eval"):
+        return ROOT / "docs" / "img" / f"{results.stem.replace('_', '-')}.png"
+    return PLOT_ACROSS if written.get("across") else PLOT_THREAD if written.get("one_thread") else PLOT
 
 
 def verdict(summary: dict[str, Any]) -> int:
