@@ -74,6 +74,21 @@ def test_of_the_fused_top_a_message_that_says_a_time_rises_by_the_share() -> Non
     assert toward_times(far, text.__getitem__) == far
 
 
+def test_what_each_candidate_says_of_time_is_read_once_for_every_view_that_ranks_it() -> None:
+    read: list[str] = []
+
+    def text_of(key: str) -> str:
+        read.append(key)
+        return TEXTS[key]
+
+    said: dict[str, bool] = {}
+    first = toward_times([("plan", 0.70), ("date", 0.65)], text_of, said=said)
+    again = toward_times([("date", 0.8), ("chat", 0.6), ("plan", 0.5)], text_of, said=said)  # another view
+    assert sorted(read) == ["chat", "date", "plan"]  # each text read once
+    assert [key for key, _ in first] == ["date", "plan"] and dict(again)["date"] == pytest.approx(0.8 + WHEN_SHARE)
+    assert said == {"plan": says_a_time(TEXTS["plan"]), "date": True, "chat": says_a_time(TEXTS["chat"])}
+
+
 @given(st.lists(st.tuples(st.sampled_from(sorted(TEXTS)), st.floats(0, 1)), unique_by=lambda p: p[0]))
 def test_the_same_candidates_come_back_best_first_each_raised_by_the_share_at_most(
     ranked: list[tuple[str, float]],

@@ -80,12 +80,19 @@ def says_a_time(text: str) -> bool:
 
 
 def toward_times(ranked: Sequence[tuple[K, float]], text_of: Callable[[K], str], *, share: float = WHEN_SHARE,
-                 among: int = WHEN_AMONG) -> list[tuple[K, float]]:
+                 among: int = WHEN_AMONG, said: dict[K, bool] | None = None) -> list[tuple[K, float]]:
     """``ranked`` (best first) with each of its first ``among`` that says a time raised by ``share``, ordered
     again (ties keep their order); the rest follow as they were. Scores may pass 1 here: the cut-off and the score
-    shown are the caller's (``lend_ranked``)."""
+    shown are the caller's (``lend_ranked``). ``said``: whether each candidate read so far says a time, kept (a
+    question and the things it names rank the same candidates)."""
+    read = {} if said is None else said
+
+    def says(key: K) -> bool:
+        if key not in read:
+            read[key] = says_a_time(text_of(key))
+        return read[key]
+
     place = {key: at for at, (key, _) in enumerate(ranked)}
-    raised = [(key, score + share if at < among and says_a_time(text_of(key)) else score)
-              for at, (key, score) in enumerate(ranked)]
+    raised = [(key, score + share if at < among and says(key) else score) for at, (key, score) in enumerate(ranked)]
     raised.sort(key=lambda pair: (-round(pair[1], 6), place[pair[0]]))
     return raised

@@ -531,6 +531,7 @@ class ConversationService:
 
         bags: dict[tuple[str, int], Counter[str]] = {}  # each candidate's words, read once for every view
         asked_when = lending and asks_when(query)
+        timed: dict[tuple[str, int], bool] = {}  # ... and whether each says a time, read once for every view
 
         def fused(view: _View) -> list[tuple[tuple[str, int], float]]:
             seats = view.seats(found)  # the whole question's: every candidate; an aspect's: its own and theirs
@@ -543,7 +544,7 @@ class ConversationService:
             if lent and "feedback" not in stages:
                 stages.append("feedback")
             if asked_when:  # "when…?": of the fused top, the messages that say a time (domain/asked_when.py)
-                ranked = toward_times(ranked, lambda key: message_text(found[key]))
+                ranked = toward_times(ranked, lambda key: message_text(found[key]), said=timed)
             # each message borrows a share of its neighbours' fused score too (what the meaning found of them),
             # then the cut-off; across conversations, a share of its conversation's best too (lend_conversation)
             return lend_ranked(ranked, seats, FUSED_NEIGHBOUR_SHARE, calibration.min_score if cut is None else cut,
