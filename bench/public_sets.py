@@ -58,6 +58,7 @@ TURN_GAP = timedelta(seconds=30)
 ADVERSARIAL = 5  # LoCoMo's category of questions about what was never said
 _SESSION = re.compile(r"^session_(\d+)$")
 _EVIDENCE = re.compile(r"D\d+:\d+")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _LOCOMO_TIME = "%I:%M %p on %d %B, %Y"  # "1:56 pm on 8 May, 2023"
 # "2023/05/20 (Sat) 02:21"
 _LONGMEMEVAL_TIME = re.compile(r"^(\d{4})/(\d{1,2})/(\d{1,2})\s*(?:\([A-Za-z]+\))?\s*(\d{1,2}):(\d{2})$")
@@ -70,8 +71,21 @@ def key_of(raw: object, fallback: str) -> str:
     return key or fallback
 
 
+def unicode_of(text: str, where: str, out: Read) -> str:
+    """``text`` as valid Unicode: a lone surrogate, which JSON may carry and the API refuses with a 400 (no store
+    can hold it), is read as U+FFFD, said."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        out.left_out.append(f"{where}: a lone surrogate, read as U+FFFD (the API takes only valid Unicode)")
+        return _SURROGATE.sub("\ufffd", text)  # (json.loads joins a pair into one character: any left is lone)
+
+
 def fit(text: str, where: str, out: Read) -> str:
-    """``text`` as the journal takes it: at most ``MESSAGE_CONTENT_MAX`` characters (a longer one is cut, said)."""
+    """``text`` as the journal takes it: valid Unicode (``unicode_of``), at most ``MESSAGE_CONTENT_MAX`` characters
+    (a longer one is cut, said)."""
+    text = unicode_of(text, where, out)
     if len(text) <= MESSAGE_CONTENT_MAX:
         return text
     out.left_out.append(f"{where}: {len(text):,} characters; the first {MESSAGE_CONTENT_MAX:,} are appended (the "
@@ -172,7 +186,8 @@ def read_locomo(raw: list[dict[str, Any]], source: str, *, names: bool = False) 
                 if not cited:
                     out.left_out.append(f"{source}: {cid} q{q}: no evidence; left out")
                 continue
-            questions.append({"id": f"q{q}", "kind": f"category_{category}", "question": str(item["question"]),
+            questions.append({"id": f"q{q}", "kind": f"category_{category}",
+                              "question": unicode_of(str(item["question"]), f"{source}: {cid} q{q}", out),
                               "gold": gold})
         out.conversations.append({"id": cid, "style": "chat", "split": "test", "sessions": sessions,
                                   "questions": questions})
@@ -235,7 +250,7 @@ def read_longmemeval(raw: list[dict[str, Any]], source: str) -> Read:
                                 + (" (an abstention question)" if qid.endswith("_abs") else "") + "; left out")
             continue
         question = {"id": "q1", "kind": str(item.get("question_type") or "unknown"),
-                    "question": str(item["question"]), "gold": gold}
+                    "question": unicode_of(str(item["question"]), f"{source}: {qid}", out), "gold": gold}
         out.conversations.append({"id": qid, "style": "assistant", "split": "test", "sessions": sessions,
                                   "questions": [question]})
     return out

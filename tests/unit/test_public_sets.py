@@ -195,6 +195,30 @@ def test_a_longmemeval_file_is_a_conversation_a_question_its_marked_turns_the_go
     assert bench.outputs(conversations, "")[0] == ROOT / "bench/results/recall_eval_longmemeval.json"
 
 
+def test_a_lone_surrogate_the_api_would_refuse_is_read_as_a_replacement_character_and_said(
+    bench: Any, tmp_path: Path,
+) -> None:
+    sample = locomo_sample()
+    sample["conversation"]["session_1"][0]["text"] = "Hey Mel \ud83d! I went to a support group yesterday."
+    sample["qa"][0]["question"] = "When did Caroline go to the support group \udc00?"
+    item = longmemeval_item("e47becba")
+    item["haystack_sessions"][1][0]["content"] = "I just bought my fourth bike \ud800."
+    item["question"] = "How many bikes \ud800 do I own now?"
+    locomo = write(tmp_path, [sample])
+    longmemeval = tmp_path / "longmemeval_s.json"
+    longmemeval.write_text(json.dumps([item]))
+
+    (talk, haystack), left_out = bench.read_data([locomo, longmemeval])
+
+    assert talk.messages[0]["content"] == "Hey Mel \ufffd! I went to a support group yesterday."
+    assert talk.questions[0].text == "When did Caroline go to the support group \ufffd?"
+    assert haystack.messages[2]["content"] == "I just bought my fourth bike \ufffd."
+    assert haystack.questions[0].text == "How many bikes \ufffd do I own now?"
+    said = [line for line in left_out if "lone surrogate" in line]
+    assert [line.split(": ", 1)[1].split(":")[0] for line in said] == [
+        "conv-1 turn D1", "conv-1 q1", "e47becba turn s2t1", "e47becba"]
+
+
 def test_a_file_that_is_neither_format_is_said_and_left_out(bench: Any, tmp_path: Path) -> None:
     odd = tmp_path / "odd.json"
     odd.write_text(json.dumps([{"conversation": "not a mapping", "qa": []}]), encoding="utf-8")
