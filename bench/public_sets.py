@@ -43,13 +43,47 @@ turn's id is ``s<session>t<turn>`` (from 1), its time its session's (``haystack_
 after the one before. Its gold is the turns marked ``has_answer`` (the data's turn-level evidence); its kind is
 its ``question_type``. Left out, and said: a question none of whose turns is marked (abstention questions,
 ``…_abs``, ask about what was never said), and a turn with no text (the journal keeps none).
+
+**BEAM** (Tavakoli et al., 2025, "Beyond a Million Tokens: Benchmarking and Enhancing Long-Term Memory in LLMs"):
+long conversations between a user and an assistant (coding, maths and general topics), in sessions ("batches"),
+with probing questions of ten abilities. Read in either of its published layouts:
+
+- its repository's folders (``chats/500K/``: a folder a conversation, ``<n>/chat.json`` and
+  ``<n>/probing_questions/probing_questions.json``; pass the folder of one size, or of one conversation)::
+
+    [{"batch_number": 1,
+      "turns": [[{"role": "user", "id": 0, "time_anchor": "January-05-2024", "content": "..."},
+                 {"role": "assistant", "id": 1, "content": "..."}], ...]}, ...]
+
+    {"information_extraction": [{"question": "...", "answer": "...", "source_chat_ids": [12, 13]}, ...],
+     "event_ordering": [{"question": "...", "source_chat_ids": {"<a part>": [40, 41], "<another>": [388]}}],
+     "abstention": [{"question": "...", "answer": "..."}], ...}
+
+- its Hugging Face rows, written as JSON or JSON lines (or the ``.parquet`` file itself, where ``pyarrow`` is
+  installed): ``{"conversation_id": "1", "chat": [[<message>, ...], ...], "probing_questions": "<the same
+  mapping, as a string>"}``.
+
+Each conversation is one of the test split, style ``assistant``, a session a batch. A message's id is its ``id``,
+and its time its session's ``time_anchor`` (a date: the day's start, each message 30 seconds after the one
+before; a message with an anchor of its own starts again from it). Where the repository holds a conversation cut
+short (``chat_trunecated.json``), that is read, as BEAM's own harness does. A question's kind is its ability,
+its gold the messages its ``source_chat_ids`` name (ints, numbers written as text, lists within lists, and the
+lists of a mapping, all read). Left out, and said: a question whose ids name no message (``abstention`` asks
+about what was never said), an id no message has, an id two messages have (the data repeats some: which one is
+meant cannot be told, so it names neither; the later message is read as ``<id>#<place>``), a message with no
+text, a session time that does not read.
 """
 
 from __future__ import annotations
 
+import ast
+import json
 import re
+from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any, TypeGuard
 
 from agentmem.domain.conversations import MESSAGE_CONTENT_MAX
@@ -61,6 +95,8 @@ _EVIDENCE = re.compile(r"D\d+:\d+")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _LOCOMO_TIME = "%I:%M %p on %d %B, %Y"  # "1:56 pm on 8 May, 2023"
 # "2023/05/20 (Sat) 02:21"
+_BEAM_TIMES = ("%B-%d-%Y", "%b-%d-%Y", "%B %d, %Y", "%d %B %Y", "%Y-%m-%d")  # "January-05-2024"
+BEAM_CHAT, BEAM_SHORT, BEAM_QUESTIONS = "chat.json", "chat_trunecated.json", "probing_questions/probing_questions.json"
 _LONGMEMEVAL_TIME = re.compile(r"^(\d{4})/(\d{1,2})/(\d{1,2})\s*(?:\([A-Za-z]+\))?\s*(\d{1,2}):(\d{2})$")
 
 
@@ -256,6 +292,205 @@ def read_longmemeval(raw: list[dict[str, Any]], source: str) -> Read:
     return out
 
 
+def beam_time(text: object) -> datetime | None:
+    """BEAM's session time ("January-05-2024"), the day's start in UTC; None when it reads otherwise."""
+    if not isinstance(text, str):
+        return None
+    for form in _BEAM_TIMES:
+        try:
+            return datetime.strptime(text.strip(), form).replace(tzinfo=UTC)
+        except ValueError:
+            continue
+    return None
+
+
+def _messages_in(value: object) -> Iterator[dict[str, Any]]:
+    """The messages (mappings with a ``role`` and ``content``) within ``value``, in order, however nested."""
+    if isinstance(value, dict):
+        if "role" in value and "content" in value:
+            yield value
+            return
+        for child in value.values():
+            yield from _messages_in(child)
+    elif isinstance(value, list):
+        for child in value:
+            yield from _messages_in(child)
+
+
+def _beam_sessions(chat: object) -> list[list[dict[str, Any]]]:
+    """A BEAM chat's sessions, each its messages in order: the repository's batches (each with its ``turns``),
+    the rows' list of sessions, or else one session of every message in it."""
+    if isinstance(chat, list) and chat and all(isinstance(b, dict) and "turns" in b for b in chat):
+        return [list(_messages_in(b["turns"])) for b in chat]
+    if isinstance(chat, list) and chat and all(isinstance(s, list) for s in chat):
+        return [list(_messages_in(s)) for s in chat]
+    return [list(_messages_in(chat))]
+
+
+def _beam_id(value: object) -> int | None:
+    """A BEAM message id or source id as a number: an int, or a number written as text; None otherwise."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None
+
+
+def _source_ids(value: object) -> list[object]:
+    """Every id a question's ``source_chat_ids`` holds, in order: within lists, and the values of a mapping."""
+    if isinstance(value, dict):
+        return [i for child in value.values() for i in _source_ids(child)]
+    if isinstance(value, list):
+        return [i for child in value for i in _source_ids(child)]
+    return [] if value is None else [value]
+
+
+def beam_conversation(cid: str, chat: object, asked: object, where: str, out: Read) -> None:
+    """One BEAM conversation (its chat, and its probing questions by ability) as one of the evaluation's, added
+    to ``out`` with what it leaves out; ``where`` names it in what is said."""
+    if isinstance(asked, str):  # the rows hold the questions as text: JSON, or a Python literal
+        written = asked
+        try:
+            asked = json.loads(written)
+        except ValueError:
+            try:
+                asked = ast.literal_eval(written)
+            except (ValueError, SyntaxError):
+                out.left_out.append(f"{where}: its probing questions do not read; left out")
+                return
+    if not isinstance(asked, dict):
+        out.left_out.append(f"{where}: its probing questions are not a mapping of abilities; left out")
+        return
+    held = Counter(_beam_id(m.get("id")) for session in _beam_sessions(chat) for m in session)
+    first: dict[int, str] = {}  # a raw id -> the id of the message read under it (the first that holds it)
+    sessions, place, empty = [], 0, 0
+    for number, turns in enumerate(_beam_sessions(chat), start=1):
+        messages: list[dict[str, Any]] = []
+        start: datetime | None = None
+        since = 0  # the place in the session its time counts from (its anchor's)
+        for i, turn in enumerate(turns):
+            place += 1
+            anchor = turn.get("time_anchor")
+            if anchor not in (None, "", "None"):
+                read = beam_time(anchor)
+                if read is None:
+                    out.left_out.append(f"{where} session {number}: its time {anchor!r} does not read")
+                else:
+                    start, since = read, i
+            text = turn.get("content")
+            if not isinstance(text, str) or not text.strip() or turn.get("role") not in ("user", "assistant"):
+                empty += 1
+                continue
+            raw = _beam_id(turn.get("id"))
+            mid = str(raw) if raw is not None and raw not in first else f"{'' if raw is None else raw}#{place}"
+            if raw is not None:
+                first.setdefault(raw, mid)
+            message: dict[str, Any] = {"id": mid, "role": turn["role"],
+                                       "content": fit(text, f"{where} message {mid}", out)}
+            if start is not None:
+                message["created_at"] = turn_time(start, i - since)
+            messages.append(message)
+        if messages:
+            sessions.append({"date": messages[0].get("created_at"), "messages": messages})
+    twice = sorted(raw for raw, count in held.items() if raw is not None and count > 1)
+    if empty:
+        out.left_out.append(f"{where}: {empty} message{'s' if empty > 1 else ''} with no text, or not the user's or "
+                            "the assistant's, left out")
+    if twice:
+        out.left_out.append(f"{where}: ids {twice} are each held by more than one message: the later are "
+                            "read as <id>#<place>, and evidence naming them is left out (which is meant cannot be "
+                            "told)")
+    questions = []
+    for ability, items in asked.items():
+        for n, item in enumerate(items if isinstance(items, list) else [], start=1):
+            qid = f"{key_of(ability, 'ability')}-{n}"
+            text = item.get("question") if isinstance(item, dict) else None
+            if not isinstance(text, str) or not text.strip():
+                out.left_out.append(f"{where} {qid}: no question; left out")
+                continue
+            named = [(raw, _beam_id(raw)) for raw in _source_ids(item.get("source_chat_ids"))]
+            gold = list(dict.fromkeys(first[i] for _, i in named if i is not None and i in first and held[i] == 1))
+            unknown = sorted({str(raw) for raw, i in named if i is None or i not in first})
+            ambiguous = sorted({i for _, i in named if i is not None and i in first and held[i] > 1})
+            if unknown:
+                out.left_out.append(f"{where} {qid}: evidence {unknown} names no message")
+            if ambiguous:
+                out.left_out.append(f"{where} {qid}: evidence {ambiguous} names more than one message")
+            if not gold:
+                why = "asks about what was never said" if not named else "none of its evidence names one message"
+                out.left_out.append(f"{where} {qid}: {why}; left out")
+                continue
+            questions.append({"id": qid, "kind": str(ability), "question": unicode_of(text, f"{where} {qid}", out),
+                              "gold": gold})
+    out.conversations.append({"id": cid, "style": "assistant", "split": "test", "sessions": sessions,
+                              "questions": questions})
+
+
+def is_beam(raw: object) -> TypeGuard[list[dict[str, Any]]]:
+    """Whether parsed rows are BEAM's (its Hugging Face rows): each with a ``chat`` and its ``probing_questions``."""
+    return (isinstance(raw, list) and bool(raw)
+            and all(isinstance(r, dict) and isinstance(r.get("chat"), list) and "probing_questions" in r
+                    for r in raw))
+
+
+def read_beam(raw: list[dict[str, Any]], source: str) -> Read:
+    """BEAM's rows (``is_beam``) as the evaluation's conversations, one a row."""
+    out = Read()
+    for n, row in enumerate(raw, start=1):
+        cid = key_of(f"beam-{row.get('conversation_id', n)}", f"beam-{n}")
+        beam_conversation(cid, row["chat"], row["probing_questions"], f"{source}: {cid}", out)
+    return out
+
+
+def beam_folders(folder: Path) -> list[Path]:
+    """BEAM's conversation folders (its repository's layout: ``chat.json`` and ``probing_questions/``) at or
+    under ``folder``, by their number."""
+    found = [d for d in (folder, *folder.rglob("*")) if d.is_dir() and (d / BEAM_CHAT).is_file()
+             and (d / BEAM_QUESTIONS).is_file()]
+    return sorted(found, key=lambda d: (str(d.parent), int(d.name) if d.name.isdigit() else 0, d.name))
+
+
+def read_beam_folders(folders: list[Path]) -> Read:
+    """BEAM's conversation folders (``beam_folders``) as the evaluation's conversations, one a folder, the chat
+    cut short where there is one (``chat_trunecated.json``, as BEAM's own harness reads)."""
+    out = Read()
+    for folder in folders:
+        cid = key_of(f"beam-{folder.parent.name}-{folder.name}", f"beam-{folder.name}")
+        chat = folder / BEAM_SHORT if (folder / BEAM_SHORT).is_file() else folder / BEAM_CHAT
+        if chat.name == BEAM_SHORT:
+            out.left_out.append(f"{folder}: the conversation cut short ({BEAM_SHORT}) is read, as BEAM's harness does")
+        try:
+            raw_chat = json.loads(chat.read_text(encoding="utf-8"))
+            asked = json.loads((folder / BEAM_QUESTIONS).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            out.left_out.append(f"{folder}: {error!r}; left out")
+            continue
+        beam_conversation(cid, raw_chat, asked, f"{folder}: {cid}", out)
+    return out
+
+
+def rows_of(path: Path) -> object:
+    """A public set's file as parsed rows: JSON, JSON lines (``.jsonl``, or JSON that is one value a line), or a
+    ``.parquet`` file where ``pyarrow`` is installed."""
+    if path.suffix == ".parquet":
+        try:
+            import pyarrow.parquet as parquet  # optional: only to read parquet
+        except ImportError as missing:
+            raise ValueError("reading .parquet needs pyarrow (pip install pyarrow), or the rows written as JSON "
+                             "lines") from missing
+        return parquet.read_table(path).to_pylist()
+    text = path.read_text(encoding="utf-8")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        lines = [line for line in text.splitlines() if line.strip()]
+        if len(lines) < 2:
+            raise
+        return [json.loads(line) for line in lines]
+
+
 def read_public(raw: object, source: str, *, names: bool = False) -> tuple[str, Read] | None:
     """A public set's parsed file as the evaluation's conversations, with the set's name; None when it is no
     format known here. ``names``: each turn opens with its speaker's name (LoCoMo's; LongMemEval's turns are a
@@ -264,4 +499,6 @@ def read_public(raw: object, source: str, *, names: bool = False) -> tuple[str, 
         return "LoCoMo", read_locomo(raw, source, names=names)
     if is_longmemeval(raw):
         return "LongMemEval", read_longmemeval(raw, source)
+    if is_beam(raw):
+        return "BEAM", read_beam(raw, source)
     return None

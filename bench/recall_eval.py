@@ -9,8 +9,9 @@
     .venv/bin/python bench/recall_eval.py --one-thread         # each half's conversations as one long
                                                                # conversation, each question asked within it
     .venv/bin/python bench/recall_eval.py --data locomo10.json # a public benchmark's file, if you hold one
-                                                               # (public_sets.py: LoCoMo's or LongMemEval's
-                                                               # format), as the test half
+                                                               # (public_sets.py: LoCoMo's, LongMemEval's or
+                                                               # BEAM's format), as the test half
+    .venv/bin/python bench/recall_eval.py --data BEAM/chats/500K # BEAM's repository: a folder a conversation
     .venv/bin/python bench/recall_eval.py --speaker-names      # each message after its speaker's name ("Rosa: …")
 
 Reads the conversations written by hand in ``bench/recall_eval/data`` (format: ``bench/recall_eval/README.md``),
@@ -65,7 +66,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from public_sets import read_public
+from public_sets import beam_folders, read_beam_folders, read_public, rows_of
 from recall_quality import BM25, Agentmem, machine, mean_scores, percentiles, score
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -176,32 +177,44 @@ def in_the_past(convo: Conversation, now: datetime | None = None) -> Conversatio
 
 def read_data(dirs: Sequence[Path], *, speaker_names: bool = False) -> tuple[list[Conversation], list[str]]:
     """Every conversation file under the folders, and the files that could not be read (said, not fatal). A file
-    in a public benchmark's format (``public_sets.py``: LoCoMo's, LongMemEval's) is read as its conversations,
-    each turn opening with its speaker's name when ``speaker_names``, and what it leaves out of that file is said
-    too."""
+    in a public benchmark's format (``public_sets.py``: LoCoMo's, LongMemEval's, BEAM's rows; a file named itself
+    may be JSON lines, or parquet) is read as its conversations, each turn opening with its speaker's name when
+    ``speaker_names``, and what it leaves out of that file is said too; so is a folder in BEAM's own layout."""
     found: list[Conversation] = []
     problems: list[str] = []
     seen: set[str] = set()
+
+    def add(path: Path, read: list[Conversation]) -> None:
+        for convo in read:
+            if convo.cid in seen:
+                problems.append(f"{path}: conversation id {convo.cid} was read already; left out")
+                continue
+            seen.add(convo.cid)
+            found.append(convo)
+
     for folder in dirs:
+        beam = beam_folders(folder) if folder.is_dir() else []
+        if beam:  # BEAM's repository: a folder a conversation, its chat and its questions apart
+            sets = read_beam_folders(beam)
+            problems += sets.left_out
+            add(folder, [conversation_of(c, folder, "BEAM") for c in sets.conversations])
+            continue
         for path in sorted(folder.rglob("*.json")) if folder.is_dir() else [folder]:
             try:
-                raw = json.loads(path.read_text(encoding="utf-8"))
+                raw = json.loads(path.read_text(encoding="utf-8")) if folder.is_dir() else rows_of(path)
                 public = read_public(raw, str(path), names=speaker_names)
                 if public is not None:
                     name, sets = public
                     problems += sets.left_out
                     read = [conversation_of(c, path, name) for c in sets.conversations]
-                else:
+                elif isinstance(raw, dict):
                     read = [conversation_of(raw, path, speaker_names=speaker_names)]
+                else:
+                    raise ValueError("neither a conversation of the evaluation's format nor a public set's")
             except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
                 problems.append(f"{path}: {error!r}")
                 continue
-            for convo in read:
-                if convo.cid in seen:
-                    problems.append(f"{path}: conversation id {convo.cid} was read already; left out")
-                    continue
-                seen.add(convo.cid)
-                found.append(convo)
+            add(path, read)
     return found, problems
 
 

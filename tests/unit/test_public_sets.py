@@ -246,3 +246,103 @@ def test_the_evaluation_runs_a_public_set_through_the_api_beside_bm25(
     assert set(results["per_question"]["keyword"]) == {"conv-1/q1", "conv-1/q2", "conv-1/q3", "conv-1/q4"}
     assert plot.exists()
     assert code == 0  # hybrid was not asked: nothing to hold to BM25
+
+
+def beam_chat() -> list[dict[str, Any]]:
+    """A BEAM chat as its repository writes one: batches of turns, a time on each batch's first message."""
+    return [
+        {"batch_number": 1, "turns": [
+            [{"role": "user", "id": 0, "time_anchor": "January-05-2024", "index": "1,1",
+              "question_type": "main_question", "content": "I'm setting up a chat app on Node 18 with Socket.io 4.6."},
+             {"role": "assistant", "id": 1, "content": "Here is a server with error handling: ..."}],
+            [{"role": "user", "id": 2, "content": "I get 'Invalid or unknown protocol version' on the client."},
+             {"role": "assistant", "id": 3, "content": "That is a client and server version mismatch: ..."}],
+        ]},
+        {"batch_number": 2, "turns": [
+            [{"role": "user", "id": 4, "time_anchor": "February-12-2024", "content": "I moved the app to port 4000."},
+             {"role": "assistant", "id": 5, "content": ""},  # no text: the journal keeps none
+             {"role": "user", "id": 6, "content": "And I dropped the Redis adapter."},
+             {"role": "assistant", "id": 6, "content": "Fine: one instance needs no adapter."}],  # an id twice
+            [{"role": "user", "id": 7, "time_anchor": "sometime in March", "content": "Deadline is the 30th."}],
+        ]},
+    ]
+
+
+def beam_questions() -> dict[str, list[dict[str, Any]]]:
+    return {
+        "information_extraction": [
+            {"question": "Which Socket.io version did I start with?", "answer": "4.6", "source_chat_ids": [0]}],
+        "knowledge_update": [  # ids written as text, within lists, in a mapping
+            {"question": "What port does the app run on now?", "source_chat_ids": {"first": ["0"], "then": [[4]]}}],
+        "event_ordering": [
+            {"question": "Did the protocol error come before the port move?", "source_chat_ids": [2, 4, 99]}],
+        "contradiction_resolution": [  # 6 is held by two messages: which one is meant cannot be told
+            {"question": "Did I keep the Redis adapter?", "source_chat_ids": [6]}],
+        "abstention": [{"question": "What database did I choose?", "answer": "not said"}],
+    }
+
+
+def test_a_beam_folder_of_its_repository_is_read_a_conversation_a_folder(bench: Any, tmp_path: Path) -> None:
+    size = tmp_path / "chats" / "500K"
+    for number in ("10", "2"):  # read by number
+        (size / number / "probing_questions").mkdir(parents=True)
+        (size / number / "chat.json").write_text(json.dumps(beam_chat()), encoding="utf-8")
+        (size / number / "probing_questions" / "probing_questions.json").write_text(json.dumps(beam_questions()))
+        (size / number / "topic.json").write_text(json.dumps({"title": "a chat app"}))  # not a conversation
+    short = beam_chat()[:1]  # where the repository cut a chat short, that is what BEAM's harness reads
+    (size / "10" / "chat_trunecated.json").write_text(json.dumps(short), encoding="utf-8")
+
+    conversations, left_out = bench.read_data([size])
+
+    assert [(c.cid, c.source, c.style, c.split) for c in conversations] == [
+        ("beam-500K-2", "BEAM", "assistant", "test"), ("beam-500K-10", "BEAM", "assistant", "test")]
+    convo = conversations[0]
+    assert [m["id"] for m in convo.messages] == ["0", "1", "2", "3", "4", "6", "6#8", "7"]
+    assert [m["role"] for m in convo.messages] == [
+        "user", "assistant", "user", "assistant", "user", "user", "assistant", "user"]
+    assert [m.get("created_at") for m in convo.messages] == [
+        "2024-01-05T00:00:00Z", "2024-01-05T00:00:30Z", "2024-01-05T00:01:00Z", "2024-01-05T00:01:30Z",
+        "2024-02-12T00:00:00Z", "2024-02-12T00:01:00Z", "2024-02-12T00:01:30Z", "2024-02-12T00:02:00Z"]
+    assert [(q.qid, q.kind, q.gold) for q in convo.questions] == [
+        ("beam-500K-2/information_extraction-1", "information_extraction", ["0"]),
+        ("beam-500K-2/knowledge_update-1", "knowledge_update", ["0", "4"]),
+        ("beam-500K-2/event_ordering-1", "event_ordering", ["2", "4"])]
+    said = "\n".join(left_out)
+    assert "beam-500K-2: 1 message with no text" in said
+    assert "beam-500K-2: ids [6] are each held by more than one message" in said
+    assert "beam-500K-2 event_ordering-1: evidence ['99'] names no message" in said
+    assert "beam-500K-2 contradiction_resolution-1: evidence [6] names more than one message" in said
+    assert "beam-500K-2 contradiction_resolution-1: none of its evidence names one message; left out" in said
+    assert "beam-500K-2 abstention-1: asks about what was never said; left out" in said
+    assert "beam-500K-2 session 2: its time 'sometime in March' does not read" in said
+    assert [m["id"] for m in conversations[1].messages] == ["0", "1", "2", "3"]  # the chat cut short
+    assert "chat_trunecated.json) is read" in said
+    assert not any("topic.json" in line for line in left_out)
+    assert bench.outputs(conversations, "")[0] == ROOT / "bench/results/recall_eval_beam.json"
+
+
+def test_beams_published_rows_are_read_as_json_json_lines_or_parquet(bench: Any, tmp_path: Path) -> None:
+    sessions = [[m for turn in batch["turns"] for m in turn] for batch in beam_chat()]  # the rows: sessions
+    rows = [{"conversation_id": "1", "conversation_seed": {"category": "Coding"}, "chat": sessions,
+             "probing_questions": json.dumps(beam_questions())},
+            {"conversation_id": "2", "chat": sessions, "probing_questions": repr(beam_questions())},  # a literal
+            {"conversation_id": "3", "chat": sessions, "probing_questions": "{not read"}]
+    as_json, as_lines = tmp_path / "beam.json", tmp_path / "beam-100K.jsonl"
+    as_json.write_text(json.dumps(rows), encoding="utf-8")
+    as_lines.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+
+    for path in (as_json, as_lines):
+        conversations, left_out = bench.read_data([path])
+        assert [c.cid for c in conversations] == ["beam-1", "beam-2"]
+        assert all(c.source == "BEAM" for c in conversations)
+        assert [q.gold for q in conversations[1].questions] == [["0"], ["0", "4"], ["2", "4"]]
+        assert [m["id"] for m in conversations[0].messages] == ["0", "1", "2", "3", "4", "6", "6#8", "7"]
+        assert any("beam-3: its probing questions do not read; left out" in line for line in left_out)
+
+    parquet = tmp_path / "100K-00000-of-00001.parquet"
+    parquet.write_bytes(b"PAR1")
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:  # without pyarrow, said how to read it, not a crash
+        conversations, left_out = bench.read_data([parquet])
+        assert conversations == [] and "needs pyarrow" in left_out[0]
