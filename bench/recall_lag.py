@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/recall_lag.py                   # 10,000 long messages (~ a few minutes)
     .venv/bin/python bench/recall_lag.py --messages 2000   # a shorter run
+    .venv/bin/python bench/recall_lag.py --asked-first     # the conversation searched during a backlog
 
 An ``agentmem serve`` process in miniature, in this process: one embedded container in a temporary data dir
 with the configured embedder (the offline default: wordllama, 256 dimensions) and the indexer thread
@@ -25,6 +26,13 @@ Prints a table and writes ``bench/results/recall_lag.json``: timeout fallbacks (
 p50/p99 while catching up and after, the index lag the answers reported, and the catch-up throughput in
 messages and characters per second (from the first append to an empty queue, and the indexer's own time).
 A benchmark: nothing is asserted.
+
+``--asked-first``: what a conversation searched during a backlog waits for. The same messages are imported with
+the indexer stopped (a bulk import into the data dir), then the indexer starts and a client searches the *last*
+conversation of the import over and over (hybrid, within it). Measured twice, the conversation embedded first
+once it is searched behind (``adapters/embedded/asked_first.py``) and the queue in the order it came (as before
+it): the time until that conversation's searches say ``index_lag`` 0, and until the whole queue is drained.
+Writes ``bench/results/recall_lag_asked_first.json``.
 """
 
 from __future__ import annotations
@@ -54,6 +62,7 @@ CHUNK = 40
 LIMIT = 10
 MIN_CHARS, MAX_CHARS = 1_000, 4_000
 RESULT = ROOT / "bench" / "results" / "recall_lag.json"
+RESULT_ASKED_FIRST = ROOT / "bench" / "results" / "recall_lag_asked_first.json"
 
 CODE = [
     "def {n}_{v}(items):\n    total = 0\n    for item in items:\n        total += item.{n}\n    return total\n",
@@ -166,16 +175,33 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def fresh(folder: Path) -> tuple[Any, Any, Any]:
+    """An embedded agentmem in ``folder`` (the container, the bench account's principal, the vector index), its
+    agent's summaries held off and its embedder warm."""
+    from agentmem.adapters.embedded.vector_index import SqliteVectorIndex
+    from agentmem.bootstrap import build_container, ensure_default_account
+    from agentmem.services.agents import AgentSettings
+    from agentmem.settings import Settings
+
+    container = build_container(Settings(data_dir=folder))
+    ensure_default_account(container)
+    _, secret = container.keys.create_account("bench")
+    account = container.keys.authenticate("Bearer " + secret)
+    container.agents.put(account, AGENT, AgentSettings(summary_tokens=1_000_000, summary_messages=10_000))
+    index = container.search_index
+    assert isinstance(index, SqliteVectorIndex), "the embedded backend's vector index is off"
+    assert container.embedder is not None
+    container.embedder.warm()
+    return container, account, index
+
+
 def run(count: int, seed: int, read_ahead_s: float = 30.0) -> dict[str, Any]:
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")  # (a fallback is counted here, not printed)
     import logging
 
     logging.getLogger("agentmem").setLevel(logging.ERROR)  # (each fallback is kept in the rows below)
-    from agentmem.adapters.embedded.vector_index import IndexWorker, SqliteVectorIndex
-    from agentmem.bootstrap import build_container, ensure_default_account
+    from agentmem.adapters.embedded.vector_index import IndexWorker
     from agentmem.domain.conversations import MessageDraft
-    from agentmem.services.agents import AgentSettings
-    from agentmem.settings import Settings
 
     rng = random.Random(seed)
     texts = [long_message(rng) for _ in range(count)]
@@ -183,15 +209,7 @@ def run(count: int, seed: int, read_ahead_s: float = 30.0) -> dict[str, Any]:
     queries = [(fill(rng.choice(QUESTIONS), rng), None if i % 3 else f"conv-{rng.randint(1, 3):03d}")
                for i in range(200)]
     with tempfile.TemporaryDirectory(prefix="agentmem-lag-") as folder:
-        container = build_container(Settings(data_dir=Path(folder)))
-        ensure_default_account(container)
-        _, secret = container.keys.create_account("bench")
-        account = container.keys.authenticate("Bearer " + secret)
-        container.agents.put(account, AGENT, AgentSettings(summary_tokens=1_000_000, summary_messages=10_000))
-        index = container.search_index
-        assert isinstance(index, SqliteVectorIndex), "the embedded backend's vector index is off"
-        assert container.embedder is not None
-        container.embedder.warm()
+        container, account, index = fresh(Path(folder))
         # a few messages first, so the searches have something from their first moment
         seed_drafts = [MessageDraft("user", t) for t in texts[:CHUNK]]
         container.conversations.append(account, AGENT, "conv-001", seed_drafts, user=USER)
@@ -258,6 +276,64 @@ def run(count: int, seed: int, read_ahead_s: float = 30.0) -> dict[str, Any]:
         }
 
 
+def asked_first_run(count: int, seed: int, *, first: bool) -> dict[str, Any]:
+    """``--asked-first`` (the module's docstring): one run, the searched conversation embedded ``first`` or not."""
+    os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+    from agentmem.adapters.embedded.vector_index import IndexWorker
+    from agentmem.domain.conversations import MessageDraft
+
+    rng = random.Random(seed)
+    texts = [long_message(rng) for _ in range(count)]
+    last = f"conv-{(count - 1) // CONVERSATION + 1:03d}"
+    with tempfile.TemporaryDirectory(prefix="agentmem-asked-") as folder:
+        container, account, index = fresh(Path(folder))
+        if not first:  # the queue in the order it came, as before
+            index._asked_first = lambda conn, size: []
+        index.background = True  # (a search leaves the backlog to the indexer, as beside agentmem serve's)
+        for begin in range(0, count, CHUNK):
+            drafts = [MessageDraft("user" if (begin + i) % 2 == 0 else "assistant", text)
+                      for i, text in enumerate(texts[begin : begin + CHUNK])]
+            container.conversations.append(account, AGENT, f"conv-{begin // CONVERSATION + 1:03d}", drafts,
+                                           user=USER)
+        queued = index.pending()
+        question = fill(rng.choice(QUESTIONS), rng)
+        rows: list[dict[str, Any]] = []
+        worker = IndexWorker(index)
+        start = time.perf_counter()
+        worker.start()
+        conversation_s = None
+        try:
+            while index.pending() or conversation_s is None:
+                t0 = time.perf_counter()
+                page = container.conversations.search_page(account, AGENT, question, user=USER, conversation=last,
+                                                           limit=LIMIT)
+                rows.append({"ms": (time.perf_counter() - t0) * 1000, "mode": page.mode, "fallback": page.fallback,
+                             "index_lag": page.index_lag, "at": t0})
+                if conversation_s is None and page.index_lag == 0:
+                    conversation_s = time.perf_counter() - start
+                time.sleep(0.02)
+        finally:
+            worker.stop()
+        return {"embedded_first": first, "queued": queued, "conversation": last,
+                "conversation_messages": count - (count - 1) // CONVERSATION * CONVERSATION,
+                "conversation_indexed_s": round(conversation_s or 0.0, 2),
+                "all_indexed_s": round(time.perf_counter() - start, 2), "searches": summary(rows)}
+
+
+def print_asked_first(runs: list[dict[str, Any]]) -> None:
+    print()
+    run = runs[0]
+    print(f"A conversation searched while {run['queued']:,} queued messages are embedded ({run['conversation']}, "
+          f"{run['conversation_messages']} messages, the last of the import)")
+    print(f"  {'':<34}{'its index_lag 0 after':>22}{'all indexed after':>19}{'searches':>10}{'p50 ms':>9}"
+          f"{'p99 ms':>9}{'timeouts':>10}")
+    for run in runs:
+        label = "searched first (asked_first.py)" if run["embedded_first"] else "in the order queued (before)"
+        row = run["searches"]
+        print(f"  {label:<34}{run['conversation_indexed_s']:>20.2f} s{run['all_indexed_s']:>17.2f} s"
+              f"{row['searches']:>10}{row['p50_ms']:>9.2f}{row['p99_ms']:>9.2f}{row['timeouts']:>10}")
+
+
 def print_table(result: dict[str, Any]) -> None:
     print()
     print(f"Journal search while indexing {result['messages']:,} long messages "
@@ -296,10 +372,20 @@ def main() -> None:
     parser.add_argument("--read-ahead-s", type=float, default=30.0,
                         help="how long the searches go on while the indexer reads token states ahead")
     parser.add_argument("--no-write", action="store_true", help="print only; leave the results file alone")
+    parser.add_argument("--asked-first", action="store_true",
+                        help="measure what a conversation searched during a backlog waits for (the docstring)")
     args = parser.parse_args()
+    machine = {"python": sys.version.split()[0], "platform": platform.platform(), "cpus": os.cpu_count(),
+               "when": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
+    if args.asked_first:
+        runs = [asked_first_run(args.messages, args.seed, first=first) for first in (True, False)]
+        print_asked_first(runs)
+        if not args.no_write:
+            RESULT_ASKED_FIRST.write_text(json.dumps({"runs": runs, "machine": machine}, indent=2) + "\n")
+            print(f"\nwrote {RESULT_ASKED_FIRST.relative_to(ROOT)}")
+        return
     result = run(args.messages, args.seed, args.read_ahead_s)
-    result["machine"] = {"python": sys.version.split()[0], "platform": platform.platform(),
-                         "cpus": os.cpu_count(), "when": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
+    result["machine"] = machine
     print_table(result)
     if not args.no_write:
         RESULT.parent.mkdir(parents=True, exist_ok=True)

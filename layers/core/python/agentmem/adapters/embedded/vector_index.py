@@ -6,7 +6,9 @@ row as it is *now* — an entry's current version, or nothing when it is gone, a
 what changed (an unchanged text is not embedded again) and writes or removes its vector. Replaying the queue
 is harmless and an older version can never overwrite a newer one, since only the current row is ever read.
 A thread of ``agentmem serve`` runs ``catch_up`` continuously (``IndexWorker``), and a query first applies
-what is queued, so a save is found by meaning at once in process and within moments on a busy server.
+what is queued, so a save is found by meaning at once in process and within moments on a busy server. A
+conversation searched while some of its messages are still queued is embedded next, before the rest of the
+queue (``asked_first.py``): the one an agent works in during a large import is found by meaning within moments.
 
 Vectors are grouped in *partitions* — one per layer of a memory, one per (agent, user) pair of a journal.
 A partition is loaded into memory on its first query and kept up to date from the database from then on: new
@@ -68,6 +70,7 @@ from ...ports.search_index import (
     filter_values,
     time_ranges,
 )
+from .asked_first import AskedFirst
 from .database import Database
 from .private_files import open_private_file
 from .vector_graphs import GraphFiles
@@ -482,6 +485,8 @@ class SqliteVectorIndex(SearchIndex):
         self._no_queries.set()
         self.last_query_s = 0.0  # when the last query ended (time.monotonic)
         self._lags: dict[tuple[str, ...], tuple[float, int]] = {}
+        # the conversations searched while behind, embedded first (asked_first.py), whichever process searched
+        self.asked = AskedFirst(db.path.with_name(db.path.name + ".asked"))
         self._written_seen: int | None = None  # the newest vector row ``load_written`` has looked at
         self._written: dict[str, int] = {}  # ... and the vectors written since to each partition not loaded
         # once caught up, the indexer reads the journal's token states for mode=deep ahead (minilm_states.py)
@@ -565,9 +570,27 @@ class SqliteVectorIndex(SearchIndex):
         finally:
             fcntl.flock(self._drain_fd, fcntl.LOCK_UN)
 
+    def _asked_first(self, conn: sqlite3.Connection, size: int) -> list[tuple[int, str, int]]:
+        """The queued messages of the conversation last searched while behind (``asked_first.py``), in the order
+        they came, at most ``size``; none when no conversation so searched has any left. (Read from the
+        conversation's messages, each looked up in the queue by what it names: CROSS JOIN keeps that order, so a
+        large import's queue is not read through.)"""
+        for conversation in self.asked.wanted():
+            rows = conn.execute(
+                "SELECT q.id, q.kind, q.source FROM messages m CROSS JOIN index_queue q ON q.kind = 'message' "
+                "AND q.source = m.id WHERE m.conversation_id = ? ORDER BY q.id LIMIT ?", (conversation, size),
+            ).fetchall()
+            if rows:
+                return rows
+            self.asked.done(conversation)
+        return []
+
     def _apply_batch(self, size: int) -> int:
         conn = self.db.connection()
-        queued = conn.execute("SELECT id, kind, source FROM index_queue ORDER BY id LIMIT ?", (size,)).fetchall()
+        queued = self._asked_first(conn, size)  # a conversation searched while behind comes first
+        first = bool(queued)
+        if not first:
+            queued = conn.execute("SELECT id, kind, source FROM index_queue ORDER BY id LIMIT ?", (size,)).fetchall()
         if not queued:
             return 0
         last = queued[-1][0]
@@ -594,7 +617,10 @@ class SqliteVectorIndex(SearchIndex):
                  for i, d in enumerate(fresh)],
             )
             write.executemany("DELETE FROM vectors WHERE kind=? AND source=? AND part=?", gone)
-            write.execute("DELETE FROM index_queue WHERE id <= ?", (last,))
+            if first:  # (the rest of the queue, before and after, waits its turn)
+                write.executemany("DELETE FROM index_queue WHERE id = ?", [(row[0],) for row in queued])
+            else:
+                write.execute("DELETE FROM index_queue WHERE id <= ?", (last,))
             write.execute("DELETE FROM vector_removals WHERE id <= (SELECT max(id) FROM vector_removals) - ?",
                           (KEEP_REMOVALS,))
         # a saved graph still holding a vector that left the index (gone, moved or replaced) is removed at once
@@ -769,6 +795,16 @@ class SqliteVectorIndex(SearchIndex):
         kept = self._lags.get(scope)
         if kept is not None and now - kept[0] < LAG_KEPT_S:
             return kept[1]
+        one = self._one_conversation(filters) if kinds == [MESSAGE_KIND] else None
+        if one is not None:  # one conversation: its own messages are counted, and it is embedded first when behind
+            counted = 0 if not one else int(self.db.connection().execute(
+                "SELECT count(*) FROM messages m CROSS JOIN index_queue q ON q.kind = 'message' AND q.source = m.id "
+                "WHERE m.conversation_id = ?", (one,)).fetchone()[0])
+            if counted:
+                self.asked.ask(one)
+            elif one:
+                self.asked.done(one)
+            return self._kept_lag(scope, now, counted)
         if kinds == [MESSAGE_KIND]:
             counted_rows = ("count(*) FROM index_queue q JOIN messages m ON m.id = q.source "
                             "JOIN conversations c ON c.id = m.conversation_id")
@@ -788,10 +824,24 @@ class SqliteVectorIndex(SearchIndex):
         counted = int(self.db.connection().execute(
             f"SELECT {counted_rows} WHERE " + " AND ".join(where), params,
         ).fetchone()[0])
+        return self._kept_lag(scope, now, counted)
+
+    def _kept_lag(self, scope: tuple[str, ...], now: float, counted: int) -> int:
         if len(self._lags) > 1000:
             self._lags.clear()
         self._lags[scope] = (now, counted)
         return counted
+
+    def _one_conversation(self, filters: Filters) -> int | None:
+        """The row id of the one conversation a journal query names (an account, agent and user, one key): 0 when
+        it has none yet; None when the query names no single conversation."""
+        named = [filter_values(filters.get(name, [])) for name in ("account", "agent", "user", "conversation")]
+        if any(len(values) != 1 for values in named):
+            return None
+        found = self.db.connection().execute(
+            "SELECT id FROM conversations WHERE account_id = ? AND agent = ? AND user_key = ? AND key = ?",
+            [values[0] for values in named]).fetchone()
+        return int(found[0]) if found else 0
 
     def _query(self, vector: Sequence[float], filters: Filters, k: int) -> list[SearchHit]:
         self._catch_up_for_query()  # what was just written is found by meaning too
