@@ -118,3 +118,26 @@ def test_the_notes_are_the_latest_asked_kept_a_while_and_a_bad_file_is_only_orde
     assert AskedFirst(asked.path).wanted() == []
     asked.path.write_text(json.dumps(["a list"]))
     assert AskedFirst(asked.path).wanted() == []
+
+
+def test_a_conversations_queued_messages_are_the_same_read_from_either_side(tmp_path: Path) -> None:
+    """Counted and picked from the smaller side (the queue, or the conversation's messages): the same either way."""
+    from agentmem.adapters.embedded.vector_index import _queued_in
+
+    container, account, index = make(tmp_path)
+    import_three(container, account)
+    index.catch_up(45)  # a, and half of b
+    container.conversations.append(account, "support", "a", [MessageDraft("user", "One more about the printer.")],
+                                   user="ana")
+    conn = index.db.connection()
+    for key, queued in (("a", 1), ("b", 15), ("c", 30)):
+        (conversation,) = conn.execute("SELECT id FROM conversations WHERE key = ?", (key,)).fetchone()
+        by_queue, by_messages = _queued_in(0, 1), _queued_in(1, 0)
+        assert by_queue != by_messages
+        for plan in (by_queue, by_messages):
+            assert conn.execute(f"SELECT count(*) {plan}", (conversation,)).fetchone()[0] == queued
+        picked = [conn.execute(f"SELECT q.id, q.source {plan} ORDER BY q.id LIMIT 10", (conversation,)).fetchall()
+                  for plan in (by_queue, by_messages)]
+        assert picked[0] == picked[1] and len(picked[0]) == min(queued, 10)
+    # and a search's lag says the same, whichever side its count read (b: 15 queued of 30 messages, of 46 in all)
+    assert (lag_of(container, account, "a"), lag_of(container, account, "b")) == (1, 15)

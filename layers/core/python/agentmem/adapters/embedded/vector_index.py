@@ -572,14 +572,14 @@ class SqliteVectorIndex(SearchIndex):
 
     def _asked_first(self, conn: sqlite3.Connection, size: int) -> list[tuple[int, str, int]]:
         """The queued messages of the conversation last searched while behind (``asked_first.py``), in the order
-        they came, at most ``size``; none when no conversation so searched has any left. (Read from the
-        conversation's messages, each looked up in the queue by what it names: CROSS JOIN keeps that order, so a
-        large import's queue is not read through.)"""
-        for conversation in self.asked.wanted():
+        they came, at most ``size``; none when no conversation so searched has any left."""
+        wanted = self.asked.wanted()
+        queued = self.pending() if wanted else 0
+        for conversation in wanted:
+            found = conn.execute("SELECT last_seq FROM conversations WHERE id = ?", (conversation,)).fetchone()
             rows = conn.execute(
-                "SELECT q.id, q.kind, q.source FROM messages m CROSS JOIN index_queue q ON q.kind = 'message' "
-                "AND q.source = m.id WHERE m.conversation_id = ? ORDER BY q.id LIMIT ?", (conversation, size),
-            ).fetchall()
+                f"SELECT q.id, q.kind, q.source {_queued_in(queued, found[0])} ORDER BY q.id LIMIT ?",
+                (conversation, size)).fetchall() if found else []
             if rows:
                 return rows
             self.asked.done(conversation)
@@ -787,7 +787,8 @@ class SqliteVectorIndex(SearchIndex):
         kinds = filter_values(filters.get("kind", []))
         if kinds not in ([MESSAGE_KIND], [ENTRY_KIND]):
             return None
-        if not self.pending():
+        queued = self.pending()
+        if not queued:
             return 0
         scope = tuple(sorted(f"{k}={v}" for k, v in filters.items() if k in ("kind", "account", "agent", "memory",
                                                                               "user", "conversation")))
@@ -797,13 +798,13 @@ class SqliteVectorIndex(SearchIndex):
             return kept[1]
         one = self._one_conversation(filters) if kinds == [MESSAGE_KIND] else None
         if one is not None:  # one conversation: its own messages are counted, and it is embedded first when behind
-            counted = 0 if not one else int(self.db.connection().execute(
-                "SELECT count(*) FROM messages m CROSS JOIN index_queue q ON q.kind = 'message' AND q.source = m.id "
-                "WHERE m.conversation_id = ?", (one,)).fetchone()[0])
+            conversation, messages = one
+            counted = 0 if not conversation else int(self.db.connection().execute(
+                f"SELECT count(*) {_queued_in(queued, messages)}", (conversation,)).fetchone()[0])
             if counted:
-                self.asked.ask(one)
-            elif one:
-                self.asked.done(one)
+                self.asked.ask(conversation)
+            elif conversation:
+                self.asked.done(conversation)
             return self._kept_lag(scope, now, counted)
         if kinds == [MESSAGE_KIND]:
             counted_rows = ("count(*) FROM index_queue q JOIN messages m ON m.id = q.source "
@@ -832,16 +833,17 @@ class SqliteVectorIndex(SearchIndex):
         self._lags[scope] = (now, counted)
         return counted
 
-    def _one_conversation(self, filters: Filters) -> int | None:
-        """The row id of the one conversation a journal query names (an account, agent and user, one key): 0 when
-        it has none yet; None when the query names no single conversation."""
+    def _one_conversation(self, filters: Filters) -> tuple[int, int] | None:
+        """The one conversation a journal query names (an account, agent and user, one key): its row id and its
+        last seq (how many messages it has had); (0, 0) when it has none yet; None when the query names no single
+        conversation."""
         named = [filter_values(filters.get(name, [])) for name in ("account", "agent", "user", "conversation")]
         if any(len(values) != 1 for values in named):
             return None
         found = self.db.connection().execute(
-            "SELECT id FROM conversations WHERE account_id = ? AND agent = ? AND user_key = ? AND key = ?",
+            "SELECT id, last_seq FROM conversations WHERE account_id = ? AND agent = ? AND user_key = ? AND key = ?",
             [values[0] for values in named]).fetchone()
-        return int(found[0]) if found else 0
+        return (int(found[0]), int(found[1])) if found else (0, 0)
 
     def _query(self, vector: Sequence[float], filters: Filters, k: int) -> list[SearchHit]:
         self._catch_up_for_query()  # what was just written is found by meaning too
@@ -1317,6 +1319,19 @@ def _micros(stamp: str) -> int:
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _queued_in(queued: int, messages: int) -> str:
+    """The FROM and WHERE of one conversation's queued messages (its row id the one parameter), read from the
+    smaller side: the queue's ``queued`` rows, each message looked up; or the conversation's ``messages``, each
+    looked up in the queue by what it names (``index_queue_by_source``). CROSS JOIN keeps the order written:
+    a large import's queue is not read through for a conversation of a few messages, nor a long conversation's
+    messages for a queue of a few."""
+    if queued <= messages:
+        return ("FROM index_queue q CROSS JOIN messages m ON m.id = q.source "  # (+: the queue in its order)
+                "WHERE +q.kind = 'message' AND m.conversation_id = ?")
+    return ("FROM messages m CROSS JOIN index_queue q ON q.kind = 'message' AND q.source = m.id "
+            "WHERE m.conversation_id = ?")
 
 
 def _chunks(values: Sequence[int], size: int = 900) -> Iterator[Sequence[int]]:
