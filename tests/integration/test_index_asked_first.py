@@ -141,3 +141,16 @@ def test_a_conversations_queued_messages_are_the_same_read_from_either_side(tmp_
         assert picked[0] == picked[1] and len(picked[0]) == min(queued, 10)
     # and a search's lag says the same, whichever side its count read (b: 15 queued of 30 messages, of 46 in all)
     assert (lag_of(container, account, "a"), lag_of(container, account, "b")) == (1, 15)
+
+
+def test_a_note_that_cannot_be_written_fails_no_search_and_the_queue_still_drains(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture,
+) -> None:
+    container, account, index = make(tmp_path)
+    import_three(container, account)
+    index.asked.path.mkdir()  # (a file that cannot be read or written where the note goes)
+    assert lag_of(container, account, "c") == 30  # answered, and said how far behind
+    assert index.asked.wanted() == [] and "could not be noted" in caplog.text
+    assert index.catch_up() == 90 and index.pending() == 0
+    assert AskedFirst(tmp_path / "missing" / "agentmem.db.asked").wanted() == []
+    AskedFirst(tmp_path / "missing" / "agentmem.db.asked").ask(1)  # (nowhere to write: said, not raised)

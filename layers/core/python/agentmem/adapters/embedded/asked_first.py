@@ -11,7 +11,8 @@ The note is a hint, kept in a small file beside the database (``<db>.asked``: co
 each was asked, nothing else), so that it reaches the indexer in whichever process of ``agentmem serve`` runs it.
 A note lost to two processes writing at once, or left stale, costs only order: the queue is still drained whole,
 each change read as it is then. A note is dropped once its conversation has nothing queued, or ASKED_KEPT_S
-after it was last asked; at most ASKED_MOST are kept, the latest asked first.
+after it was last asked; at most ASKED_MOST are kept, the latest asked first. A file that cannot be read or
+written (a full disk, a data dir made read-only) is no note, never an error: searches and the indexer go on.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import threading
 import time
 from pathlib import Path
 
+from ...observability import logger
 from .private_files import open_private_file
 
 ASKED_KEPT_S = 30.0  # a conversation is embedded first for this long after the last search that found it behind
@@ -37,6 +39,7 @@ class AskedFirst:
         self._lock = threading.Lock()
         self._mark: tuple[int, int, int] | None = None  # the file as last read: inode, mtime, size
         self._held: dict[int, float] = {}
+        self._warned = False  # (a file that cannot be written is said once a process)
 
     def ask(self, conversation: int) -> None:
         """Note that a search of ``conversation`` found some of its messages still queued."""
@@ -65,7 +68,7 @@ class AskedFirst:
     def _read(self) -> dict[int, float]:
         try:
             found = self.path.stat()
-        except FileNotFoundError:
+        except OSError:  # (none yet; or not to be read: no note)
             self._mark, self._held = None, {}
             return {}
         mark = (found.st_ino, found.st_mtime_ns, found.st_size)
@@ -80,13 +83,20 @@ class AskedFirst:
 
     def _write(self, held: dict[int, float]) -> None:
         kept = dict(sorted(held.items(), key=lambda item: -item[1])[:ASKED_MOST])
-        if not kept:
-            with contextlib.suppress(FileNotFoundError):
-                self.path.unlink()
-            self._mark, self._held = None, {}
-            return
-        temporary = self.path.with_name(f"{self.path.name}.{os.getpid()}.{threading.get_ident()}")
-        with os.fdopen(open_private_file(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "w") as out:
-            json.dump({str(key): at for key, at in kept.items()}, out)
-        os.replace(temporary, self.path)  # (whole, for a reader in another process)
         self._mark, self._held = None, kept  # (read again next time: another process may write after this one)
+        temporary = self.path.with_name(f"{self.path.name}.{os.getpid()}.{threading.get_ident()}")
+        try:
+            if not kept:
+                with contextlib.suppress(FileNotFoundError):
+                    self.path.unlink()
+                return
+            with os.fdopen(open_private_file(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "w") as out:
+                json.dump({str(key): at for key, at in kept.items()}, out)
+            os.replace(temporary, self.path)  # (whole, for a reader in another process)
+        except OSError:
+            with contextlib.suppress(OSError):
+                temporary.unlink()
+            if not self._warned:
+                self._warned = True
+                logger.warning("the conversations to index first could not be noted; the index catches up in "
+                               "the order written", extra={"path": str(self.path)}, exc_info=True)
