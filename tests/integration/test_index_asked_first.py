@@ -132,15 +132,22 @@ def test_a_conversations_queued_messages_are_the_same_read_from_either_side(tmp_
     conn = index.db.connection()
     for key, queued in (("a", 1), ("b", 15), ("c", 30)):
         (conversation,) = conn.execute("SELECT id FROM conversations WHERE key = ?", (key,)).fetchone()
-        by_queue, by_messages = _queued_in(0, 1), _queued_in(1, 0)
+        by_queue, by_messages = _queued_in(0, 1, 'c.id = ?'), _queued_in(1, 0, 'c.id = ?')
         assert by_queue != by_messages
         for plan in (by_queue, by_messages):
             assert conn.execute(f"SELECT count(*) {plan}", (conversation,)).fetchone()[0] == queued
         picked = [conn.execute(f"SELECT q.id, q.source {plan} ORDER BY q.id LIMIT 10", (conversation,)).fetchall()
                   for plan in (by_queue, by_messages)]
         assert picked[0] == picked[1] and len(picked[0]) == min(queued, 10)
+    # and so for a search across the user's journal (the conditions name no one conversation)
+    journal = "c.account_id IN (?) AND c.agent IN (?) AND c.user_key IN (?)"
+    for plan in (_queued_in(0, 1, journal), _queued_in(1, 0, journal)):
+        assert conn.execute(f"SELECT count(*) {plan}", (account.account_id, "support", "ana")).fetchone()[0] == 46
+        assert conn.execute(f"SELECT count(*) {plan}", (account.account_id, "support", "bo")).fetchone()[0] == 0
     # and a search's lag says the same, whichever side its count read (b: 15 queued of 30 messages, of 46 in all)
     assert (lag_of(container, account, "a"), lag_of(container, account, "b")) == (1, 15)
+    index._lags.clear()
+    assert container.conversations.search_page(account, "support", "notes", user="ana").index_lag == 46
 
 
 def test_a_note_that_cannot_be_written_fails_no_search_and_the_queue_still_drains(
