@@ -364,6 +364,27 @@ def test_the_lag_of_entries_counts_each_queued_entry_of_the_scope_once_and_is_ke
     assert (index.lag(company), index.lag(as_ana)) == (0, 0)
 
 
+def test_a_slow_count_of_the_lag_is_kept_until_it_has_cost_a_small_share_of_the_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A count that took LAG_SLOW_S or more (a million queued) is kept until it has cost LAG_COST_SHARE of the time
+    since, whatever LAG_KEPT_S; a fast one only LAG_KEPT_S."""
+    container, account, index = make(tmp_path)
+    company = {"kind": "entry", "account": account.account_id, "memory": ["company"], "user": [""]}
+    container.entries.save(account, "company", "refunds", SaveRequest("Refunds take 14 days.", "Refunds"))
+    monkeypatch.setattr(vector_index, "LAG_KEPT_S", 0.0)
+    monkeypatch.setattr(vector_index, "LAG_SLOW_S", 0.0)  # every count is slow here
+    monkeypatch.setattr(vector_index, "LAG_COST_SHARE", 1e-9)  # ... and kept for ever for what it cost
+    assert index.lag(company) == 1
+    container.entries.save(account, "company", "vpn", SaveRequest("Connect to the VPN first.", "Access"))
+    assert index.lag(company) == 1  # kept
+    monkeypatch.setattr(vector_index, "LAG_SLOW_S", 60.0)  # a fast count is not kept past LAG_KEPT_S
+    index._lags.clear()
+    assert index.lag(company) == 2
+    container.entries.save(account, "company", "plan", SaveRequest("On the Team plan.", "Plan"))
+    assert index.lag(company) == 3
+
+
 def test_beside_the_indexer_a_save_just_made_is_found_by_meaning_once_the_running_batch_is_done(
     tmp_path: Path,
 ) -> None:
