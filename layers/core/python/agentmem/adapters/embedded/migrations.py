@@ -603,8 +603,8 @@ MIGRATIONS: list[Migration] = [
     # transaction; a change or a deletion drops the entry's rows at once (an erasure leaves nothing of it here)
     _entry_token_states,
     # 23: the queue by what it names, so that the indexer finds a searched conversation's queued messages among a
-    # large import's without reading the whole queue (vector_index.py, ``asked_first``), and a conversation's
-    # ``index_lag`` is counted from its own messages
+    # large import's without reading the whole queue (vector_index.py, ``asked_first``), and a search's
+    # ``index_lag`` is counted from its own messages when they are the fewer (``_queued_in``)
     """
     CREATE INDEX IF NOT EXISTS index_queue_by_source ON index_queue(kind, source);
     """,

@@ -107,13 +107,13 @@ READ_AHEAD_QUIET_S = 0.25
 READ_AHEAD_WAIT_S = 1.0  # ... at most this long each time (a layer a second, at least, under a steady stream)
 LAG_KEPT_S = 0.5  # a scope's count of queued messages or entries (index_lag) is counted again after this long
 # ... and a count that took LAG_SLOW_S or more, until it has cost at most LAG_COST_SHARE of the time since: the
-# importing user's own journal at a million queued (175 ms a count) is counted every 3.5 s, not twice a second
+# importing user's own journal at a million queued (160 ms a count) is counted every 3.3 s, not twice a second
 LAG_SLOW_S = 0.02
 LAG_COST_SHARE = 0.05
 # A scope's queued messages are read from the queue unless the scope's messages are fewer than a third of it
 # (``_queued_in``): a message looked up in the queue costs about three queue rows read in order. At 1,000,200
-# queued: a user's 200 messages counted in 6 ms (120 ms reading the queue), the importing user's million in 165 ms
-# by the queue (397 by their messages)
+# queued: another user's 200 messages counted in 0.1 ms (116 ms reading the queue), the importing user's million
+# in 160 ms by the queue (397 by their messages)
 QUEUE_READ_FACTOR = 3
 ANN_THRESHOLD = 50_000  # vectors in one partition above which a graph answers instead of a full scan
 # Beside the indexer thread, a loaded partition that grows past ANN_THRESHOLD has its graph built without the
