@@ -604,11 +604,17 @@ class SqliteVectorIndex(SearchIndex):
     def _apply_batch(self, size: int) -> int:
         conn = self.db.connection()
         queued = self._asked_first(conn, size)  # a conversation searched while behind comes first
-        first = bool(queued)
-        if not first:
-            queued = conn.execute("SELECT id, kind, source FROM index_queue ORDER BY id LIMIT ?", (size,)).fetchall()
+        if queued:
+            return self._apply_rows(conn, queued, out_of_turn=True)
+        queued = conn.execute("SELECT id, kind, source FROM index_queue ORDER BY id LIMIT ?", (size,)).fetchall()
+        return self._apply_rows(conn, queued, out_of_turn=False)
+
+    def _apply_rows(self, conn: sqlite3.Connection, queued: list[tuple[int, str, int]], *, out_of_turn: bool) -> int:
+        """Apply queued changes (rows of ``index_queue``) and take them out of the queue: the first of it
+        (``out_of_turn`` False: every row up to the last), or picked from it (True: those rows alone)."""
         if not queued:
             return 0
+        first = out_of_turn
         last = queued[-1][0]
         entries = sorted({r[2] for r in queued if r[1] == "entry"})
         messages = sorted({r[2] for r in queued if r[1] == "message"})
@@ -786,15 +792,60 @@ class SqliteVectorIndex(SearchIndex):
         """The indexer, between two batches: let the queries running now finish first (at most ``timeout``)."""
         self._no_queries.wait(timeout)
 
-    def _catch_up_for_query(self) -> None:
+    def _catch_up_for_query(self, filters: Filters) -> None:
         """What a query applies of the queue before it searches (QUERY_CATCH_UP; beside an indexer, this process's
-        or another's that this one follows, QUERY_CATCH_UP_BEHIND)."""
+        or another's that this one follows, QUERY_CATCH_UP_BEHIND). Behind a larger backlog (an import, perhaps
+        another tenant's), the changes of the query's own scope, when there are that few: a save just made in
+        the memory layers it searches, or the conversation it names, is found by meaning at once, whatever else
+        is queued (``_queued_of_scope``)."""
         if not self.background:
             self.catch_up(QUERY_CATCH_UP)
             return
-        queued = self.pending()
-        if 0 < queued <= QUERY_CATCH_UP_BEHIND:  # what the indexer's batch did not apply, once it is done
+        queued = self._queued_about()
+        if not queued:
+            return
+        if queued <= QUERY_CATCH_UP_BEHIND:  # what the indexer's batch did not apply, once it is done
             self.catch_up(queued, wait=QUERY_WAIT_BEHIND_S)
+            return
+        kept = self._lags.get(_scope_of(filters))
+        if kept is not None and kept[1] > QUERY_CATCH_UP_BEHIND:
+            return  # (its own backlog, counted a moment ago, is the indexer's: its conversation is put first)
+        conn = self.db.connection()
+        if not 0 < len(self._queued_of_scope(conn, filters, queued, QUERY_CATCH_UP_BEHIND + 1)) \
+                <= QUERY_CATCH_UP_BEHIND:
+            return  # (nothing of its own queued, the common case: the query waits for nothing)
+        if not self._draining.acquire(timeout=QUERY_WAIT_BEHIND_S):
+            return
+        try:  # (picked again with the locks held: a batch of the indexer's may have applied them meanwhile)
+            with self._drain_lock(QUERY_WAIT_BEHIND_S) as held:
+                own = self._queued_of_scope(conn, filters, queued, QUERY_CATCH_UP_BEHIND + 1) if held else []
+                if len(own) <= QUERY_CATCH_UP_BEHIND:
+                    self._apply_rows(conn, own, out_of_turn=True)
+        finally:
+            self._draining.release()
+
+    def _queued_of_scope(self, conn: sqlite3.Connection, filters: Filters, queued: int,
+                         limit: int) -> list[tuple[int, str, int]]:
+        """The first ``limit`` queued changes of the scope a query names, in the order they came: the entries of
+        the memory layers it searches (a layer holds at most a few hundred: each looked up in the queue), or the
+        messages of the one conversation it names, from the cheaper side (``_queued_in``); none for a journal
+        searched across its conversations."""
+        if filter_values(filters.get("kind", [])) == [ENTRY_KIND]:
+            where, params = _conditions(filters, (("account", "e.account_id"), ("memory", "e.memory"),
+                                                  ("user", "e.layer_user")))
+            return conn.execute(
+                "SELECT q.id, q.kind, q.source FROM entries e CROSS JOIN index_queue q ON q.kind = 'entry' "
+                f"AND q.source = e.rowid WHERE {where} ORDER BY q.id LIMIT ?", [*params, limit]).fetchall()
+        named = [filter_values(filters.get(name, [])) for name in ("account", "agent", "user", "conversation")]
+        if any(len(values) != 1 for values in named):
+            return []
+        found = conn.execute(
+            "SELECT id, last_seq FROM conversations WHERE account_id = ? AND agent = ? AND user_key = ? AND key = ?",
+            [values[0] for values in named]).fetchone()
+        if found is None:
+            return []
+        return conn.execute(f"SELECT q.id, q.kind, q.source {_queued_in(queued, found[1], 'c.id = ?')} "
+                            "ORDER BY q.id LIMIT ?", (found[0], limit)).fetchall()
 
     def lag(self, filters: Filters) -> int | None:
         """How many documents of the scope ``filters`` name are queued and not yet indexed: journal messages (an
@@ -806,8 +857,7 @@ class SqliteVectorIndex(SearchIndex):
             return None
         if self.db.connection().execute("SELECT 1 FROM index_queue LIMIT 1").fetchone() is None:
             return 0  # (caught up: at once, whatever count is kept)
-        scope = tuple(sorted(f"{k}={v}" for k, v in filters.items() if k in ("kind", "account", "agent", "memory",
-                                                                              "user", "conversation")))
+        scope = _scope_of(filters)
         now = time.monotonic()
         kept = self._lags.get(scope)
         if kept is not None and now - kept[0] < max(LAG_KEPT_S, kept[2]):
@@ -844,7 +894,7 @@ class SqliteVectorIndex(SearchIndex):
         return counted
 
     def _query(self, vector: Sequence[float], filters: Filters, k: int) -> list[SearchHit]:
-        self._catch_up_for_query()  # what was just written is found by meaning too
+        self._catch_up_for_query(filters)  # what was just written is found by meaning too
         self._refresh()
         query = np.asarray(vector, dtype=np.float32)
         conversations = set(filter_values(filters["conversation"])) if "conversation" in filters else None
@@ -1331,6 +1381,12 @@ def _queued_in(queued: int, messages: int, where: str) -> str:
                 f"ON c.id = m.conversation_id WHERE +q.kind = 'message' AND {where}")
     return ("FROM conversations c CROSS JOIN messages m ON m.conversation_id = c.id CROSS JOIN index_queue q "
             f"ON q.kind = 'message' AND q.source = m.id WHERE {where}")
+
+
+def _scope_of(filters: Filters) -> tuple[str, ...]:
+    """What a query's filters say of its scope (whose documents, not how they are searched): the key of its lag."""
+    return tuple(sorted(f"{k}={v}" for k, v in filters.items()
+                        if k in ("kind", "account", "agent", "memory", "user", "conversation")))
 
 
 def _conditions(filters: Filters, columns: Sequence[tuple[str, str]]) -> tuple[str, list[str]]:
