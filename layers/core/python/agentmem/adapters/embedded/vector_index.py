@@ -614,7 +614,6 @@ class SqliteVectorIndex(SearchIndex):
         (``out_of_turn`` False: every row up to the last), or picked from it (True: those rows alone)."""
         if not queued:
             return 0
-        first = out_of_turn
         last = queued[-1][0]
         entries = sorted({r[2] for r in queued if r[1] == "entry"})
         messages = sorted({r[2] for r in queued if r[1] == "message"})
@@ -639,7 +638,7 @@ class SqliteVectorIndex(SearchIndex):
                  for i, d in enumerate(fresh)],
             )
             write.executemany("DELETE FROM vectors WHERE kind=? AND source=? AND part=?", gone)
-            if first:  # (the rest of the queue, before and after, waits its turn)
+            if out_of_turn:  # (the rest of the queue, before and after, waits its turn)
                 write.executemany("DELETE FROM index_queue WHERE id = ?", [(row[0],) for row in queued])
             else:
                 write.execute("DELETE FROM index_queue WHERE id <= ?", (last,))
