@@ -82,8 +82,9 @@ BATCH = 512
 # A query first applies what is queued, so a save is found by meaning at once. In process, with no indexer thread
 # (tests, the CLI), it applies up to QUERY_CATCH_UP queued changes; beside the indexer (``agentmem serve``) it
 # does not wait out a backlog: it applies one of at most QUERY_CATCH_UP_BEHIND (a save just made), waiting at most
-# QUERY_WAIT_BEHIND_S for a catch-up that is running (the indexer's batch holds those saves or is about to); a
-# longer backlog is the indexer's, and the query answers over what is indexed.
+# QUERY_WAIT_BEHIND_S for a catch-up that is running (the indexer's batch holds those saves or is about to); behind
+# a longer backlog, the same of its own scope's changes (``_queued_of_scope``); the rest is the indexer's, and the
+# query answers over what is indexed.
 QUERY_CATCH_UP = 2000
 QUERY_CATCH_UP_BEHIND = 16
 QUERY_WAIT_BEHIND_S = 0.25
