@@ -3,6 +3,7 @@
     .venv/bin/python bench/serve_lag.py                                # 6,000 long messages, 2 workers
     .venv/bin/python bench/serve_lag.py --workers 1 --messages 2000    # one process, a shorter run
     .venv/bin/python bench/serve_lag.py --within-last                  # within the import's last conversation
+    .venv/bin/python bench/serve_lag.py --read-your-writes             # saves recalled by meaning meanwhile
 
 ``recall_lag.py`` runs the indexer and the searches in one process. ``agentmem serve`` runs 2 worker processes
 by default, the indexer in the first only, and the kernel spreads the connections over both: this benchmark
@@ -20,6 +21,12 @@ max while the index is behind and once it has caught up. A benchmark: nothing is
 answers say ``index_lag`` 0, and the time that took from the import's end is the figure: a conversation searched
 while its messages wait at the end of the queue is embedded first, whichever worker answered the search
 (``adapters/embedded/asked_first.py``). Writes ``bench/results/serve_lag_within_last.json``.
+
+``--read-your-writes``: while the import is appended and embedded, another user saves an entry in a memory of
+their own every half second and at once recalls it by meaning (``mode=semantic``, by the entry's own words, no
+cut-off): an entry is found only once it is embedded. The figure is how many of the saves made during the import
+(the index behind the appends all along) were found by that first recall. Writes
+``bench/results/serve_lag_read_your_writes.json``.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from corpus import DAYS, NOUNS, PLACES
 from load import started
 from recall_lag import AGENT, CHUNK, CONVERSATION, QUESTIONS, USER, fill, long_message, summary
 
@@ -99,6 +107,58 @@ def run(count: int, searches: int, workers: int, seed: int, *, within_last: bool
     }
 
 
+def read_your_writes(count: int, workers: int, seed: int) -> dict[str, Any]:
+    """``--read-your-writes`` (the module's docstring)."""
+    import threading
+
+    rng = random.Random(seed)
+    texts = [long_message(rng) for _ in range(count)]
+    with (tempfile.TemporaryDirectory(prefix="agentmem-serve-ryw-") as folder,
+          started("embedded", Path(folder), ["--workers", str(workers)]) as (url, key, _)):
+        call(url, key, "PUT", f"/agents/{AGENT}", {})
+        call(url, key, "PUT", "/memories/notes", {})
+
+        def import_all() -> None:
+            for start in range(0, count, CHUNK):
+                drafts = [{"role": "user" if n % 2 == 0 else "assistant", "content": text}
+                          for n, text in enumerate(texts[start:start + CHUNK])]
+                call(url, key, "POST", f"/agents/{AGENT}/conversations/conv-{start // CONVERSATION + 1:03d}/messages"
+                     f"?user={USER}", {"messages": drafts})
+
+        importer = threading.Thread(target=import_all, daemon=True)
+        begun = time.perf_counter()
+        importer.start()
+        saves: list[dict[str, Any]] = []
+        n = 0
+        while importer.is_alive() and n < 400:  # (the import's backlog is behind the appends all along)
+            n += 1
+            content = (f"Reminder {n}: the {rng.choice(PLACES)} team meets the {rng.choice(NOUNS)} supplier on "
+                       f"{rng.choice(DAYS)} at {rng.randint(8, 17)}:{rng.choice(['00', '15', '30', '45'])}.")
+            call(url, key, "PUT", f"/memories/notes/entries/reminder-{n}?user=bo",
+                 {"content": content, "description": f"reminder {n}"})
+            t0 = time.perf_counter()
+            page = call(url, key, "GET", f"/memories/notes/search?user=bo&mode=semantic&min_score=0&limit=100"
+                                         f"&q={urllib.parse.quote(content)}")
+            names = [item.get("name") for item in page.get("items", [])]
+            by_meaning = page.get("mode") == "semantic"  # (a recall that fell back answered by the words)
+            saves.append({"n": n, "found": by_meaning and f"reminder-{n}" in names,
+                          "ms": (time.perf_counter() - t0) * 1000, "mode": page.get("mode"),
+                          "fallback": page.get("fallback"), "index_lag": page.get("index_lag"),
+                          "at_s": round(t0 - begun, 2)})
+            time.sleep(0.5)
+        importer.join()
+    return {
+        "benchmark": "serve_lag --read-your-writes", "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "machine": {"python": platform.python_version(), "cpu_count": os.cpu_count(), "platform": platform.platform()},
+        "load_average": os.getloadavg(), "workers": workers, "messages": count, "saves": len(saves),
+        "found_at_once": sum(1 for s in saves if s["found"]),
+        "fell_back": sum(1 for s in saves if s["mode"] != "semantic"),
+        "recall_ms": {"p50": round(sorted(s["ms"] for s in saves)[len(saves) // 2], 2),
+                      "max": round(max(s["ms"] for s in saves), 2)},
+        "rows": saves,
+    }
+
+
 def print_table(result: dict[str, Any]) -> None:
     print(f"\nJournal search against agentmem serve --workers {result['workers']} while it indexes "
           f"{result['messages']:,} long messages ({result['characters']:,} characters, imported over HTTP in "
@@ -124,7 +184,21 @@ def main() -> None:
     parser.add_argument("--no-write", action="store_true", help="print only; leave the results file alone")
     parser.add_argument("--within-last", action="store_true",
                         help="search within the import's last conversation until it is indexed (the docstring)")
+    parser.add_argument("--read-your-writes", action="store_true",
+                        help="another user's saves recalled by meaning at once while the import is indexed")
     args = parser.parse_args()
+    if args.read_your_writes:
+        written = read_your_writes(args.messages, args.workers, args.seed)
+        print(f"\nWhile agentmem serve --workers {written['workers']} imports {written['messages']:,} long messages: "
+              f"{written['saves']} saves by another user, each recalled by meaning at once: "
+              f"{written['found_at_once']} found, {written['fell_back']} fell back to the words "
+              f"(recall p50 {written['recall_ms']['p50']} ms, "
+              f"max {written['recall_ms']['max']} ms)")
+        if not args.no_write:
+            out = RESULT.with_name("serve_lag_read_your_writes.json")
+            out.write_text(json.dumps(written, indent=2) + "\n")
+            print(f"wrote {out.relative_to(ROOT)}")
+        return
     result = run(args.messages, args.searches, args.workers, args.seed, within_last=args.within_last)
     print_table(result)
     if not args.no_write:

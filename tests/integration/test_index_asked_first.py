@@ -187,3 +187,35 @@ def test_a_write_just_made_is_found_by_meaning_at_once_behind_another_import(tmp
     assert lag_of(container, account, "c") == 30
     container.conversations.search_page(account, "support", "invoices", user="ana")
     assert index.pending() == 90
+
+
+def test_a_query_of_another_worker_waiting_for_the_catch_up_lock_says_so_to_the_indexer(tmp_path: Path) -> None:
+    """Between two of the indexer's batches, a query of another process that waits for the catch-up lock (to apply a
+    few changes of its own) is let in first: while it waits, every process on the data dir reads its wish."""
+    import struct
+    import threading
+    import time
+
+    _, _, index = make(tmp_path)  # the indexer's process
+    other = build_container(Settings(data_dir=tmp_path)).search_index  # another worker's
+    assert isinstance(other, SqliteVectorIndex)
+    got: list[bool] = []
+
+    def take() -> None:
+        with other._drain_lock(5.0) as held:
+            got.append(held)
+
+    def wished() -> float:
+        return float(struct.unpack("<d", index._wanted_map()[0:8])[0])
+
+    with index._drain_lock(True):  # the indexer in the middle of a batch
+        waiting = threading.Thread(target=take)
+        waiting.start()
+        for _ in range(400):
+            if wished() > time.time():
+                break
+            time.sleep(0.005)
+        assert wished() > time.time()  # the indexer reads that a query waits
+    index.yield_to_waiting(most=5.0)  # before its next batch: the query goes first
+    waiting.join(5)
+    assert got == [True] and wished() == 0.0  # it had the lock, and its wish is withdrawn
