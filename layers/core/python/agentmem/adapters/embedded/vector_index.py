@@ -864,21 +864,26 @@ class SqliteVectorIndex(SearchIndex):
         messages of the one conversation it names, from the cheaper side (``_queued_in``); none for a journal
         searched across its conversations."""
         if filter_values(filters.get("kind", [])) == [ENTRY_KIND]:
-            where, params = _conditions(filters, (("account", "e.account_id"), ("memory", "e.memory"),
-                                                  ("user", "e.layer_user")))
+            where, params = _conditions(filters, _ENTRY_SCOPE)
             return conn.execute(
                 "SELECT q.id, q.kind, q.source FROM entries e CROSS JOIN index_queue q ON q.kind = 'entry' "
                 f"AND q.source = e.rowid WHERE {where} ORDER BY q.id LIMIT ?", [*params, limit]).fetchall()
-        named = [filter_values(filters.get(name, [])) for name in ("account", "agent", "user", "conversation")]
-        if any(len(values) != 1 for values in named):
+        if len(filter_values(filters.get("conversation", []))) != 1:
             return []
-        found = conn.execute(
-            "SELECT id, last_seq FROM conversations WHERE account_id = ? AND agent = ? AND user_key = ? AND key = ?",
-            [values[0] for values in named]).fetchone()
-        if found is None:
+        where, params, conversations, messages, _ = self._journal_scope(conn, filters)
+        if conversations != 1:
             return []
-        return conn.execute(f"SELECT q.id, q.kind, q.source {_queued_in(queued, found[1], 'c.id = ?')} "
-                            "ORDER BY q.id LIMIT ?", (found[0], limit)).fetchall()
+        return conn.execute(f"SELECT q.id, q.kind, q.source {_queued_in(queued, messages, where)} "
+                            "ORDER BY q.id LIMIT ?", [*params, limit]).fetchall()
+
+    def _journal_scope(self, conn: sqlite3.Connection, filters: Filters) -> tuple[str, list[str], int, int, int]:
+        """The conversations a journal query names: the conditions on ``c`` and their parameters, how many they
+        are, how many messages they have had (their last seqs), and the row id of the last of them."""
+        where, params = _conditions(filters, _JOURNAL_SCOPE)
+        conversations, messages, last = conn.execute(
+            f"SELECT count(*), coalesce(sum(c.last_seq), 0), max(c.id) FROM conversations c WHERE {where}",
+            params).fetchone()
+        return where, params, int(conversations), int(messages), int(last or 0)
 
     def lag(self, filters: Filters) -> int | None:
         """How many documents of the scope ``filters`` name are queued and not yet indexed: journal messages (an
@@ -897,21 +902,15 @@ class SqliteVectorIndex(SearchIndex):
             return kept[1]
         conn = self.db.connection()
         if kinds == [MESSAGE_KIND]:  # counted from the cheaper side: the queue, or the scope's messages
-            queued = self._queued_about()
-            where, params = _conditions(filters, (("account", "c.account_id"), ("agent", "c.agent"),
-                                                  ("user", "c.user_key"), ("conversation", "c.key")))
-            conversations, messages, last = conn.execute(
-                f"SELECT count(*), coalesce(sum(c.last_seq), 0), max(c.id) FROM conversations c WHERE {where}",
-                params).fetchone()
-            counted = int(conn.execute(f"SELECT count(*) {_queued_in(queued, messages, where)}",
+            where, params, conversations, messages, last = self._journal_scope(conn, filters)
+            counted = int(conn.execute(f"SELECT count(*) {_queued_in(self._queued_about(), messages, where)}",
                                        params).fetchone()[0]) if conversations else 0
             if conversations == 1 and len(filter_values(filters.get("conversation", []))) == 1:
                 # the one conversation a search names is embedded first while behind (asked_first.py)
-                (self.asked.ask if counted else self.asked.done)(int(last))
+                (self.asked.ask if counted else self.asked.done)(last)
             return self._kept_lag(scope, now, counted)
         # (a checkpoint is queued too, and never indexed)
-        where, params = _conditions(filters, (("account", "e.account_id"), ("memory", "e.memory"),
-                                              ("user", "e.layer_user")))
+        where, params = _conditions(filters, _ENTRY_SCOPE)
         counted = int(conn.execute(
             "SELECT count(DISTINCT q.source) FROM index_queue q JOIN entries e ON e.rowid = q.source "
             f"WHERE q.kind = 'entry' AND e.conversation IS NULL AND {where}", params,
@@ -1406,14 +1405,19 @@ def _queued_in(queued: int, messages: int, where: str) -> str:
     """The FROM and WHERE of the queued messages of the conversations ``where`` names (conditions on ``c``), read
     from the cheaper side (QUEUE_READ_FACTOR): the queue's ``queued`` rows, each message and its conversation
     looked up; or the conversations' ``messages``, each looked up in the queue by what it names
-    (``index_queue_by_source``). CROSS
-    JOIN keeps the order written: a large import's queue is not read through for a conversation of a few
-    messages (another tenant's search while one imports), nor a long journal's messages for a queue of a few."""
+    (``index_queue_by_source``). CROSS JOIN keeps the order written: a large import's queue is not read through
+    for a conversation of a few messages (another tenant's search while one imports), nor a long journal's
+    messages for a queue of a few."""
     if queued <= QUEUE_READ_FACTOR * messages:  # (+: the queue read in its own order)
         return ("FROM index_queue q CROSS JOIN messages m ON m.id = q.source CROSS JOIN conversations c "
                 f"ON c.id = m.conversation_id WHERE +q.kind = 'message' AND {where}")
     return ("FROM conversations c CROSS JOIN messages m ON m.conversation_id = c.id CROSS JOIN index_queue q "
             f"ON q.kind = 'message' AND q.source = m.id WHERE {where}")
+
+
+# a query's filters as columns: of a journal's conversations (``c``), and of memory entries (``e``)
+_JOURNAL_SCOPE = (("account", "c.account_id"), ("agent", "c.agent"), ("user", "c.user_key"), ("conversation", "c.key"))
+_ENTRY_SCOPE = (("account", "e.account_id"), ("memory", "e.memory"), ("user", "e.layer_user"))
 
 
 def _scope_of(filters: Filters) -> tuple[str, ...]:
