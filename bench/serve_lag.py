@@ -62,6 +62,20 @@ def call(url: str, key: str, method: str, path: str, body: Any = None) -> dict[s
         return answer
 
 
+def import_all(url: str, key: str, texts: list[str]) -> None:
+    """``texts`` appended over HTTP, 40 a request, into conversations of 200 (``conv-001``, ...), user and assistant
+    in turn."""
+    for start in range(0, len(texts), CHUNK):
+        drafts = [{"role": "user" if n % 2 == 0 else "assistant", "content": text}
+                  for n, text in enumerate(texts[start:start + CHUNK])]
+        call(url, key, "POST", f"/agents/{AGENT}/conversations/conv-{start // CONVERSATION + 1:03d}/messages"
+             f"?user={USER}", {"messages": drafts})
+
+
+def machine() -> dict[str, Any]:
+    return {"python": platform.python_version(), "cpu_count": os.cpu_count(), "platform": platform.platform()}
+
+
 def run(count: int, searches: int, workers: int, seed: int, *, within_last: bool = False) -> dict[str, Any]:
     rng = random.Random(seed)
     texts = [long_message(rng) for _ in range(count)]
@@ -70,12 +84,7 @@ def run(count: int, searches: int, workers: int, seed: int, *, within_last: bool
           started("embedded", Path(folder), ["--workers", str(workers)]) as (url, key, _)):
         call(url, key, "PUT", f"/agents/{AGENT}", {})
         begun = time.perf_counter()
-        for start in range(0, count, CHUNK):
-            conversation = f"conv-{start // CONVERSATION + 1:03d}"
-            drafts = [{"role": "user" if n % 2 == 0 else "assistant", "content": text}
-                      for n, text in enumerate(texts[start:start + CHUNK])]
-            call(url, key, "POST", f"/agents/{AGENT}/conversations/{conversation}/messages?user={USER}",
-                 {"messages": drafts})
+        import_all(url, key, texts)
         imported = time.perf_counter()
         imported_s = imported - begun
         last = f"conv-{(count - 1) // CONVERSATION + 1:03d}"
@@ -96,7 +105,7 @@ def run(count: int, searches: int, workers: int, seed: int, *, within_last: bool
     caught = [r for r in rows if not r["index_lag"]]
     return {
         "benchmark": "serve_lag", "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "machine": {"python": platform.python_version(), "cpu_count": os.cpu_count(), "platform": platform.platform()},
+        "machine": machine(),
         "load_average": os.getloadavg(), "workers": workers, "messages": count,
         "characters": sum(len(t) for t in texts), "import_s": round(imported_s, 2),
         "all": summary(rows), "while_behind": summary(behind) if behind else None,
@@ -117,15 +126,7 @@ def read_your_writes(count: int, workers: int, seed: int) -> dict[str, Any]:
           started("embedded", Path(folder), ["--workers", str(workers)]) as (url, key, _)):
         call(url, key, "PUT", f"/agents/{AGENT}", {})
         call(url, key, "PUT", "/memories/notes", {})
-
-        def import_all() -> None:
-            for start in range(0, count, CHUNK):
-                drafts = [{"role": "user" if n % 2 == 0 else "assistant", "content": text}
-                          for n, text in enumerate(texts[start:start + CHUNK])]
-                call(url, key, "POST", f"/agents/{AGENT}/conversations/conv-{start // CONVERSATION + 1:03d}/messages"
-                     f"?user={USER}", {"messages": drafts})
-
-        importer = threading.Thread(target=import_all, daemon=True)
+        importer = threading.Thread(target=import_all, args=(url, key, texts), daemon=True)
         begun = time.perf_counter()
         importer.start()
         saves: list[dict[str, Any]] = []
@@ -149,7 +150,7 @@ def read_your_writes(count: int, workers: int, seed: int) -> dict[str, Any]:
         importer.join()
     return {
         "benchmark": "serve_lag --read-your-writes", "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "machine": {"python": platform.python_version(), "cpu_count": os.cpu_count(), "platform": platform.platform()},
+        "machine": machine(),
         "load_average": os.getloadavg(), "workers": workers, "messages": count, "saves": len(saves),
         "found_at_once": sum(1 for s in saves if s["found"]),
         "fell_back": sum(1 for s in saves if s["mode"] != "semantic"),
