@@ -79,6 +79,7 @@ from ..domain.search import Query, check_query
 from ..domain.summary_author import covered_through, summariser_of
 from ..domain.surfaces import check_surface, surface_rules
 from ..domain.text import folded, folded_head
+from ..domain.timeline import asks_for_timeline, asks_in_first_person, timeline_topic, toward_own
 from ..observability import logger
 from ..ports.conversations import ConversationStore
 from ..ports.jobs import Jobs
@@ -425,6 +426,11 @@ class ConversationService:
         compiled = Query(query)
         if not compiled.words:
             raise InvalidError("q must hold at least one word", field="q")
+        # "walk me through what happened with my flight": the words that only ask for a sequence are searched by
+        # neither side (domain/timeline.py)
+        timeline = wanted_mode in ("hybrid", "deep") and asks_for_timeline(query)
+        if timeline and (topic := Query(timeline_topic(query))).words:
+            compiled = topic
         asked = {"q": query, "conversation": conversation, **_time_marks(when)}
         offset = _search_offset(cursor, asked)
         keyword_pool = pool(KEYWORD_CANDIDATES, offset, size)
@@ -565,6 +571,9 @@ class ConversationService:
 
         if latest:  # "what's the code now?": of the best, the later ones (domain/recall.py toward_latest)
             ranked = toward_latest(ranked, time_of)
+        own = timeline and lending and asks_in_first_person(query)
+        if own:  # "what did I bring up, in order?": of the best, the asker's own messages (domain/timeline.py)
+            ranked = toward_own(ranked, lambda key: found[key].role == "user")
         answered_mode, fallback = how.mode, how.fallback
 
         def shown(key: tuple[str, int]) -> Passage | None:
@@ -587,6 +596,8 @@ class ConversationService:
                 ranked = first_of_each(best_of([ranked, *rankings[1:]]), same, rough)
             if latest and "rerank" in stages:  # the model's order leans toward the latest too
                 ranked = toward_latest(ranked, time_of)
+            if own and "rerank" in stages:  # ... and the asker's own messages
+                ranked = toward_own(ranked, lambda key: found[key].role == "user")
         hits = []
         for key, score in ranked[offset : offset + size]:  # snippets for the page only
             message = found[key]
