@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -25,8 +25,11 @@ from agentmem.adapters.aws.lazy import LazyBlobStore
 from agentmem.adapters.aws.s3 import S3BlobStore
 from agentmem.adapters.embedded.embedder import HashingEmbedder
 from agentmem.bootstrap import Adapters, Container, Stores, build_container
+from agentmem.domain.conversations import MessageDraft
 from agentmem.domain.models import Entry, HistoryItem, Principal, SaveResult
 from agentmem.ports.blobs import BlobStore
+from agentmem.services.agents import AgentSettings
+from agentmem.services.conversations import JournalPage
 from agentmem.services.entries import SaveRequest
 from agentmem.settings import Settings
 from moto_server import MotoServer
@@ -236,6 +239,21 @@ class World:
     def found(self, query: str, **kwargs: Any) -> list[str]:
         """Names a search returns, best first."""
         return [e.name for e in self.search(query, **kwargs)]
+
+    def converse(self, agent: str, conversation: str, talk: Sequence[tuple[Any, str]]) -> None:
+        """An agent of default settings with one conversation of ``talk`` ((role, text) pairs, in order), the
+        semantic side given all the time it needs: its deadline is no part of what a test of ranking checks."""
+        if self.container.entries.semantic is not None:
+            self.container.entries.semantic.deadline_s = 120.0
+        self.container.agents.put(self.account, agent, AgentSettings())
+        self.container.conversations.append(self.account, agent, conversation,
+                                            [MessageDraft(role, text) for role, text in talk])
+
+    def journal_page(self, agent: str, question: str, conversation: str, **options: Any) -> JournalPage:
+        """One page of a journal search within ``conversation``, as the account asks it."""
+        page: JournalPage = self.container.conversations.search_page(self.account, agent, question,
+                                                                      conversation=conversation, **options)
+        return page
 
 
 def make_world(container: Container, clock: FakeClock) -> World:

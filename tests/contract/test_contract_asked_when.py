@@ -9,9 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from agentmem.domain.conversations import MessageDraft
 from agentmem.services import conversations as conversations_module
-from agentmem.services.agents import AgentSettings
 from agentmem.services.conversations import JournalPage
 from contract_world import World
 
@@ -34,17 +32,11 @@ QUESTION = "When is Jurek's funeral?"
 
 
 def journal(world: World) -> None:
-    if world.container.entries.semantic is not None:  # (its deadline is no part of what is tested)
-        world.container.entries.semantic.deadline_s = 120.0
-    world.container.agents.put(world.account, "support", AgentSettings())
-    world.container.conversations.append(world.account, "support", "tata",
-                                         [MessageDraft(role, text) for role, text in TALK])
+    world.converse("support", "tata", TALK)
 
 
 def search(world: World, **options: Any) -> JournalPage:
-    page: JournalPage = world.container.conversations.search_page(world.account, "support", QUESTION,
-                                                                   conversation="tata", **options)
-    return page
+    return world.journal_page("support", QUESTION, "tata", **options)
 
 
 def test_the_message_that_says_when_is_raised_above_the_one_that_talks_about_it(

@@ -9,9 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from agentmem.domain.conversations import MessageDraft
 from agentmem.services import conversations as conversations_module
-from agentmem.services.agents import AgentSettings
 from agentmem.services.conversations import JournalPage
 from contract_world import World
 
@@ -38,17 +36,11 @@ QUESTION = "Can you list the order in which I brought up the problems with the l
 
 
 def journal(world: World) -> None:
-    if world.container.entries.semantic is not None:  # (its deadline is no part of what is tested)
-        world.container.entries.semantic.deadline_s = 120.0
-    world.container.agents.put(world.account, "shop", AgentSettings())
-    world.container.conversations.append(world.account, "shop", "lamp",
-                                         [MessageDraft(role, text) for role, text in TALK])
+    world.converse("shop", "lamp", TALK)
 
 
 def search(world: World, question: str = QUESTION, **options: Any) -> JournalPage:
-    page: JournalPage = world.container.conversations.search_page(world.account, "shop", question,
-                                                                   conversation="lamp", **options)
-    return page
+    return world.journal_page("shop", question, "lamp", **options)
 
 
 def test_the_words_that_only_ask_for_a_sequence_are_not_searched(
