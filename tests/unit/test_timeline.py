@@ -26,6 +26,8 @@ from agentmem.domain.timeline import (
     "Step by step, what did we try on the flaky test?",
     "Trace the release history of the app",
     "how has the budget evolved",
+    "From the moment she called to the funeral, how did it all unfold?",
+    "Remind me what happened with the van, from my first breakdown to selling it",
 ])
 def test_questions_that_ask_for_a_sequence(question: str) -> None:
     assert asks_for_timeline(question)
@@ -38,6 +40,10 @@ def test_questions_that_ask_for_a_sequence(question: str) -> None:
     "How much was the hotel in Lisbon?",
     "Is my order 4471 shipped yet?",
     "What's the wifi password now?",
+    "What did the stack trace say about my null pointer?",  # (a trace, not tracing)
+    "I'm saving in order to buy a car: what did we decide?",  # (in order to)
+    "What's the progress on my visa?",  # (how it stands: domain/recall.py toward_latest)
+    "Find me flights from Lisbon to Berlin",
 ])
 def test_questions_that_do_not(question: str) -> None:
     assert not asks_for_timeline(question)

@@ -46,12 +46,13 @@ OWN_FACTOR = 2.0  # ... this many times their score
 
 # the words of a question that ask for a sequence across the conversation
 _ASKS_TIMELINE = re.compile(
-    r"\b(?:in (?:what|which) order|the order (?:in which|that|of)|in (?:chronological )?order\b|step by step"
-    r"|one (?:thing|step) after (?:the )?another|start to finish|from the (?:start|beginning)\b"
-    r"|(?:walk|take|run|talk) me through|trace\b|the (?:stages|steps) (?:of|in)\b|over time"
-    r"|over the (?:months|years|weeks)"
-    r"|the (?:whole )?(?:story|saga|history|timeline) of|twists and turns|milestones"
-    r"|(?:evolved?|unfold(?:ed)?|progress(?:ed)?|changed over)\b|everything (?:that )?(?:happened|went on)"
+    r"\b(?:in (?:what|which) order|the order (?:in which|that|of)|in (?:chronological )?order\b(?! to\b)"
+    r"|step by step|one (?:thing|step) after (?:the )?another|start to finish"
+    r"|from (?:the (?:moment|day|first|start|beginning)|(?:my|our|his|her|their) first|when)\b"
+    r"|(?:walk|take|run|talk) me through|(?<!stack )(?<!a )trace\s+(?:the|my|our|his|her|their|its|how|what|back)\b"
+    r"|the (?:stages|steps) (?:of|in)\b|over time|over the (?:months|years|weeks)"
+    r"|the (?:whole )?(?:story|saga|history|timeline) of|twists and turns"
+    r"|(?:evolved|unfold(?:ed)?|progressed|changed over)\b|everything (?:that )?(?:happened|went on)"
     r"|(?:each|every) change)",
     re.IGNORECASE)
 _COUNT = r"(?:two|three|four|five|six|seven|eight|nine|ten|\d+)"
