@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from agentmem.domain.timeline import timeline_topic
 from agentmem.services import conversations as conversations_module
 from agentmem.services.conversations import JournalPage
 from contract_world import World
@@ -89,3 +90,19 @@ def test_a_question_in_the_third_person_is_not_leaned_toward_the_users_messages(
     monkeypatch.setattr(conversations_module, "toward_own", lambda ranked, own: 1 / 0)  # (never called)
     page = search(world, "Trace the problems with the lamp, step by step")
     assert page.items
+
+
+def test_deep_s_model_reads_the_question_without_its_frame(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    journal(world)
+    read: list[str] = []
+    rerank = conversations_module.ConversationService._rerank
+
+    def reading(self: Any, query: str, *args: Any, **kwargs: Any) -> Any:
+        read.append(query)
+        return rerank(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(conversations_module.ConversationService, "_rerank", reading)
+    search(world, mode="deep")
+    search(world, "When did the lamp first break?", mode="deep")
+    assert read == [timeline_topic(QUESTION), "When did the lamp first break?"]
+    assert "order" not in read[0] and "items" not in read[0] and "lamp" in read[0]

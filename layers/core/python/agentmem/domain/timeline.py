@@ -11,7 +11,8 @@ trained:
 - **The frame is left out** (``timeline_topic``): both sides search the question without the words that only
   ask for a sequence (``_FRAME``), so what is left names the thread ("my flight to Lisbon"). The things a
   question lists ("in what order did the exams, the results and the gap year go?") are still each searched on
-  their own (``domain/recall.py`` ``aspects``, read from the question as asked).
+  their own (``domain/recall.py`` ``aspects``, read from the question as asked). ``deep``'s model reads the
+  question without the frame too.
 - **What I did is what I said** (``toward_own``): a question asked in the first person ("my flight", "what I
   brought up", "what we tried") asks for the steps of the asker's own thread, and the asker tells each one as it
   comes ("easyJet just cancelled my flight", "we moved it to Baserow last week"): of the fused top

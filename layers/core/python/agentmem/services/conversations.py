@@ -586,8 +586,9 @@ class ConversationService:
                                 cut=cut)
 
         if wanted_mode == "deep":
-            # the model reads the question without those names too, as the semantic side did
-            answered_mode, fallback, ranked = self._rerank(without_words(query, called | unheld), ranked, found,
+            # the model reads the question without those names too, as the semantic side did (and without the
+            # words that only ask for a sequence: compiled.text, domain/timeline.py)
+            answered_mode, fallback, ranked = self._rerank(without_words(compiled.text, called | unheld), ranked, found,
                                                            how.mode, how.fallback, stages, floor, shown,
                                                            RERANK_CONVERSATION_SHARE if across else 0.0)
             if "rerank" in stages and len(rankings) > 1:
