@@ -18,8 +18,11 @@ trained:
   comes ("easyJet just cancelled my flight", "we moved it to Baserow last week"): of the fused top
   ``TIMELINE_AMONG``, each of the user's own messages counts ``OWN_FACTOR`` times its score. Tool results and
   the assistant's answers around a step say more words about it and outrank the message that brought it up; a
-  weak message of the user's ("ok", "thanks", lifted only by its neighbours) stays weak. A question about
-  others ("trace their mum's operation") is not leaned: in a chat between two people, either may tell it.
+  weak message of the user's ("ok", "thanks", lifted only by its neighbours) stays weak. The first person is read
+  anywhere in the question, its frame too ("take me through the winter market business": the asker is one of
+  the conversation, and its thread theirs); read only in what is left once the frame is out, timeline questions
+  scored 0.521, not 0.538. A question wholly about others ("trace their mum's operation") is not leaned: in a
+  chat between two people, either may tell it.
 
 Chosen on the development half of ``bench/recall_eval``, whose 30 timeline questions (of 268) ask for 3 to 6
 messages each in three sessions or more, written by hand in the three styles: hybrid R@10 of those questions
