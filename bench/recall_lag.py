@@ -175,6 +175,22 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def conversation_of(n: int) -> str:
+    """The conversation the ``n``-th message of an import goes to (from 0): ``conv-001``, CONVERSATION a piece."""
+    return f"conv-{n // CONVERSATION + 1:03d}"
+
+
+def append_all(container: Any, account: Any, texts: list[str], begin: int = 0) -> None:
+    """``texts`` from ``begin`` appended in process, CHUNK a call, each to its conversation (``conversation_of``),
+    user and assistant in turn."""
+    from agentmem.domain.conversations import MessageDraft
+
+    for start in range(begin, len(texts), CHUNK):
+        drafts = [MessageDraft("user" if (start + i) % 2 == 0 else "assistant", text)
+                  for i, text in enumerate(texts[start : start + CHUNK])]
+        container.conversations.append(account, AGENT, conversation_of(start), drafts, user=USER)
+
+
 def fresh(folder: Path) -> tuple[Any, Any, Any]:
     """An embedded agentmem in ``folder`` (the container, the bench account's principal, the vector index), its
     agent's summaries held off and its embedder warm."""
@@ -227,11 +243,7 @@ def run(count: int, seed: int, read_ahead_s: float = 30.0) -> dict[str, Any]:
         searcher.start()
         start = time.perf_counter()
         indexer_start = start
-        for begin in range(CHUNK, count, CHUNK):
-            number = begin // CONVERSATION + 1
-            drafts = [MessageDraft("user" if (begin + i) % 2 == 0 else "assistant", text)
-                      for i, text in enumerate(texts[begin : begin + CHUNK])]
-            container.conversations.append(account, AGENT, f"conv-{number:03d}", drafts, user=USER)
+        append_all(container, account, texts, CHUNK)
         imported = time.perf_counter()
         while index.pending():
             time.sleep(0.05)
@@ -280,21 +292,16 @@ def asked_first_run(count: int, seed: int, *, first: bool) -> dict[str, Any]:
     """``--asked-first`` (the module's docstring): one run, the searched conversation embedded ``first`` or not."""
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     from agentmem.adapters.embedded.vector_index import IndexWorker
-    from agentmem.domain.conversations import MessageDraft
 
     rng = random.Random(seed)
     texts = [long_message(rng) for _ in range(count)]
-    last = f"conv-{(count - 1) // CONVERSATION + 1:03d}"
+    last = conversation_of(count - 1)
     with tempfile.TemporaryDirectory(prefix="agentmem-asked-") as folder:
         container, account, index = fresh(Path(folder))
         if not first:  # the queue in the order it came, as before
             index._asked_first = lambda conn, size: []
         index.background = True  # (a search leaves the backlog to the indexer, as beside agentmem serve's)
-        for begin in range(0, count, CHUNK):
-            drafts = [MessageDraft("user" if (begin + i) % 2 == 0 else "assistant", text)
-                      for i, text in enumerate(texts[begin : begin + CHUNK])]
-            container.conversations.append(account, AGENT, f"conv-{begin // CONVERSATION + 1:03d}", drafts,
-                                           user=USER)
+        append_all(container, account, texts)
         queued = index.pending()
         question = fill(rng.choice(QUESTIONS), rng)
         rows: list[dict[str, Any]] = []

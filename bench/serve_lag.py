@@ -46,7 +46,7 @@ from typing import Any
 
 from corpus import DAYS, NOUNS, PLACES
 from load import started
-from recall_lag import AGENT, CHUNK, CONVERSATION, QUESTIONS, USER, fill, long_message, summary
+from recall_lag import AGENT, CHUNK, QUESTIONS, USER, conversation_of, fill, long_message, summary
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULT = ROOT / "bench" / "results" / "serve_lag.json"
@@ -68,8 +68,8 @@ def import_all(url: str, key: str, texts: list[str]) -> None:
     for start in range(0, len(texts), CHUNK):
         drafts = [{"role": "user" if n % 2 == 0 else "assistant", "content": text}
                   for n, text in enumerate(texts[start:start + CHUNK])]
-        call(url, key, "POST", f"/agents/{AGENT}/conversations/conv-{start // CONVERSATION + 1:03d}/messages"
-             f"?user={USER}", {"messages": drafts})
+        call(url, key, "POST", f"/agents/{AGENT}/conversations/{conversation_of(start)}/messages?user={USER}",
+             {"messages": drafts})
 
 
 def machine() -> dict[str, Any]:
@@ -87,7 +87,7 @@ def run(count: int, searches: int, workers: int, seed: int, *, within_last: bool
         import_all(url, key, texts)
         imported = time.perf_counter()
         imported_s = imported - begun
-        last = f"conv-{(count - 1) // CONVERSATION + 1:03d}"
+        last = conversation_of(count - 1)
         within = f"&conversation={last}" if within_last else ""
         rows: list[dict[str, Any]] = []
         caught_up_s = None
